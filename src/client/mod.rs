@@ -1,0 +1,437 @@
+//! OpenAI-compatible streaming client. Every request is streamed and timed on the run's one
+//! monotonic clock: sent, first byte, first content token, every chunk, last token. Token
+//! counts come from the server's `usage`. A failed request is recorded with its cause and
+//! never retried.
+
+pub(crate) mod sse;
+
+use std::future::Future;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use crate::sweep::{Api, Sampling};
+
+/// The run's clock: one monotonic origin for every event, plus its UTC anchor.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunClock {
+    pub origin: Instant,
+    pub utc_anchor: SystemTime,
+}
+
+impl RunClock {
+    pub fn start() -> Self {
+        RunClock {
+            origin: Instant::now(),
+            utc_anchor: SystemTime::now(),
+        }
+    }
+
+    pub fn ns(&self, t: Instant) -> i64 {
+        t.saturating_duration_since(self.origin).as_nanos() as i64
+    }
+
+    pub fn at(&self, ns: i64) -> Instant {
+        self.origin + Duration::from_nanos(ns.max(0) as u64)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct GenRequest {
+    pub id: u32,
+    pub user: Option<u32>,
+    pub sample: usize,
+    pub sample_id: String,
+    pub system: Option<String>,
+    pub prompt: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ChunkKind {
+    /// Carries generated answer text.
+    Content,
+    /// Carries reasoning text only (`reasoning_content`).
+    Reasoning,
+    /// Carries no text (role announcement, finish reason, usage).
+    Empty,
+}
+
+impl ChunkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChunkKind::Content => "content",
+            ChunkKind::Reasoning => "reasoning",
+            ChunkKind::Empty => "empty",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ChunkRecord {
+    pub request_id: u32,
+    pub index: u32,
+    pub t_ns: i64,
+    pub kind: ChunkKind,
+    pub chars: u32,
+    /// Tokens in this chunk when the server says (per-chunk `usage`); else unknown.
+    pub tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct RequestRecord {
+    pub id: u32,
+    pub user: Option<u32>,
+    pub sample: usize,
+    pub sample_id: String,
+    pub scheduled_ns: i64,
+    pub sent_ns: Option<i64>,
+    pub first_byte_ns: Option<i64>,
+    pub first_token_ns: Option<i64>,
+    pub first_reasoning_ns: Option<i64>,
+    pub last_token_ns: Option<i64>,
+    pub end_ns: i64,
+    pub http_status: Option<u16>,
+    pub finish_reason: Option<String>,
+    pub prompt_tokens: Option<u32>,
+    pub completion_tokens: Option<u32>,
+    pub chunks: u32,
+    pub content_chunks: u32,
+    pub error: Option<String>,
+    pub output: String,
+}
+
+impl RequestRecord {
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// Something that can stream one generation request. The real one speaks HTTP.
+pub(crate) trait InferenceClient: Send + Sync + 'static {
+    fn stream(
+        &self,
+        req: GenRequest,
+        scheduled: Instant,
+        clock: RunClock,
+    ) -> impl Future<Output = (RequestRecord, Vec<ChunkRecord>)> + Send;
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct HttpClient {
+    http: reqwest::Client,
+    url: String,
+    api: Api,
+    model: String,
+    sampling: Sampling,
+    timeout: Duration,
+    api_key: Option<String>,
+}
+
+impl HttpClient {
+    /// `base` is the server root (`http://127.0.0.1:8080`). With `reuse_connections` false
+    /// (the default of a run) every request opens its own connection.
+    pub fn new(
+        base: &str,
+        api: Api,
+        model: &str,
+        sampling: Sampling,
+        timeout: Duration,
+        api_key: Option<String>,
+        reuse_connections: bool,
+    ) -> anyhow::Result<Self> {
+        let mut b = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
+        if !reuse_connections {
+            b = b.pool_max_idle_per_host(0);
+        }
+        let path = match api {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completion => "/v1/completions",
+        };
+        Ok(HttpClient {
+            http: b.build()?,
+            url: format!("{}{path}", base.trim_end_matches('/')),
+            api,
+            model: model.to_string(),
+            sampling,
+            timeout,
+            api_key,
+        })
+    }
+
+    fn body(&self, req: &GenRequest) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": self.sampling.max_tokens,
+            "temperature": self.sampling.temperature,
+            "top_p": self.sampling.top_p,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if !self.sampling.stop.is_empty() {
+            body["stop"] = json!(self.sampling.stop);
+        }
+        match self.api {
+            Api::Chat => {
+                let mut messages = Vec::new();
+                if let Some(s) = &req.system {
+                    messages.push(json!({"role": "system", "content": s}));
+                }
+                messages.push(json!({"role": "user", "content": req.prompt}));
+                body["messages"] = json!(messages);
+            }
+            Api::Completion => {
+                let prompt = match &req.system {
+                    Some(s) => format!("{s}\n\n{}", req.prompt),
+                    None => req.prompt.clone(),
+                };
+                body["prompt"] = json!(prompt);
+            }
+        }
+        body
+    }
+}
+
+/// Applies one SSE data payload to the request being recorded.
+pub(crate) fn apply_event(
+    rec: &mut RequestRecord,
+    chunks: &mut Vec<ChunkRecord>,
+    payload: &str,
+    t_ns: i64,
+) -> Result<bool, String> {
+    if payload.trim() == "[DONE]" {
+        return Ok(true);
+    }
+    let v: Value = serde_json::from_str(payload)
+        .map_err(|e| format!("unparseable stream event ({e}): {}", truncate(payload, 200)))?;
+    if let Some(err) = v.get("error") {
+        return Err(format!(
+            "server error in stream: {}",
+            truncate(&err.to_string(), 300)
+        ));
+    }
+    rec.chunks += 1;
+    let choice = v.get("choices").and_then(|c| c.get(0));
+    let text = choice
+        .and_then(|c| {
+            c.get("delta")
+                .and_then(|d| d.get("content"))
+                .or_else(|| c.get("text"))
+        })
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let reasoning = choice
+        .and_then(|c| c.get("delta"))
+        .and_then(|d| d.get("reasoning_content").or_else(|| d.get("reasoning")))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if let Some(f) = choice
+        .and_then(|c| c.get("finish_reason"))
+        .and_then(Value::as_str)
+    {
+        rec.finish_reason = Some(f.to_string());
+    }
+    let usage = v.get("usage").filter(|u| !u.is_null());
+    if let Some(u) = usage {
+        rec.prompt_tokens = u
+            .get("prompt_tokens")
+            .and_then(Value::as_u64)
+            .map(|x| x as u32);
+        rec.completion_tokens = u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .map(|x| x as u32);
+    }
+    let kind = if !text.is_empty() {
+        rec.content_chunks += 1;
+        rec.output.push_str(text);
+        rec.first_token_ns.get_or_insert(t_ns);
+        rec.last_token_ns = Some(t_ns);
+        ChunkKind::Content
+    } else if !reasoning.is_empty() {
+        rec.first_reasoning_ns.get_or_insert(t_ns);
+        ChunkKind::Reasoning
+    } else {
+        ChunkKind::Empty
+    };
+    chunks.push(ChunkRecord {
+        request_id: rec.id,
+        index: chunks.len() as u32,
+        t_ns,
+        kind,
+        chars: (text.chars().count() + reasoning.chars().count()) as u32,
+        // A per-chunk usage on a content chunk would give its own count; servers that send
+        // usage only at the end leave chunks without one.
+        tokens: None,
+    });
+    Ok(false)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+impl InferenceClient for HttpClient {
+    async fn stream(
+        &self,
+        req: GenRequest,
+        scheduled: Instant,
+        clock: RunClock,
+    ) -> (RequestRecord, Vec<ChunkRecord>) {
+        let mut rec = RequestRecord {
+            id: req.id,
+            user: req.user,
+            sample: req.sample,
+            sample_id: req.sample_id.clone(),
+            scheduled_ns: clock.ns(scheduled),
+            ..Default::default()
+        };
+        let mut chunks = Vec::new();
+        let body = self.body(&req);
+        let fut = async {
+            let mut rb = self.http.post(&self.url).json(&body);
+            if let Some(k) = &self.api_key {
+                rb = rb.bearer_auth(k);
+            }
+            rec.sent_ns = Some(clock.ns(Instant::now()));
+            let resp = rb
+                .send()
+                .await
+                .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+            rec.http_status = Some(resp.status().as_u16());
+            if !resp.status().is_success() {
+                let status = resp.status();
+                let text = resp.text().await.unwrap_or_default();
+                return Err(format!("HTTP {status}: {}", truncate(text.trim(), 300)));
+            }
+            let mut stream = resp.bytes_stream();
+            let mut dec = sse::SseDecoder::default();
+            let mut done = false;
+            while let Some(item) = stream.next().await {
+                let bytes = item.map_err(|e| format!("stream broke: {}", error_chain(&e)))?;
+                let t = clock.ns(Instant::now());
+                rec.first_byte_ns.get_or_insert(t);
+                for payload in dec.push(&bytes) {
+                    if apply_event(&mut rec, &mut chunks, &payload, t)? {
+                        done = true;
+                    }
+                }
+            }
+            let t = clock.ns(Instant::now());
+            for payload in dec.finish() {
+                if apply_event(&mut rec, &mut chunks, &payload, t)? {
+                    done = true;
+                }
+            }
+            if !done && rec.finish_reason.is_none() {
+                return Err("stream ended without [DONE] or a finish reason".to_string());
+            }
+            Ok(())
+        };
+        let result = match tokio::time::timeout(self.timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "timed out after {:.1} s",
+                self.timeout.as_secs_f64()
+            )),
+        };
+        rec.end_ns = clock.ns(Instant::now());
+        if let Err(e) = result {
+            rec.error = Some(e);
+        }
+        (rec, chunks)
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_content_usage_and_finish_from_events() {
+        let mut rec = RequestRecord {
+            id: 3,
+            ..Default::default()
+        };
+        let mut chunks = Vec::new();
+        let events = [
+            (r#"{"choices":[{"delta":{"role":"assistant"}}]}"#, 10),
+            (r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#, 15),
+            (r#"{"choices":[{"delta":{"content":"Hel"}}]}"#, 20),
+            (r#"{"choices":[{"delta":{"content":"lo"}}]}"#, 30),
+            (r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#, 31),
+            (
+                r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#,
+                32,
+            ),
+        ];
+        for (e, t) in events {
+            assert!(!apply_event(&mut rec, &mut chunks, e, t).unwrap());
+        }
+        assert!(apply_event(&mut rec, &mut chunks, "[DONE]", 33).unwrap());
+        assert_eq!(rec.output, "Hello");
+        assert_eq!(rec.first_reasoning_ns, Some(15));
+        assert_eq!(rec.first_token_ns, Some(20));
+        assert_eq!(rec.last_token_ns, Some(30));
+        assert_eq!(
+            (rec.prompt_tokens, rec.completion_tokens),
+            (Some(7), Some(3))
+        );
+        assert_eq!(rec.finish_reason.as_deref(), Some("length"));
+        assert_eq!((rec.chunks, rec.content_chunks), (6, 2));
+        let kinds: Vec<_> = chunks.iter().map(|c| c.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ChunkKind::Empty,
+                ChunkKind::Reasoning,
+                ChunkKind::Content,
+                ChunkKind::Content,
+                ChunkKind::Empty,
+                ChunkKind::Empty
+            ]
+        );
+    }
+
+    #[test]
+    fn a_server_error_event_fails_the_request() {
+        let mut rec = RequestRecord::default();
+        let err = apply_event(
+            &mut rec,
+            &mut Vec::new(),
+            r#"{"error":{"message":"boom"}}"#,
+            1,
+        )
+        .unwrap_err();
+        assert!(err.contains("boom"), "{err}");
+    }
+
+    #[test]
+    fn completion_api_text_is_content() {
+        let mut rec = RequestRecord::default();
+        apply_event(
+            &mut rec,
+            &mut Vec::new(),
+            r#"{"choices":[{"text":" B"}]}"#,
+            5,
+        )
+        .unwrap();
+        assert_eq!(rec.output, " B");
+        assert_eq!(rec.first_token_ns, Some(5));
+    }
+}

@@ -1,0 +1,349 @@
+//! Engines: the catalog (data) and launchers behind one trait. `process` starts a local
+//! command on a free loopback port; `endpoint` uses a server that is already running. The
+//! Docker launcher implements the same trait.
+
+pub(crate) mod catalog;
+
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::sweep::{Engine, Launch};
+
+/// Everything a launcher needs to start one deployment.
+#[derive(Debug, Clone)]
+pub(crate) struct LaunchSpec {
+    pub engine: Engine,
+    pub model_name: String,
+    pub model_path: Option<String>,
+    pub model_id: Option<String>,
+    pub quantization: String,
+}
+
+/// Cold-start phases, seconds from the launch call.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize, PartialEq, Default)]
+pub(crate) struct Phases {
+    /// Launch call → process (or container) started.
+    pub start_s: f64,
+    /// Launch call → health check answered 200 (model loaded).
+    pub healthy_s: f64,
+}
+
+pub(crate) trait RunningEngine: Send {
+    fn base_url(&self) -> &str;
+    fn api_key(&self) -> Option<String>;
+    /// Name to send in the `model` field of requests.
+    fn served_model(&self) -> &str;
+    fn phases(&self) -> Phases;
+    /// Some(cause) when the engine has died on its own.
+    fn exited(&mut self) -> Option<String>;
+    /// Stops the engine (SIGTERM, then SIGKILL after a grace period); says how it ended.
+    fn stop(self) -> impl Future<Output = String> + Send;
+}
+
+pub(crate) trait Launcher {
+    type Running: RunningEngine;
+    /// Starts the engine and waits until it is healthy (or fails with a cause).
+    fn launch(
+        &self,
+        spec: &LaunchSpec,
+        log: &Path,
+    ) -> impl Future<Output = Result<Self::Running, String>> + Send;
+}
+
+fn fill(template: &str, spec: &LaunchSpec, port: u16) -> String {
+    let e = &spec.engine;
+    template
+        .replace("{model.path}", spec.model_path.as_deref().unwrap_or(""))
+        .replace("{model.id}", spec.model_id.as_deref().unwrap_or(""))
+        .replace(
+            "{model.source}",
+            spec.model_path
+                .as_deref()
+                .or(spec.model_id.as_deref())
+                .unwrap_or(""),
+        )
+        .replace("{model.name}", &spec.model_name)
+        .replace("{quantization}", &spec.quantization)
+        .replace("{host}", "127.0.0.1")
+        .replace("{port}", &port.to_string())
+        .replace("{parallel}", &e.parallel.to_string())
+        .replace("{ctx.slot}", &e.ctx_size.to_string())
+        .replace(
+            "{ctx.total}",
+            &(e.ctx_size as u64 * e.parallel as u64).to_string(),
+        )
+}
+
+/// The full argument list of a process engine: the catalog's arguments, then the sweep's.
+pub(crate) fn process_args(spec: &LaunchSpec, port: u16) -> Vec<String> {
+    let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated by the resolver");
+    entry
+        .process_args
+        .iter()
+        .map(|a| a.to_string())
+        .chain(spec.engine.args.iter().cloned())
+        .map(|a| fill(&a, spec, port))
+        .collect()
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn tail_of(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+async fn healthy(http: &reqwest::Client, url: &str, key: Option<&str>) -> bool {
+    let mut rb = http.get(url).timeout(Duration::from_secs(2));
+    if let Some(k) = key {
+        rb = rb.bearer_auth(k);
+    }
+    matches!(rb.send().await, Ok(r) if r.status().is_success())
+}
+
+pub(crate) struct ProcessLauncher;
+
+pub(crate) struct ProcessEngine {
+    child: tokio::process::Child,
+    base_url: String,
+    served_model: String,
+    phases: Phases,
+    exit: Option<String>,
+}
+
+impl Launcher for ProcessLauncher {
+    type Running = ProcessEngine;
+
+    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<ProcessEngine, String> {
+        let Launch::Process { binary } = &spec.engine.launch else {
+            return Err("not a process engine".into());
+        };
+        let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+        let args = process_args(spec, port);
+        let log_file = std::fs::File::create(log)
+            .map_err(|e| format!("cannot create engine log {}: {e}", log.display()))?;
+        let log_err = log_file.try_clone().map_err(|e| e.to_string())?;
+        let mut cmd = tokio::process::Command::new(binary);
+        cmd.args(&args)
+            .envs(spec.engine.env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::null())
+            .stdout(log_file)
+            .stderr(log_err)
+            .kill_on_drop(true);
+        // Own process group (so stop reaches the engine's children too), and die with us:
+        // a `kill -9` of bench360 must not leave an engine holding the GPU or port.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let t0 = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("failed to start `{binary}`: {e}"))?;
+        let start_s = t0.elapsed().as_secs_f64();
+        let base_url = format!("http://127.0.0.1:{port}");
+        let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated");
+        let health = format!("{base_url}{}", entry.health_path);
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "engine exited during startup ({status}); last log lines:\n{}",
+                    tail_of(log, 15)
+                ));
+            }
+            if healthy(&http, &health, None).await {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.start_kill();
+                return Err(format!(
+                    "engine not healthy at {health} after {:.0} s; last log lines:\n{}",
+                    spec.engine.startup_timeout_s,
+                    tail_of(log, 15)
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(ProcessEngine {
+            child,
+            base_url,
+            served_model: spec.model_name.clone(),
+            phases: Phases {
+                start_s,
+                healthy_s: t0.elapsed().as_secs_f64(),
+            },
+            exit: None,
+        })
+    }
+}
+
+impl RunningEngine for ProcessEngine {
+    fn base_url(&self) -> &str {
+        &self.base_url
+    }
+    fn api_key(&self) -> Option<String> {
+        None
+    }
+    fn served_model(&self) -> &str {
+        &self.served_model
+    }
+    fn phases(&self) -> Phases {
+        self.phases
+    }
+    fn exited(&mut self) -> Option<String> {
+        if self.exit.is_none() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.exit = Some(format!("engine exited unexpectedly ({status})"));
+            }
+        }
+        self.exit.clone()
+    }
+
+    async fn stop(mut self) -> String {
+        if let Some(e) = self.exited() {
+            return e;
+        }
+        let Some(pid) = self.child.id() else {
+            return "already stopped".into();
+        };
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGTERM);
+        }
+        match tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await {
+            Ok(Ok(status)) => format!("stopped with SIGTERM ({status})"),
+            _ => {
+                unsafe {
+                    libc::kill(-(pid as i32), libc::SIGKILL);
+                }
+                let _ = self.child.wait().await;
+                "did not stop within 15 s of SIGTERM; killed".into()
+            }
+        }
+    }
+}
+
+pub(crate) struct EndpointLauncher;
+
+pub(crate) struct EndpointEngine {
+    base_url: String,
+    api_key: Option<String>,
+    served_model: String,
+    phases: Phases,
+}
+
+impl Launcher for EndpointLauncher {
+    type Running = EndpointEngine;
+
+    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<EndpointEngine, String> {
+        let Launch::Endpoint {
+            url,
+            served_model,
+            api_key_env,
+        } = &spec.engine.launch
+        else {
+            return Err("not an endpoint engine".into());
+        };
+        let api_key =
+            match api_key_env {
+                Some(var) => Some(std::env::var(var).map_err(|_| {
+                    format!("environment variable `{var}` (api-key-env) is not set")
+                })?),
+                None => None,
+            };
+        let t0 = Instant::now();
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let health = format!("{url}/v1/models");
+        let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s.min(60.0));
+        while !healthy(&http, &health, api_key.as_deref()).await {
+            if Instant::now() > deadline {
+                return Err(format!("endpoint {health} did not answer 200"));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let _ = std::fs::write(log, format!("endpoint {url}: healthy\n"));
+        Ok(EndpointEngine {
+            base_url: url.clone(),
+            api_key,
+            served_model: served_model
+                .clone()
+                .or_else(|| spec.model_id.clone())
+                .unwrap_or_else(|| spec.model_name.clone()),
+            phases: Phases {
+                start_s: 0.0,
+                healthy_s: t0.elapsed().as_secs_f64(),
+            },
+        })
+    }
+}
+
+impl RunningEngine for EndpointEngine {
+    fn base_url(&self) -> &str {
+        &self.base_url
+    }
+    fn api_key(&self) -> Option<String> {
+        self.api_key.clone()
+    }
+    fn served_model(&self) -> &str {
+        &self.served_model
+    }
+    fn phases(&self) -> Phases {
+        self.phases
+    }
+    fn exited(&mut self) -> Option<String> {
+        None
+    }
+    async fn stop(self) -> String {
+        "endpoint left running (not started by bench360)".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::{Api, Spanned};
+
+    #[test]
+    fn llama_cpp_context_is_per_slot_times_slots() {
+        let spec = LaunchSpec {
+            engine: Engine {
+                name: Spanned::new("e".into(), (0..0).into()),
+                kind: Spanned::new("llama.cpp".into(), (0..0).into()),
+                launch: Launch::Process {
+                    binary: "llama-server".into(),
+                },
+                parallel: 4,
+                ctx_size: 1024,
+                args: vec!["--threads".into(), "2".into()],
+                env: vec![],
+                startup_timeout_s: 10.0,
+                api: Api::Chat,
+            },
+            model_name: "m".into(),
+            model_path: Some("/m.gguf".into()),
+            model_id: None,
+            quantization: "q4_1".into(),
+        };
+        let args = process_args(&spec, 9000).join(" ");
+        assert_eq!(
+            args,
+            "--model /m.gguf --host 127.0.0.1 --port 9000 --parallel 4 --ctx-size 4096 --metrics --threads 2"
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! The executor: walks a sealed plan and runs only what is not cached. One engine at a
+//! time (one device); a deployment's engine is started only when some node below it must
+//! run, and all of them run in that one engine lifetime. A failed node blocks only its
+//! dependents. It alone writes run state (records, objects); progress is reported as lines
+//! and bars.
+
+mod node;
+mod progress;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::plan::{self, NodeKind, Plan, Status};
+use crate::store::Store;
+use crate::sweep::{Launch, Sweep};
+use crate::task::Sample;
+use crate::workload::Cancel;
+pub(crate) use node::{build_report, publish_report as node_publish};
+use progress::Progress;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    /// Reuse HTTP connections between requests (off: one connection per request).
+    pub reuse_connections: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Summary {
+    pub ran: Vec<String>,
+    pub cached: usize,
+    pub failed: Vec<(String, String)>,
+    pub blocked: Vec<(String, String)>,
+    pub interrupted: bool,
+    pub report: Option<PathBuf>,
+    pub report_table: Option<String>,
+    pub elapsed_s: f64,
+}
+
+impl Summary {
+    pub fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            130
+        } else if !self.failed.is_empty() || !self.blocked.is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+pub(crate) struct Executor<'a> {
+    sweep: &'a Sweep,
+    plan: &'a Plan,
+    store: &'a Store,
+    opts: Options,
+    cancel: Cancel,
+    status: Vec<Status>,
+    /// Nodes done in this apply (ran and finished).
+    done: BTreeSet<usize>,
+    /// Nodes that failed in this apply, with their cause.
+    fates: BTreeMap<usize, String>,
+    samples: BTreeMap<usize, Arc<Vec<Sample>>>,
+    summary: Summary,
+    progress: Progress,
+}
+
+impl<'a> Executor<'a> {
+    pub fn new(
+        sweep: &'a Sweep,
+        plan: &'a Plan,
+        store: &'a Store,
+        opts: Options,
+        cancel: Cancel,
+    ) -> Self {
+        let status = plan::statuses(plan, store);
+        let to_run = status
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                s.will_run()
+                    && plan.graph[petgraph::graph::NodeIndex::new(*i)].kind != NodeKind::Warmup
+            })
+            .count();
+        Executor {
+            sweep,
+            plan,
+            store,
+            opts,
+            cancel,
+            status,
+            done: BTreeSet::new(),
+            fates: BTreeMap::new(),
+            samples: BTreeMap::new(),
+            summary: Summary::default(),
+            progress: Progress::new(to_run as u64),
+        }
+    }
+
+    fn will_run(&self, i: petgraph::graph::NodeIndex) -> bool {
+        self.status[i.index()].will_run()
+    }
+
+    fn fail(&mut self, i: petgraph::graph::NodeIndex, cause: String) {
+        let label = self.plan.graph[i].label.clone();
+        self.progress.say(&format!(
+            "✗ {label}: {}",
+            cause.lines().next().unwrap_or("")
+        ));
+        self.summary.failed.push((label, cause.clone()));
+        self.fates.insert(i.index(), cause);
+        self.progress.node_done();
+    }
+
+    fn succeed(&mut self, i: petgraph::graph::NodeIndex, started: Instant) {
+        let label = self.plan.graph[i].label.clone();
+        self.progress.say(&format!(
+            "✓ {label} ({:.1} s)",
+            started.elapsed().as_secs_f64()
+        ));
+        self.summary.ran.push(label);
+        self.done.insert(i.index());
+        self.progress.node_done();
+    }
+
+    fn is_ok(&self, i: petgraph::graph::NodeIndex) -> bool {
+        !self.fates.contains_key(&i.index())
+            && (self.done.contains(&i.index()) || self.status[i.index()] == Status::Cached)
+    }
+
+    pub async fn apply(mut self) -> Summary {
+        let t0 = Instant::now();
+        for (i, s) in self.status.iter().enumerate() {
+            let n = &self.plan.graph[petgraph::graph::NodeIndex::new(i)];
+            match s {
+                Status::Cached => self.summary.cached += 1,
+                Status::Blocked { why } if n.kind != NodeKind::Warmup => {
+                    self.summary.blocked.push((n.label.clone(), why.clone()))
+                }
+                _ => {}
+            }
+        }
+        for d in 0..self.plan.deployments.len() {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            self.deployment(d).await;
+        }
+        if !self.cancel.is_cancelled() {
+            self.report();
+        }
+        self.summary.interrupted = self.cancel.is_cancelled();
+        self.summary.elapsed_s = t0.elapsed().as_secs_f64();
+        self.progress.finish();
+        self.summary
+    }
+
+    async fn deployment(&mut self, d: usize) {
+        let dep = self.plan.deployments[d].clone();
+        let runs: Vec<usize> = dep
+            .runs
+            .iter()
+            .copied()
+            .filter(|&r| self.will_run(self.plan.runs[r].node))
+            .collect();
+        let scores: Vec<usize> = dep
+            .runs
+            .iter()
+            .copied()
+            .filter(|&r| self.will_run(self.plan.runs[r].score))
+            .collect();
+        let need_pull = self.will_run(dep.pull)
+            && !self.done.contains(&dep.pull.index())
+            && !self.fates.contains_key(&dep.pull.index());
+        let need_cold = self.will_run(dep.coldstart);
+        if !need_pull && !need_cold && runs.is_empty() && scores.is_empty() {
+            return;
+        }
+        let coldstart_key = self.plan.graph[dep.coldstart].key.clone();
+        let _lock = match self
+            .store
+            .lock(&coldstart_key, &format!("deployment {}", dep.label))
+        {
+            Ok(l) => l,
+            Err(e) => {
+                for i in [dep.coldstart]
+                    .into_iter()
+                    .chain(runs.iter().map(|&r| self.plan.runs[r].node))
+                    .chain(scores.iter().map(|&r| self.plan.runs[r].score))
+                {
+                    if self.will_run(i) {
+                        self.fail(i, e.clone());
+                    }
+                }
+                return;
+            }
+        };
+        self.progress.say(&format!("▶ deployment {}", dep.label));
+        if need_pull {
+            self.pull(dep.pull).await;
+        }
+        if !self.is_ok(dep.pull) {
+            let cause = format!("needs `{}`, which failed", self.plan.graph[dep.pull].label);
+            for i in [dep.coldstart]
+                .into_iter()
+                .chain(runs.iter().map(|&r| self.plan.runs[r].node))
+            {
+                if self.will_run(i) {
+                    self.fail(i, cause.clone());
+                }
+            }
+        } else if need_cold || !runs.is_empty() {
+            let engine = &self.sweep.engines[dep.at.engine];
+            match &engine.launch {
+                Launch::Process { .. } => {
+                    self.engine_lifetime(d, &runs, crate::engine::ProcessLauncher)
+                        .await
+                }
+                Launch::Endpoint { .. } => {
+                    self.engine_lifetime(d, &runs, crate::engine::EndpointLauncher)
+                        .await
+                }
+            }
+        }
+        for r in scores {
+            if self.cancel.is_cancelled() {
+                return;
+            }
+            let spec = &self.plan.runs[r];
+            if !self.is_ok(spec.node) {
+                let cause = format!(
+                    "needs `{}`, which did not finish",
+                    self.plan.graph[spec.node].label
+                );
+                self.fail(spec.score, cause);
+                continue;
+            }
+            self.score(r);
+        }
+    }
+}

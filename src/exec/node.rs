@@ -1,0 +1,699 @@
+//! The work of each node kind: pull, cold start + warmup + runs in one engine lifetime,
+//! score, report. Each writes its outputs into a temp dir, renames it into `objects/`, and
+//! only then renames its `finished` record into place.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use petgraph::graph::NodeIndex;
+use rayon::prelude::*;
+use serde_json::json;
+
+use super::Executor;
+use crate::client::{GenRequest, HttpClient, InferenceClient, RunClock};
+use crate::engine::{LaunchSpec, Launcher, RunningEngine};
+use crate::plan::{self, Plan, Status};
+use crate::report::{self, stats, ColdStart, Row};
+use crate::store::{facts, now_rfc3339, Record, RecordStatus, Store};
+use crate::sweep::{Launch, ModelSource};
+use crate::task::{self, Sample, Score};
+use crate::workload;
+
+fn new_record(plan: &Plan, i: NodeIndex) -> Record {
+    let n = &plan.graph[i];
+    Record {
+        format: crate::store::STORE_FORMAT,
+        key: n.key.clone(),
+        kind: n.kind.as_str().into(),
+        label: n.label.clone(),
+        sweep: plan.sweep.clone(),
+        status: RecordStatus::Started,
+        host: crate::store::hostname(),
+        pid: std::process::id(),
+        started_at: now_rfc3339(),
+        finished_at: None,
+        duration_s: None,
+        cause: None,
+        inputs: n.inputs.clone(),
+        outputs: serde_json::Value::Null,
+    }
+}
+
+/// Journals a node: `started` now, then `finished` (after its object is in place) or `failed`.
+struct Journal<'s> {
+    store: &'s Store,
+    rec: Record,
+    t0: Instant,
+}
+
+impl<'s> Journal<'s> {
+    fn start(store: &'s Store, plan: &Plan, i: NodeIndex) -> Self {
+        let rec = new_record(plan, i);
+        let _ = store.write_record(&rec);
+        Journal {
+            store,
+            rec,
+            t0: Instant::now(),
+        }
+    }
+
+    fn close(
+        mut self,
+        status: RecordStatus,
+        cause: Option<String>,
+        outputs: serde_json::Value,
+    ) -> std::io::Result<()> {
+        self.rec.status = status;
+        self.rec.cause = cause;
+        self.rec.outputs = outputs;
+        self.rec.finished_at = Some(now_rfc3339());
+        self.rec.duration_s = Some(self.t0.elapsed().as_secs_f64());
+        self.store.write_record(&self.rec)?;
+        self.store
+            .set_label(&self.rec.sweep, &self.rec.label, &self.rec.key)
+    }
+
+    fn finish(self, outputs: serde_json::Value) -> std::io::Result<()> {
+        self.close(RecordStatus::Finished, None, outputs)
+    }
+
+    fn failed(self, cause: &str) {
+        let _ = self.close(
+            RecordStatus::Failed,
+            Some(cause.to_string()),
+            serde_json::Value::Null,
+        );
+    }
+}
+
+fn write_json(path: &Path, v: &impl serde::Serialize) -> std::io::Result<()> {
+    std::fs::write(path, serde_json::to_vec_pretty(v).expect("serializable"))
+}
+
+fn bytes_of(path: &Path) -> Option<u64> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_file() {
+        return Some(meta.len());
+    }
+    let mut total = 0;
+    for e in std::fs::read_dir(path).ok()?.flatten() {
+        total += bytes_of(&e.path()).unwrap_or(0);
+    }
+    Some(total)
+}
+
+/// Copies the part of the engine log written since `from` into `dest`; returns the new end.
+fn copy_log_since(log: &Path, from: u64, dest: &Path) -> u64 {
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return from;
+    };
+    let _ = f.seek(SeekFrom::Start(from));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    let _ = std::fs::write(dest, &buf);
+    from + buf.len() as u64
+}
+
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
+}
+
+impl Executor<'_> {
+    pub(super) async fn pull(&mut self, i: NodeIndex) {
+        let engine_name = self.plan.graph[i]
+            .label
+            .trim_start_matches("pull ")
+            .to_string();
+        let engine = self
+            .sweep
+            .engines
+            .iter()
+            .find(|e| e.name.value == engine_name)
+            .expect("pull of a sweep engine")
+            .clone();
+        let j = Journal::start(self.store, self.plan, i);
+        let t0 = Instant::now();
+        let result: Result<serde_json::Value, String> = match &engine.launch {
+            Launch::Process { binary } => match facts::resolve_binary(binary) {
+                Ok(path) => {
+                    let entry =
+                        crate::engine::catalog::lookup(&engine.kind.value).expect("validated");
+                    let out = tokio::time::timeout(
+                        Duration::from_secs(30),
+                        tokio::process::Command::new(&path)
+                            .args(entry.version_args)
+                            .kill_on_drop(true)
+                            .output(),
+                    )
+                    .await;
+                    let version = match out {
+                        Ok(Ok(o)) => {
+                            let text = format!(
+                                "{}{}",
+                                String::from_utf8_lossy(&o.stdout),
+                                String::from_utf8_lossy(&o.stderr)
+                            );
+                            text.lines()
+                                .find(|l| l.contains("version"))
+                                .unwrap_or(text.lines().next().unwrap_or(""))
+                                .trim()
+                                .to_string()
+                        }
+                        Ok(Err(e)) => format!("unknown ({e})"),
+                        Err(_) => "unknown (version command timed out)".into(),
+                    };
+                    Ok(
+                        json!({"binary": path, "artifact": self.plan.graph[i].inputs.get("engine.artifact"), "version": version}),
+                    )
+                }
+                Err(e) => Err(e),
+            },
+            Launch::Endpoint { url, .. } => Ok(json!({"endpoint": url})),
+        };
+        match result {
+            Ok(outputs) => {
+                // The pull node has no files: its record is its output.
+                match self
+                    .store
+                    .begin_object(&self.plan.graph[i].key)
+                    .and_then(|tmp| {
+                        write_json(&tmp.join("pull.json"), &outputs)?;
+                        self.store.commit_object(&tmp, &self.plan.graph[i].key)
+                    }) {
+                    Ok(_) => match j.finish(outputs) {
+                        Ok(()) => self.succeed(i, t0),
+                        Err(e) => self.fail(i, format!("cannot write record: {e}")),
+                    },
+                    Err(e) => {
+                        j.failed(&e.to_string());
+                        self.fail(i, e.to_string());
+                    }
+                }
+            }
+            Err(e) => {
+                j.failed(&e);
+                self.fail(i, e);
+            }
+        }
+    }
+
+    fn samples_of(&mut self, task: usize) -> Result<Arc<Vec<Sample>>, String> {
+        if let Some(s) = self.samples.get(&task) {
+            return Ok(s.clone());
+        }
+        let def = &self.sweep.tasks[task];
+        let s = task::load(
+            def,
+            &self.sweep.resolve_path(&def.dataset.value),
+            self.sweep.seed,
+        )
+        .map_err(|e| e.to_string())?;
+        if s.is_empty() {
+            return Err(format!("task `{}` has no samples", def.name.value));
+        }
+        let s = Arc::new(s);
+        self.samples.insert(task, s.clone());
+        Ok(s)
+    }
+
+    fn launch_spec(&self, d: usize) -> LaunchSpec {
+        let at = self.plan.deployments[d].at;
+        let model = &self.sweep.models[at.model];
+        LaunchSpec {
+            engine: self.sweep.engines[at.engine].clone(),
+            model_name: model.name.value.clone(),
+            model_path: plan::weights_path(self.sweep, at).map(|p| p.display().to_string()),
+            model_id: match &model.source {
+                ModelSource::Id(id) => Some(id.clone()),
+                ModelSource::Path(_) => None,
+            },
+            quantization: model.variants[at.variant].quantization.value.clone(),
+        }
+    }
+
+    fn client(
+        &self,
+        engine: &impl RunningEngine,
+        d: usize,
+        sampling: crate::sweep::Sampling,
+    ) -> Result<HttpClient, String> {
+        let e = &self.sweep.engines[self.plan.deployments[d].at.engine];
+        HttpClient::new(
+            engine.base_url(),
+            e.api,
+            engine.served_model(),
+            sampling,
+            Duration::from_secs_f64(self.sweep.defaults.request_timeout_s),
+            engine.api_key(),
+            self.opts.reuse_connections,
+        )
+        .map_err(|e| format!("cannot build HTTP client: {e}"))
+    }
+
+    /// Starts the engine, records its cold start if needed, warms it up, runs every run of
+    /// this deployment that must run, and stops it.
+    pub(super) async fn engine_lifetime<L: Launcher>(
+        &mut self,
+        d: usize,
+        runs: &[usize],
+        launcher: L,
+    ) {
+        let dep = self.plan.deployments[d].clone();
+        let spec = self.launch_spec(d);
+        let need_cold = self.will_run(dep.coldstart);
+        let cold_key = self.plan.graph[dep.coldstart].key.clone();
+        let engine_dir = match self.store.begin_object(&format!("engine-{cold_key}")) {
+            Ok(p) => p,
+            Err(e) => {
+                let cause = format!("cannot create a temp dir in the cache: {e}");
+                for &r in runs {
+                    self.fail(self.plan.runs[r].node, cause.clone());
+                }
+                return;
+            }
+        };
+        let log = engine_dir.join("engine.log");
+        let cold_journal = need_cold.then(|| Journal::start(self.store, self.plan, dep.coldstart));
+        let t_launch = Instant::now();
+        self.progress.say(&format!(
+            "  starting {} ({})",
+            spec.engine.name.value, spec.engine.kind.value
+        ));
+        let launched = tokio::select! {
+            r = launcher.launch(&spec, &log) => Some(r),
+            _ = self.cancel.cancelled() => None,
+        };
+        let mut engine = match launched {
+            None => {
+                drop(cold_journal);
+                let _ = std::fs::remove_dir_all(&engine_dir);
+                return;
+            }
+            Some(Err(cause)) => {
+                if let Some(j) = cold_journal {
+                    j.failed(&cause);
+                    self.fail(dep.coldstart, cause.clone());
+                }
+                let _ = std::fs::remove_dir_all(&engine_dir);
+                for &r in runs {
+                    self.fail(
+                        self.plan.runs[r].node,
+                        format!(
+                            "engine failed to start: {}",
+                            cause.lines().next().unwrap_or("")
+                        ),
+                    );
+                }
+                return;
+            }
+            Some(Ok(e)) => e,
+        };
+
+        // Warmup: the first request also times the cold start's first token.
+        let first_task = runs
+            .first()
+            .map(|&r| self.plan.runs[r].config.task)
+            .unwrap_or(0);
+        let warm_samples = self.samples_of(first_task).ok();
+        let mut first_token_s = None;
+        let mut warm_failures = Vec::new();
+        if let Some(samples) = &warm_samples {
+            let sampling = self.sweep.defaults.sampling.clone();
+            if let Ok(client) = self.client(&engine, d, sampling) {
+                let n = self.sweep.defaults.warmup.max(u32::from(need_cold));
+                for w in 0..n {
+                    if self.cancel.is_cancelled() {
+                        break;
+                    }
+                    let s = &samples[w as usize % samples.len()];
+                    let clock = RunClock::start();
+                    let req = GenRequest {
+                        id: w,
+                        user: None,
+                        sample: 0,
+                        sample_id: s.id.clone(),
+                        system: s.system.clone(),
+                        prompt: s.prompt.clone(),
+                    };
+                    let (rec, _) = client.stream(req, Instant::now(), clock).await;
+                    if w == 0 {
+                        first_token_s = rec
+                            .first_token_ns
+                            .map(|ns| (clock.at(ns) - t_launch).as_secs_f64());
+                    }
+                    if let Some(e) = rec.error {
+                        warm_failures.push(e);
+                    }
+                }
+            }
+        }
+        if !warm_failures.is_empty() {
+            self.progress.say(&format!(
+                "  warmup: {} of its requests failed: {}",
+                warm_failures.len(),
+                warm_failures[0]
+            ));
+        }
+        let mut log_pos = 0u64;
+        if let Some(j) = cold_journal {
+            let cs = ColdStart {
+                phases: engine.phases(),
+                first_token_s,
+                model_bytes: spec
+                    .model_path
+                    .as_deref()
+                    .and_then(|p| bytes_of(Path::new(p))),
+            };
+            let res = self.store.begin_object(&cold_key).and_then(|tmp| {
+                write_json(&tmp.join("coldstart.json"), &cs)?;
+                log_pos = copy_log_since(&log, 0, &tmp.join("launch.log"));
+                self.store.commit_object(&tmp, &cold_key)
+            });
+            match res.and_then(|_| j.finish(serde_json::to_value(&cs).expect("serializable"))) {
+                Ok(()) => self.succeed(dep.coldstart, t_launch),
+                Err(e) => self.fail(dep.coldstart, format!("cannot record cold start: {e}")),
+            }
+        }
+
+        for &r in runs {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let node = self.plan.runs[r].node;
+            if let Some(cause) = engine.exited() {
+                self.fail(
+                    node,
+                    format!("{cause}; last log lines:\n{}", log_tail(&log)),
+                );
+                continue;
+            }
+            log_pos = self.run(r, &mut engine, d, &log, log_pos).await;
+        }
+        let how = engine.stop().await;
+        self.progress
+            .say(&format!("  engine {}: {how}", spec.engine.name.value));
+        let _ = std::fs::remove_dir_all(&engine_dir);
+    }
+
+    async fn run<E: RunningEngine>(
+        &mut self,
+        r: usize,
+        engine: &mut E,
+        d: usize,
+        log: &Path,
+        log_pos: u64,
+    ) -> u64 {
+        let spec = self.plan.runs[r].clone();
+        let node = spec.node;
+        let key = self.plan.graph[node].key.clone();
+        let label = self.plan.graph[node].label.clone();
+        let t0 = Instant::now();
+        let samples = match self.samples_of(spec.config.task) {
+            Ok(s) => s,
+            Err(e) => {
+                let j = Journal::start(self.store, self.plan, node);
+                j.failed(&e);
+                self.fail(node, e);
+                return log_pos;
+            }
+        };
+        let client = match self.client(engine, d, spec.config.sampling.clone()) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                self.fail(node, e);
+                return log_pos;
+            }
+        };
+        let j = Journal::start(self.store, self.plan, node);
+        let bar = self.progress.run_bar(
+            &label,
+            workload::expected_requests(&spec.config.instance, samples.len()),
+        );
+        let clock = RunClock::start();
+        let outcome = workload::run(
+            client,
+            &spec.config.instance,
+            samples.clone(),
+            self.sweep.seed ^ u64::from(spec.config.repeat),
+            clock,
+            self.cancel.clone(),
+            bar.clone(),
+        )
+        .await;
+        bar.finish_and_clear();
+        if outcome.cancelled {
+            // Nothing half-recorded: the `started` record stays, so the next apply reruns it.
+            self.progress
+                .say(&format!("■ {label}: interrupted, not recorded"));
+            return log_pos;
+        }
+        if let Some(cause) = engine.exited() {
+            let cause = format!("{cause} during the run; last log lines:\n{}", log_tail(log));
+            j.failed(&cause);
+            self.fail(node, cause);
+            return log_pos;
+        }
+        let run_stats = stats::run_stats(&outcome.requests, &outcome.chunks);
+        let utc_ns = clock
+            .utc_anchor
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        let mut new_pos = log_pos;
+        let written = self.store.begin_object(&key).and_then(|tmp| {
+            let io = |e: anyhow::Error| std::io::Error::other(e.to_string());
+            crate::trace::write_requests(&tmp.join("requests.parquet"), &key, &spec.columns, utc_ns, &outcome.requests).map_err(io)?;
+            crate::trace::write_chunks(&tmp.join("chunks.parquet"), &key, &spec.columns, &outcome.chunks).map_err(io)?;
+            let outputs: Vec<String> = outcome
+                .requests
+                .iter()
+                .map(|q| json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output}).to_string())
+                .collect();
+            std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n")?;
+            write_json(&tmp.join("stats.json"), &run_stats)?;
+            write_json(&tmp.join("run.json"), &json!({"columns": spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(clock.utc_anchor).to_string(), "served_model": engine.served_model()}))?;
+            new_pos = copy_log_since(log, log_pos, &tmp.join("engine.log"));
+            self.store.commit_object(&tmp, &key)
+        });
+        let summary = json!({"ok": run_stats.ok, "failed": run_stats.failed, "ttft_p50_ms": run_stats.ttft_ms.p50, "output_tokens_per_s": run_stats.output_tokens_per_s});
+        match written.and_then(|_| j.finish(summary)) {
+            Ok(()) => {
+                if run_stats.failed > 0 {
+                    self.progress.say(&format!(
+                        "  {label}: {} of {} requests failed",
+                        run_stats.failed, run_stats.requests
+                    ));
+                }
+                self.succeed(node, t0)
+            }
+            Err(e) => self.fail(node, format!("cannot record the run: {e}")),
+        }
+        new_pos
+    }
+
+    pub(super) fn score(&mut self, r: usize) {
+        let spec = self.plan.runs[r].clone();
+        let i = spec.score;
+        let t0 = Instant::now();
+        let j = Journal::start(self.store, self.plan, i);
+        let run_key = &self.plan.graph[spec.node].key;
+        let key = self.plan.graph[i].key.clone();
+        let kind = self.sweep.tasks[spec.config.task].kind;
+        let result = (|| -> Result<serde_json::Value, String> {
+            let samples = self.samples_of(spec.config.task)?;
+            let text =
+                std::fs::read_to_string(self.store.object_dir(run_key).join("outputs.jsonl"))
+                    .map_err(|e| format!("cannot read the run's outputs: {e}"))?;
+            let outputs: Vec<serde_json::Value> = text
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_str(l).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()?;
+            let mut rows: Vec<(u32, &Sample, Option<Score>)> = Vec::new();
+            for o in &outputs {
+                let idx = o["sample"].as_u64().unwrap_or(u64::MAX) as usize;
+                let sample = samples.get(idx).filter(|s| o["sample_id"].as_str() == Some(s.id.as_str())).ok_or_else(|| {
+                    format!("output of request {} names sample {} which this dataset no longer has at that place", o["request_id"], o["sample_id"])
+                })?;
+                rows.push((o["request_id"].as_u64().unwrap_or(0) as u32, sample, None));
+            }
+            // Scoring is CPU work: spread it over cores.
+            let scored: Vec<Option<Score>> = outputs
+                .par_iter()
+                .zip(rows.par_iter())
+                .map(|(o, (_, sample, _))| {
+                    o["ok"]
+                        .as_bool()
+                        .unwrap_or(false)
+                        .then(|| task::score(kind, sample, o["output"].as_str().unwrap_or("")))
+                })
+                .collect();
+            for (row, s) in rows.iter_mut().zip(scored) {
+                row.2 = s;
+            }
+            let pairs: Vec<(&Sample, &Score)> = rows
+                .iter()
+                .filter_map(|(_, s, sc)| sc.as_ref().map(|sc| (*s, sc)))
+                .collect();
+            let metrics = task::aggregate(&pairs);
+            let tmp = self.store.begin_object(&key).map_err(|e| e.to_string())?;
+            let refs: Vec<(u32, &Sample, Option<&Score>)> = rows
+                .iter()
+                .map(|(id, s, sc)| (*id, *s, sc.as_ref()))
+                .collect();
+            crate::trace::write_scores(&tmp.join("scores.parquet"), &key, &spec.columns, &refs)
+                .map_err(|e| e.to_string())?;
+            write_json(&tmp.join("metrics.json"), &metrics).map_err(|e| e.to_string())?;
+            self.store
+                .commit_object(&tmp, &key)
+                .map_err(|e| e.to_string())?;
+            Ok(json!({"accuracy": metrics.get("accuracy"), "scored": metrics.get("scored")}))
+        })();
+        match result {
+            Ok(out) => match j.finish(out) {
+                Ok(()) => self.succeed(i, t0),
+                Err(e) => self.fail(i, format!("cannot write record: {e}")),
+            },
+            Err(e) => {
+                j.failed(&e);
+                self.fail(i, e);
+            }
+        }
+    }
+
+    pub(super) fn report(&mut self) {
+        let i = self.plan.report;
+        let anything_ran = !self.summary.ran.is_empty() || !self.summary.failed.is_empty();
+        if self.status[i.index()] == Status::Cached && !anything_ran {
+            let path = self.store.report_dir(&self.plan.sweep).join("report.md");
+            self.summary.report = path.exists().then_some(path);
+            let (_, table) = build_report(self.store, self.plan);
+            self.summary.report_table = Some(table);
+            return;
+        }
+        let t0 = Instant::now();
+        let key = self.plan.graph[i].key.clone();
+        let (md, table) = build_report(self.store, self.plan);
+        let complete = self
+            .plan
+            .runs
+            .iter()
+            .all(|r| self.store.is_cached(&self.plan.graph[r.score].key))
+            && self
+                .plan
+                .deployments
+                .iter()
+                .all(|d| self.store.is_cached(&self.plan.graph[d.coldstart].key));
+        let published = publish_report(self.store, &self.plan.sweep, &md);
+        self.summary.report_table = Some(table);
+        match published {
+            Ok(path) => self.summary.report = Some(path),
+            Err(e) => {
+                self.fail(i, format!("cannot write the report: {e}"));
+                return;
+            }
+        }
+        if complete {
+            let j = Journal::start(self.store, self.plan, i);
+            let res = self.store.begin_object(&key).and_then(|tmp| {
+                std::fs::write(tmp.join("report.md"), &md)?;
+                self.store.commit_object(&tmp, &key)
+            });
+            match res.and_then(|_| j.finish(json!({"report": "report.md"}))) {
+                Ok(()) => self.succeed(i, t0),
+                Err(e) => self.fail(i, format!("cannot record the report: {e}")),
+            }
+        } else {
+            // A report over failed or missing nodes is written for the user but not cached:
+            // the next apply retries those nodes and rewrites it.
+            self.progress.say(&format!(
+                "• report {} written with missing runs (not cached)",
+                self.plan.sweep
+            ));
+        }
+    }
+}
+
+/// Writes `reports/<sweep>/report.md` atomically; returns its path.
+pub(crate) fn publish_report(store: &Store, sweep: &str, md: &str) -> std::io::Result<PathBuf> {
+    let dir = store.report_dir(sweep);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("report.md");
+    crate::store::write_atomic(&path, md.as_bytes())?;
+    Ok(path)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: PathBuf) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Builds the report from the cache alone: for every run of the plan, its recorded stats
+/// and metrics (or, when the planned key has no record, the last recorded node of the same
+/// configuration), and the cold starts. Returns (markdown, terminal table).
+pub(crate) fn build_report(store: &Store, plan: &Plan) -> (String, String) {
+    use crate::plan::History;
+    let g = &plan.graph;
+    let resolve = |i: NodeIndex| -> String {
+        let key = &g[i].key;
+        if store.record(key).is_some() {
+            key.clone()
+        } else {
+            store
+                .last_key(&plan.sweep, &g[i].label)
+                .unwrap_or_else(|| key.clone())
+        }
+    };
+    let mut rows = Vec::new();
+    for spec in &plan.runs {
+        let run_key = resolve(spec.node);
+        let score_key = resolve(spec.score);
+        let rec = store.record(&run_key);
+        let stats: Option<stats::RunStats> = rec
+            .as_ref()
+            .filter(|r| r.status == RecordStatus::Finished)
+            .and_then(|_| read_json(store.object_dir(&run_key).join("stats.json")));
+        let failure = match &rec {
+            Some(r) if r.status == RecordStatus::Failed => r.cause.clone(),
+            Some(r) if r.status == RecordStatus::Started => {
+                Some("interrupted before it finished".into())
+            }
+            None => Some("not run yet".into()),
+            _ => None,
+        };
+        let metrics: BTreeMap<String, f64> = store
+            .record(&score_key)
+            .filter(|r| r.status == RecordStatus::Finished)
+            .and_then(|_| read_json(store.object_dir(&score_key).join("metrics.json")))
+            .unwrap_or_default();
+        rows.push(Row {
+            label: g[spec.node].label.trim_start_matches("run ").to_string(),
+            deployment: plan.deployments[spec.deployment].label.clone(),
+            task: spec.columns.task.clone(),
+            scenario: spec.columns.scenario.clone(),
+            run_key,
+            stats,
+            metrics,
+            failure,
+        });
+    }
+    let coldstarts: Vec<(String, Option<ColdStart>)> = plan
+        .deployments
+        .iter()
+        .map(|d| {
+            let k = resolve(d.coldstart);
+            (
+                d.label.clone(),
+                read_json(store.object_dir(&k).join("coldstart.json")),
+            )
+        })
+        .collect();
+    (
+        report::markdown(&plan.sweep, &coldstarts, &rows),
+        report::terminal(&rows),
+    )
+}

@@ -1,0 +1,336 @@
+//! Matrix expansion: the cartesian product of the sweep's axes, in a fixed order, minus the
+//! exclude rules. Pure.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::sweep::{Sampling, ScenarioSpec, Sweep};
+
+/// One concrete scenario: every axis of the declared scenario fixed to one value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub(crate) enum ScenarioInstance {
+    Single {
+        requests: Option<u64>,
+    },
+    Batch {
+        batch_size: u64,
+        batches: u64,
+    },
+    Server {
+        users: u64,
+        /// Requests per minute per user.
+        rate: f64,
+        duration_s: f64,
+    },
+}
+
+impl ScenarioInstance {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ScenarioInstance::Single { .. } => "single",
+            ScenarioInstance::Batch { .. } => "batch",
+            ScenarioInstance::Server { .. } => "server",
+        }
+    }
+
+    /// The parameters that vary along axes, for labels ("batch-size=4").
+    pub fn axis_params(&self, spec: &ScenarioSpec) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        match (self, spec) {
+            (ScenarioInstance::Single { requests }, ScenarioSpec::Single { requests: all }) => {
+                if all.len() > 1 {
+                    out.push(("requests".into(), fmt_opt(requests)));
+                }
+            }
+            (
+                ScenarioInstance::Batch {
+                    batch_size,
+                    batches,
+                },
+                ScenarioSpec::Batch {
+                    batch_size: bs,
+                    batches: bn,
+                },
+            ) => {
+                if bs.len() > 1 {
+                    out.push(("batch-size".into(), batch_size.to_string()));
+                }
+                if bn.len() > 1 {
+                    out.push(("batches".into(), batches.to_string()));
+                }
+            }
+            (
+                ScenarioInstance::Server {
+                    users,
+                    rate,
+                    duration_s,
+                },
+                ScenarioSpec::Server {
+                    users: u,
+                    rate: r,
+                    duration_s: d,
+                },
+            ) => {
+                if u.len() > 1 {
+                    out.push(("users".into(), users.to_string()));
+                }
+                if r.len() > 1 {
+                    out.push(("rate".into(), rate.to_string()));
+                }
+                if d.len() > 1 {
+                    out.push(("duration".into(), duration_s.to_string()));
+                }
+            }
+            _ => unreachable!("instance expanded from its own spec"),
+        }
+        out
+    }
+
+    /// Every parameter, for node keys and trace columns.
+    pub fn params(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        match self {
+            ScenarioInstance::Single { requests } => {
+                m.insert("requests".into(), fmt_opt(requests));
+            }
+            ScenarioInstance::Batch {
+                batch_size,
+                batches,
+            } => {
+                m.insert("batch-size".into(), batch_size.to_string());
+                m.insert("batches".into(), batches.to_string());
+            }
+            ScenarioInstance::Server {
+                users,
+                rate,
+                duration_s,
+            } => {
+                m.insert("users".into(), users.to_string());
+                m.insert("rate".into(), rate.to_string());
+                m.insert("duration".into(), duration_s.to_string());
+            }
+        }
+        m
+    }
+}
+
+fn fmt_opt(v: &Option<u64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "all".into())
+}
+
+fn instances(spec: &ScenarioSpec) -> Vec<ScenarioInstance> {
+    let mut out = Vec::new();
+    match spec {
+        ScenarioSpec::Single { requests } => {
+            for r in requests {
+                out.push(ScenarioInstance::Single { requests: *r });
+            }
+        }
+        ScenarioSpec::Batch {
+            batch_size,
+            batches,
+        } => {
+            for b in batch_size {
+                for n in batches {
+                    out.push(ScenarioInstance::Batch {
+                        batch_size: *b,
+                        batches: *n,
+                    });
+                }
+            }
+        }
+        ScenarioSpec::Server {
+            users,
+            rate,
+            duration_s,
+        } => {
+            for u in users {
+                for r in rate {
+                    for d in duration_s {
+                        out.push(ScenarioInstance::Server {
+                            users: *u,
+                            rate: *r,
+                            duration_s: *d,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One point of the matrix. Indices point into the sweep's definitions.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Config {
+    pub model: usize,
+    pub variant: usize,
+    pub engine: usize,
+    pub task: usize,
+    pub scenario: usize,
+    pub instance: ScenarioInstance,
+    pub sampling: Sampling,
+    pub repeat: u32,
+}
+
+/// The engine + model + quantization a config runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct DeploymentRef {
+    pub model: usize,
+    pub variant: usize,
+    pub engine: usize,
+}
+
+impl Config {
+    pub fn deployment(&self) -> DeploymentRef {
+        DeploymentRef {
+            model: self.model,
+            variant: self.variant,
+            engine: self.engine,
+        }
+    }
+
+    /// Value of a matrix axis, as `exclude` rules name it.
+    fn axis(&self, sweep: &Sweep, axis: &str) -> String {
+        match axis {
+            "model" => sweep.models[self.model].name.value.clone(),
+            "quantization" => sweep.models[self.model].variants[self.variant]
+                .quantization
+                .value
+                .clone(),
+            "engine" => sweep.engines[self.engine].name.value.clone(),
+            "task" => sweep.tasks[self.task].name.value.clone(),
+            "scenario" => sweep.scenarios[self.scenario].name.value.clone(),
+            "max-tokens" => self.sampling.max_tokens.to_string(),
+            "temperature" => self.sampling.temperature.to_string(),
+            "top-p" => self.sampling.top_p.to_string(),
+            other => unreachable!("exclude axis `{other}` validated by the resolver"),
+        }
+    }
+}
+
+fn same_value(a: &str, b: &str) -> bool {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+fn selected<T>(
+    named: &[crate::sweep::Spanned<String>],
+    all: &[T],
+    name: impl Fn(&T) -> &str,
+) -> Vec<usize> {
+    if named.is_empty() {
+        (0..all.len()).collect()
+    } else {
+        named
+            .iter()
+            .filter_map(|n| all.iter().position(|x| name(x) == n.value))
+            .collect()
+    }
+}
+
+fn or_default<T: Clone>(axis: &[T], default: T) -> Vec<T> {
+    if axis.is_empty() {
+        vec![default]
+    } else {
+        axis.to_vec()
+    }
+}
+
+fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
+    let m = &sweep.matrix;
+    let d = &sweep.defaults.sampling;
+    let models = selected(&m.models, &sweep.models, |x| &x.name.value);
+    let engines = selected(&m.engines, &sweep.engines, |x| &x.name.value);
+    let tasks = selected(&m.tasks, &sweep.tasks, |x| &x.name.value);
+    let scenarios = selected(&m.scenarios, &sweep.scenarios, |x| &x.name.value);
+    let max_tokens = or_default(&m.max_tokens, d.max_tokens);
+    let temperature = or_default(&m.temperature, d.temperature);
+    let top_p = or_default(&m.top_p, d.top_p);
+    let mut out = Vec::new();
+    for &model in &models {
+        let variants = &sweep.models[model].variants;
+        for (variant, v) in variants.iter().enumerate() {
+            if !m.quantizations.is_empty()
+                && !m
+                    .quantizations
+                    .iter()
+                    .any(|q| q.value == v.quantization.value)
+            {
+                continue;
+            }
+            for &engine in &engines {
+                for &task in &tasks {
+                    for &scenario in &scenarios {
+                        for instance in instances(&sweep.scenarios[scenario].spec) {
+                            for &mt in &max_tokens {
+                                for &t in &temperature {
+                                    for &p in &top_p {
+                                        for repeat in 0..sweep.repeats {
+                                            let cfg = Config {
+                                                model,
+                                                variant,
+                                                engine,
+                                                task,
+                                                scenario,
+                                                instance: instance.clone(),
+                                                sampling: Sampling {
+                                                    max_tokens: mt,
+                                                    temperature: t,
+                                                    top_p: p,
+                                                    stop: d.stop.clone(),
+                                                },
+                                                repeat,
+                                            };
+                                            let excluded = apply_excludes
+                                                && m.excludes.iter().any(|e| {
+                                                    e.conditions.iter().all(|(axis, value)| {
+                                                        same_value(&cfg.axis(sweep, axis), value)
+                                                    })
+                                                });
+                                            if !excluded {
+                                                out.push(cfg);
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether an exclude rule removes at least one configuration of the full matrix.
+pub(crate) fn exclude_matches(sweep: &Sweep, e: &crate::sweep::Exclude) -> bool {
+    expand_all(sweep, false).iter().any(|cfg| {
+        e.conditions
+            .iter()
+            .all(|(axis, value)| same_value(&cfg.axis(sweep, axis), value))
+    })
+}
+
+/// The matrix, in its fixed order: model → quantization → engine → task → scenario →
+/// scenario axes (as declared) → max-tokens → temperature → top-p → repeat.
+pub(crate) fn configs(sweep: &Sweep) -> Vec<Config> {
+    expand_all(sweep, true)
+}
+
+/// Distinct deployments of the (excluded-filtered) matrix, in order of first appearance.
+pub(crate) fn deployments(sweep: &Sweep) -> Vec<DeploymentRef> {
+    let mut out: Vec<DeploymentRef> = Vec::new();
+    for c in expand_all(sweep, true) {
+        let d = c.deployment();
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}

@@ -1,0 +1,652 @@
+//! The planner: pure. Expands the matrix, builds the DAG (pull → coldstart → warmup → run →
+//! score → report), seals it (acyclic), and computes node keys from the sweep and the facts
+//! gathered at the edge (file content hashes, engine artifact digests, machine fingerprint).
+
+pub(crate) mod expand;
+pub(crate) mod keys;
+pub(crate) mod render;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::Direction;
+use serde::Serialize;
+
+use crate::engine::catalog;
+use crate::sweep::{ModelSource, Sweep};
+use crate::task;
+use expand::{Config, DeploymentRef};
+pub(crate) use keys::{key_of, KeyInputs};
+
+/// Facts read at the edge (file hashes, engine artifacts, machine), handed to the planner.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Facts {
+    pub machine: BTreeMap<String, String>,
+    /// Content hash of each file or directory the sweep reads, or why it could not be read.
+    pub files: BTreeMap<PathBuf, Result<String, String>>,
+    /// Per engine name: digest of what the `pull` node resolves (binary checksum, image
+    /// digest, endpoint URL), or why it cannot be resolved.
+    pub artifacts: BTreeMap<String, Result<String, String>>,
+}
+
+impl Facts {
+    fn file(&self, p: &PathBuf) -> Result<String, String> {
+        self.files
+            .get(p)
+            .cloned()
+            .unwrap_or_else(|| Err(format!("{} was not examined", p.display())))
+    }
+}
+
+/// Files whose content is part of some node key (model weights, dataset files).
+pub(crate) fn required_files(sweep: &Sweep) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in expand::deployments(sweep) {
+        if let Some(p) = weights_path(sweep, d) {
+            out.push(p);
+        }
+    }
+    for t in &sweep.tasks {
+        for f in task::dataset_files(t.kind, &sweep.resolve_path(&t.dataset.value)) {
+            out.push(f);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+pub(crate) fn weights_path(sweep: &Sweep, d: DeploymentRef) -> Option<PathBuf> {
+    let model = &sweep.models[d.model];
+    match (&model.variants[d.variant].path, &model.source) {
+        (Some(p), _) => Some(sweep.resolve_path(p)),
+        (None, ModelSource::Path(p)) => Some(sweep.resolve_path(p)),
+        (None, ModelSource::Id(_)) => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum NodeKind {
+    Pull,
+    Coldstart,
+    Warmup,
+    Run,
+    Score,
+    Report,
+}
+
+impl NodeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Pull => "pull",
+            NodeKind::Coldstart => "coldstart",
+            NodeKind::Warmup => "warmup",
+            NodeKind::Run => "run",
+            NodeKind::Score => "score",
+            NodeKind::Report => "report",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Node {
+    pub kind: NodeKind,
+    pub key: String,
+    /// Stable name of the configuration this node belongs to (not of its parameter values),
+    /// so the last recorded node of the same configuration can be found and compared.
+    pub label: String,
+    pub inputs: KeyInputs,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<usize>,
+    /// A fact that makes this node impossible to run (missing binary, unreadable dataset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
+}
+
+/// Configuration columns carried by every trace row and summary.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(crate) struct Columns {
+    pub sweep: String,
+    pub model: String,
+    pub quantization: String,
+    pub engine: String,
+    pub engine_kind: String,
+    pub task: String,
+    pub scenario: String,
+    pub scenario_kind: String,
+    /// All scenario parameters as a JSON object.
+    pub scenario_params: String,
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub seed: u64,
+    pub repeat: u32,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Deployment {
+    pub at: DeploymentRef,
+    pub label: String,
+    pub pull: NodeIndex,
+    pub coldstart: NodeIndex,
+    pub warmup: NodeIndex,
+    pub runs: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RunSpec {
+    pub config: Config,
+    pub columns: Columns,
+    pub deployment: usize,
+    pub node: NodeIndex,
+    pub score: NodeIndex,
+}
+
+/// A DAG under construction; only [`PlanBuilder::seal`] turns it into a [`Plan`].
+struct PlanBuilder {
+    graph: DiGraph<Node, ()>,
+}
+
+/// A sealed (checked acyclic) plan: the only thing the executor accepts.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub sweep: String,
+    pub graph: DiGraph<Node, ()>,
+    pub deployments: Vec<Deployment>,
+    pub runs: Vec<RunSpec>,
+    pub report: NodeIndex,
+    /// Nodes in a topological order.
+    pub order: Vec<NodeIndex>,
+}
+
+impl PlanBuilder {
+    fn add(&mut self, node: Node, deps: &[NodeIndex]) -> NodeIndex {
+        let i = self.graph.add_node(node);
+        for d in deps {
+            self.graph.add_edge(*d, i, ());
+        }
+        i
+    }
+
+    fn seal(
+        self,
+        sweep: String,
+        deployments: Vec<Deployment>,
+        runs: Vec<RunSpec>,
+        report: NodeIndex,
+    ) -> Result<Plan, String> {
+        let order = petgraph::algo::toposort(&self.graph, None).map_err(|c| {
+            format!(
+                "the plan has a cycle through {}",
+                self.graph[c.node_id()].label
+            )
+        })?;
+        Ok(Plan {
+            sweep,
+            graph: self.graph,
+            deployments,
+            runs,
+            report,
+            order,
+        })
+    }
+}
+
+fn hash_str(s: &str) -> String {
+    blake3::hash(s.as_bytes()).to_hex()[..32].to_string()
+}
+
+/// Builds the sealed DAG with every node's key.
+pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
+    let configs = expand::configs(sweep);
+    let mut b = PlanBuilder {
+        graph: DiGraph::new(),
+    };
+    let mut deployments: Vec<Deployment> = Vec::new();
+    let mut pulls: BTreeMap<usize, NodeIndex> = BTreeMap::new();
+    let mut runs = Vec::new();
+
+    for cfg in &configs {
+        let at = cfg.deployment();
+        let di = match deployments.iter().position(|d| d.at == at) {
+            Some(i) => i,
+            None => {
+                let engine = &sweep.engines[at.engine];
+                let pull = *pulls.entry(at.engine).or_insert_with(|| {
+                    let mut inputs = KeyInputs::new();
+                    inputs.insert("node".into(), "pull".into());
+                    inputs.insert("engine.kind".into(), engine.kind.value.clone());
+                    inputs.insert(
+                        "engine.launch".into(),
+                        serde_json::to_string(&engine.launch).expect("serializable"),
+                    );
+                    let (artifact, blocked_by) = match facts.artifacts.get(&engine.name.value) {
+                        Some(Ok(d)) => (d.clone(), None),
+                        Some(Err(e)) => ("unresolved".to_string(), Some(e.clone())),
+                        None => (
+                            "unresolved".to_string(),
+                            Some("engine artifact was not examined".to_string()),
+                        ),
+                    };
+                    inputs.insert("engine.artifact".into(), artifact);
+                    b.add(
+                        Node {
+                            kind: NodeKind::Pull,
+                            key: key_of(&inputs),
+                            label: format!("pull {}", engine.name.value),
+                            inputs,
+                            deployment: None,
+                            run: None,
+                            blocked_by,
+                        },
+                        &[],
+                    )
+                });
+                let model = &sweep.models[at.model];
+                let variant = &model.variants[at.variant];
+                let label = format!(
+                    "{}:{}@{}",
+                    model.name.value, variant.quantization.value, engine.name.value
+                );
+                let mut inputs = KeyInputs::new();
+                inputs.insert("node".into(), "coldstart".into());
+                inputs.insert("pull".into(), b.graph[pull].key.clone());
+                inputs.insert(
+                    "model.quantization".into(),
+                    variant.quantization.value.clone(),
+                );
+                let mut blocked_by = None;
+                match weights_path(sweep, at) {
+                    Some(p) => {
+                        inputs.insert("model.path".into(), p.display().to_string());
+                        match facts.file(&p) {
+                            Ok(h) => {
+                                inputs.insert("model.weights".into(), h);
+                            }
+                            Err(e) => {
+                                inputs.insert("model.weights".into(), "unreadable".into());
+                                blocked_by = Some(e);
+                            }
+                        }
+                    }
+                    None => {
+                        if let ModelSource::Id(id) = &model.source {
+                            inputs.insert("model.id".into(), id.clone());
+                        }
+                    }
+                }
+                inputs.insert("engine.parallel".into(), engine.parallel.to_string());
+                inputs.insert("engine.ctx-size".into(), engine.ctx_size.to_string());
+                inputs.insert(
+                    "engine.args".into(),
+                    serde_json::to_string(&engine.args).expect("strings"),
+                );
+                inputs.insert(
+                    "engine.catalog-args".into(),
+                    serde_json::to_string(
+                        &catalog::lookup(&engine.kind.value).map(|e| e.process_args),
+                    )
+                    .expect("strings"),
+                );
+                // Environment values may be secrets: only their hash enters the key.
+                for (k, v) in &engine.env {
+                    inputs.insert(format!("engine.env.{k}"), format!("blake3:{}", hash_str(v)));
+                }
+                for (k, v) in &facts.machine {
+                    inputs.insert(format!("machine.{k}"), v.clone());
+                }
+                let coldstart = b.add(
+                    Node {
+                        kind: NodeKind::Coldstart,
+                        key: key_of(&inputs),
+                        label: format!("coldstart {label}"),
+                        inputs,
+                        deployment: Some(deployments.len()),
+                        run: None,
+                        blocked_by,
+                    },
+                    &[pull],
+                );
+                let mut winputs = KeyInputs::new();
+                winputs.insert("node".into(), "warmup".into());
+                winputs.insert("deployment".into(), b.graph[coldstart].key.clone());
+                winputs.insert("requests".into(), sweep.defaults.warmup.to_string());
+                let warmup = b.add(
+                    Node {
+                        kind: NodeKind::Warmup,
+                        key: key_of(&winputs),
+                        label: format!("warmup {label}"),
+                        inputs: winputs,
+                        deployment: Some(deployments.len()),
+                        run: None,
+                        blocked_by: None,
+                    },
+                    &[coldstart],
+                );
+                deployments.push(Deployment {
+                    at,
+                    label,
+                    pull,
+                    coldstart,
+                    warmup,
+                    runs: Vec::new(),
+                });
+                deployments.len() - 1
+            }
+        };
+        let dep = deployments[di].clone();
+        let deployment_key = b.graph[dep.coldstart].key.clone();
+        let task = &sweep.tasks[cfg.task];
+        let scenario = &sweep.scenarios[cfg.scenario];
+        let engine = &sweep.engines[cfg.engine];
+        let mut axis = cfg.instance.axis_params(&scenario.spec);
+        let m = &sweep.matrix;
+        if m.max_tokens.len() > 1 {
+            axis.push(("max-tokens".into(), cfg.sampling.max_tokens.to_string()));
+        }
+        if m.temperature.len() > 1 {
+            axis.push(("temperature".into(), cfg.sampling.temperature.to_string()));
+        }
+        if m.top_p.len() > 1 {
+            axis.push(("top-p".into(), cfg.sampling.top_p.to_string()));
+        }
+        let axis_label = if axis.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "[{}]",
+                axis.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        let run_label = format!(
+            "{} {} {}{}{}",
+            dep.label,
+            task.name.value,
+            scenario.name.value,
+            axis_label,
+            if sweep.repeats > 1 {
+                format!(" #{}", cfg.repeat + 1)
+            } else {
+                String::new()
+            }
+        );
+        let mut inputs = KeyInputs::new();
+        inputs.insert("node".into(), "run".into());
+        inputs.insert("deployment".into(), deployment_key);
+        inputs.insert(
+            "engine.api".into(),
+            serde_json::to_string(&engine.api).expect("enum"),
+        );
+        inputs.insert(
+            "task.kind".into(),
+            serde_json::to_string(&task.kind).expect("enum"),
+        );
+        inputs.insert(
+            "task.samples".into(),
+            task.samples.map_or("all".into(), |s| s.to_string()),
+        );
+        inputs.insert("task.shots".into(), task.shots.to_string());
+        inputs.insert(
+            "task.system".into(),
+            task.system.clone().unwrap_or_default(),
+        );
+        inputs.insert(
+            "task.template".into(),
+            hash_str(task::template_source(task.kind)),
+        );
+        let mut blocked_by = None;
+        let dir = sweep.resolve_path(&task.dataset.value);
+        for f in task::dataset_files(task.kind, &dir) {
+            let name = f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match facts.file(&f) {
+                Ok(h) => {
+                    inputs.insert(format!("task.dataset.{name}"), h);
+                }
+                Err(e) => {
+                    inputs.insert(format!("task.dataset.{name}"), "unreadable".into());
+                    blocked_by.get_or_insert(e);
+                }
+            }
+        }
+        inputs.insert("scenario.kind".into(), cfg.instance.kind().into());
+        for (k, v) in cfg.instance.params() {
+            inputs.insert(format!("scenario.{k}"), v);
+        }
+        inputs.insert(
+            "sampling.max-tokens".into(),
+            cfg.sampling.max_tokens.to_string(),
+        );
+        inputs.insert(
+            "sampling.temperature".into(),
+            cfg.sampling.temperature.to_string(),
+        );
+        inputs.insert("sampling.top-p".into(), cfg.sampling.top_p.to_string());
+        inputs.insert(
+            "sampling.stop".into(),
+            serde_json::to_string(&cfg.sampling.stop).expect("strings"),
+        );
+        inputs.insert(
+            "request-timeout".into(),
+            sweep.defaults.request_timeout_s.to_string(),
+        );
+        inputs.insert("seed".into(), sweep.seed.to_string());
+        inputs.insert("repeat".into(), cfg.repeat.to_string());
+        let run_key = key_of(&inputs);
+        let run_index = runs.len();
+        let run = b.add(
+            Node {
+                kind: NodeKind::Run,
+                key: run_key.clone(),
+                label: format!("run {run_label}"),
+                inputs,
+                deployment: Some(di),
+                run: Some(run_index),
+                blocked_by,
+            },
+            &[dep.warmup],
+        );
+        let mut sinputs = KeyInputs::new();
+        sinputs.insert("node".into(), "score".into());
+        sinputs.insert("run".into(), run_key);
+        sinputs.insert("metric".into(), task::metric_id(task.kind).into());
+        let score = b.add(
+            Node {
+                kind: NodeKind::Score,
+                key: key_of(&sinputs),
+                label: format!("score {run_label}"),
+                inputs: sinputs,
+                deployment: Some(di),
+                run: Some(run_index),
+                blocked_by: None,
+            },
+            &[run],
+        );
+        let model = &sweep.models[cfg.model];
+        let params: BTreeMap<String, String> = cfg.instance.params();
+        runs.push(RunSpec {
+            config: cfg.clone(),
+            columns: Columns {
+                sweep: sweep.name.clone(),
+                model: model.name.value.clone(),
+                quantization: model.variants[cfg.variant].quantization.value.clone(),
+                engine: engine.name.value.clone(),
+                engine_kind: engine.kind.value.clone(),
+                task: task.name.value.clone(),
+                scenario: scenario.name.value.clone(),
+                scenario_kind: cfg.instance.kind().into(),
+                scenario_params: serde_json::to_string(&params).expect("strings"),
+                max_tokens: cfg.sampling.max_tokens,
+                temperature: cfg.sampling.temperature,
+                top_p: cfg.sampling.top_p,
+                seed: sweep.seed,
+                repeat: cfg.repeat,
+            },
+            deployment: di,
+            node: run,
+            score,
+        });
+        deployments[di].runs.push(run_index);
+    }
+
+    let mut rinputs = KeyInputs::new();
+    rinputs.insert("node".into(), "report".into());
+    rinputs.insert("format".into(), crate::report::REPORT_FORMAT.into());
+    for d in &deployments {
+        rinputs.insert(
+            format!("coldstart {}", d.label),
+            b.graph[d.coldstart].key.clone(),
+        );
+    }
+    for r in &runs {
+        rinputs.insert(b.graph[r.score].label.clone(), b.graph[r.score].key.clone());
+    }
+    let deps: Vec<NodeIndex> = deployments
+        .iter()
+        .map(|d| d.coldstart)
+        .chain(runs.iter().map(|r| r.score))
+        .collect();
+    let report = b.add(
+        Node {
+            kind: NodeKind::Report,
+            key: key_of(&rinputs),
+            label: format!("report {}", sweep.name),
+            inputs: rinputs,
+            deployment: None,
+            run: None,
+            blocked_by: None,
+        },
+        &deps,
+    );
+    b.seal(sweep.name.clone(), deployments, runs, report)
+}
+
+/// What the store remembers of a node, for status and "why".
+#[derive(Debug, Clone)]
+pub(crate) struct Past {
+    pub finished: bool,
+    pub failed_cause: Option<String>,
+    pub inputs: KeyInputs,
+}
+
+pub(crate) trait History {
+    fn past(&self, key: &str) -> Option<Past>;
+    /// Key of the last recorded node with this label in this sweep.
+    fn last_key(&self, sweep: &str, label: &str) -> Option<String>;
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub(crate) enum Status {
+    Cached,
+    WillRun {
+        why: String,
+    },
+    /// Not needed: nothing below it runs (warmup only).
+    Skipped,
+    Blocked {
+        why: String,
+    },
+}
+
+impl Status {
+    pub fn will_run(&self) -> bool {
+        matches!(self, Status::WillRun { .. })
+    }
+}
+
+/// Status of every node, in plan order, with the reason for each that will run.
+pub(crate) fn statuses(plan: &Plan, history: &dyn History) -> Vec<Status> {
+    let g = &plan.graph;
+    let mut st: Vec<Option<Status>> = vec![None; g.node_count()];
+    // Warmups are decided after their runs; everything else in topological order.
+    for &i in &plan.order {
+        let node = &g[i];
+        if node.kind == NodeKind::Warmup {
+            continue;
+        }
+        let blocked_dep = g
+            .neighbors_directed(i, Direction::Incoming)
+            .flat_map(|d| {
+                if g[d].kind == NodeKind::Warmup {
+                    g.neighbors_directed(d, Direction::Incoming)
+                        .collect::<Vec<_>>()
+                } else {
+                    vec![d]
+                }
+            })
+            .find(|d| matches!(st[d.index()], Some(Status::Blocked { .. })));
+        let s = if let Some(why) = &node.blocked_by {
+            Status::Blocked { why: why.clone() }
+        } else if let (Some(d), false) = (blocked_dep, node.kind == NodeKind::Report) {
+            Status::Blocked {
+                why: format!("needs `{}`, which is blocked", g[d].label),
+            }
+        } else {
+            match history.past(&node.key) {
+                Some(p) if p.finished => Status::Cached,
+                Some(p) => Status::WillRun {
+                    why: match p.failed_cause {
+                        Some(c) => format!("failed last time: {c}"),
+                        None => "interrupted last time".to_string(),
+                    },
+                },
+                None => Status::WillRun {
+                    why: why_new(plan, history, node),
+                },
+            }
+        };
+        st[i.index()] = Some(s);
+    }
+    for d in &plan.deployments {
+        let any = d.runs.iter().any(|&r| {
+            st[plan.runs[r].node.index()]
+                .as_ref()
+                .is_some_and(Status::will_run)
+        });
+        let cold_blocked = matches!(st[d.coldstart.index()], Some(Status::Blocked { .. }));
+        st[d.warmup.index()] = Some(if cold_blocked {
+            Status::Blocked {
+                why: "its engine cannot start".into(),
+            }
+        } else if any {
+            Status::WillRun {
+                why: "ephemeral: precedes the runs of this engine lifetime".into(),
+            }
+        } else {
+            Status::Skipped
+        });
+    }
+    st.into_iter()
+        .map(|s| s.expect("every node visited"))
+        .collect()
+}
+
+fn why_new(plan: &Plan, history: &dyn History, node: &Node) -> String {
+    let Some(prev) = history.last_key(&plan.sweep, &node.label) else {
+        return "new".to_string();
+    };
+    let Some(past) = history.past(&prev) else {
+        return "new".to_string();
+    };
+    let changes = keys::diff(&past.inputs, &node.inputs);
+    if changes.is_empty() {
+        return "new".to_string();
+    }
+    let shown: Vec<String> = changes.iter().take(3).map(|c| c.to_string()).collect();
+    let more = if changes.len() > 3 {
+        format!(" (+{} more)", changes.len() - 3)
+    } else {
+        String::new()
+    };
+    format!("changed: {}{more}", shown.join("; "))
+}

@@ -1,0 +1,248 @@
+//! Reports: aggregation of what the cache holds for a sweep into a terminal table and
+//! `report.md`. Renderers return strings; the caller writes files.
+
+pub(crate) mod stats;
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Phases;
+use stats::{Dist, RunStats};
+
+pub(crate) const REPORT_FORMAT: &str = "report/1";
+
+/// What the `coldstart` node records.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct ColdStart {
+    pub phases: Phases,
+    /// Launch call → first content token of the first (warmup) request.
+    pub first_token_s: Option<f64>,
+    pub model_bytes: Option<u64>,
+}
+
+/// One row of the report: a run, its stats and its quality.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Row {
+    pub label: String,
+    pub deployment: String,
+    pub task: String,
+    pub scenario: String,
+    pub run_key: String,
+    pub stats: Option<RunStats>,
+    pub metrics: BTreeMap<String, f64>,
+    pub failure: Option<String>,
+}
+
+fn ms(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x >= 1000.0 => format!("{:.2}s", x / 1000.0),
+        Some(x) if x >= 100.0 => format!("{x:.0}"),
+        Some(x) if x >= 10.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.2}"),
+        None => "–".into(),
+    }
+}
+
+fn triple(d: &Dist) -> String {
+    format!("{} / {} / {}", ms(d.p50), ms(d.p90), ms(d.p99))
+}
+
+fn pct(v: Option<&f64>) -> String {
+    v.map(|x| format!("{:.1}%", x * 100.0))
+        .unwrap_or_else(|| "–".into())
+}
+
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n", header.join(" | "));
+    out.push_str(&format!(
+        "|{}\n",
+        header.iter().map(|_| "---|").collect::<String>()
+    ));
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out
+}
+
+/// `report.md`: per run, latency percentiles, throughput, errors and accuracy.
+pub(crate) fn markdown(
+    sweep: &str,
+    coldstarts: &[(String, Option<ColdStart>)],
+    rows: &[Row],
+) -> String {
+    let mut out = format!("# bench360 report: {sweep}\n\n");
+    out.push_str("Latencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first content token − send; TPOT = (last − first content token) / (completion tokens − 1); ITL = gap between content chunks; E2E = last token − scheduled.\n\n## Runs\n\n");
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| match &r.stats {
+            Some(s) => vec![
+                r.label.clone(),
+                format!("{}/{}", s.ok, s.requests),
+                s.failed.to_string(),
+                triple(&s.ttft_ms),
+                triple(&s.tpot_ms),
+                triple(&s.itl_ms),
+                triple(&s.e2e_ms),
+                format!("{:.1}", s.output_tokens_per_s),
+                format!("{:.2}", s.requests_per_s),
+                pct(r.metrics.get("accuracy")),
+                if s.client_behind {
+                    format!("client lag p99 {}", ms(s.queue_ms.p99))
+                } else {
+                    String::new()
+                },
+            ],
+            None => vec![
+                r.label.clone(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                format!(
+                    "FAILED: {}",
+                    r.failure.clone().unwrap_or_default().replace('\n', " ")
+                ),
+            ],
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "run",
+            "ok",
+            "errors",
+            "TTFT ms",
+            "TPOT ms",
+            "ITL ms",
+            "E2E ms",
+            "out tok/s",
+            "req/s",
+            "accuracy",
+            "notes",
+        ],
+        &body,
+    ));
+    out.push_str("\n## Cold starts\n\n");
+    let cs: Vec<Vec<String>> = coldstarts
+        .iter()
+        .map(|(d, c)| match c {
+            Some(c) => vec![
+                d.clone(),
+                format!("{:.2}", c.phases.start_s),
+                format!("{:.2}", c.phases.healthy_s),
+                c.first_token_s
+                    .map(|x| format!("{x:.2}"))
+                    .unwrap_or_else(|| "–".into()),
+                c.model_bytes
+                    .map(|b| format!("{:.1}", b as f64 / 1e6))
+                    .unwrap_or_else(|| "–".into()),
+            ],
+            None => vec![d.clone(), "–".into(), "–".into(), "–".into(), "–".into()],
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "deployment",
+            "process start s",
+            "healthy s",
+            "first token s",
+            "model MB",
+        ],
+        &cs,
+    ));
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let mut lines = Vec::new();
+            if let Some(f) = &r.failure {
+                lines.push(format!(
+                    "- `{}`: {}",
+                    r.label,
+                    f.lines().next().unwrap_or("")
+                ));
+            }
+            if let Some(s) = &r.stats {
+                for (cause, n) in &s.failures {
+                    lines.push(format!("- `{}`: {n} request(s) failed: {cause}", r.label));
+                }
+            }
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        })
+        .collect();
+    out.push_str("\n## Failures\n\n");
+    if failures.is_empty() {
+        out.push_str("None.\n");
+    } else {
+        out.push_str(&failures.join("\n"));
+        out.push('\n');
+    }
+    out
+}
+
+/// Compact terminal table.
+pub(crate) fn terminal(rows: &[Row]) -> String {
+    let header = [
+        "run",
+        "ok/n",
+        "TTFT p50/p99 ms",
+        "TPOT p50/p99 ms",
+        "E2E p50/p99 ms",
+        "tok/s",
+        "acc",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| match &r.stats {
+            Some(s) => vec![
+                r.label.clone(),
+                format!("{}/{}", s.ok, s.requests),
+                format!("{} / {}", ms(s.ttft_ms.p50), ms(s.ttft_ms.p99)),
+                format!("{} / {}", ms(s.tpot_ms.p50), ms(s.tpot_ms.p99)),
+                format!("{} / {}", ms(s.e2e_ms.p50), ms(s.e2e_ms.p99)),
+                format!("{:.1}", s.output_tokens_per_s),
+                pct(r.metrics.get("accuracy")),
+            ],
+            None => vec![
+                r.label.clone(),
+                "FAILED".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ],
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            body.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<String>| -> String {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = line(header.iter().map(|s| s.to_string()).collect());
+    out.push('\n');
+    for r in body {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    out
+}

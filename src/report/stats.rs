@@ -1,0 +1,272 @@
+//! Metric math over a run's request records. Pure.
+//!
+//! Definitions (README "Metrics" says the same):
+//! - TTFT = first content token − send.
+//! - TPOT = (last content token − first content token) / (completion tokens − 1), with the
+//!   completion tokens from the server's `usage`; undefined for fewer than 2 tokens.
+//! - ITL = every gap between consecutive content chunks of a request.
+//! - E2E = last content token (or end of stream when none) − scheduled time.
+//! - queue (client lag) = send − scheduled.
+//! - Percentiles interpolate linearly between closest ranks (numpy's default).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::{ChunkKind, ChunkRecord, RequestRecord};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub(crate) struct Dist {
+    pub n: usize,
+    pub mean: Option<f64>,
+    pub std: Option<f64>,
+    pub min: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// Linear-interpolation percentile of sorted values, q in [0, 100].
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = q / 100.0 * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
+}
+
+impl Dist {
+    pub fn of(mut v: Vec<f64>) -> Dist {
+        v.retain(|x| x.is_finite());
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n == 0 {
+            return Dist::default();
+        }
+        let mean = v.iter().sum::<f64>() / n as f64;
+        // Sample standard deviation (n − 1); undefined for one value.
+        let std = (n > 1)
+            .then(|| (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
+        Dist {
+            n,
+            mean: Some(mean),
+            std,
+            min: v.first().copied(),
+            p50: percentile(&v, 50.0),
+            p90: percentile(&v, 90.0),
+            p95: percentile(&v, 95.0),
+            p99: percentile(&v, 99.0),
+            max: v.last().copied(),
+        }
+    }
+}
+
+const MS: f64 = 1e6;
+
+pub(crate) fn ttft_ms(r: &RequestRecord) -> Option<f64> {
+    Some((r.first_token_ns? - r.sent_ns?) as f64 / MS)
+}
+
+pub(crate) fn tpot_ms(r: &RequestRecord) -> Option<f64> {
+    let n = r.completion_tokens?;
+    if n < 2 {
+        return None;
+    }
+    Some((r.last_token_ns? - r.first_token_ns?) as f64 / MS / (n - 1) as f64)
+}
+
+pub(crate) fn e2e_ms(r: &RequestRecord) -> f64 {
+    (r.last_token_ns.unwrap_or(r.end_ns) - r.scheduled_ns) as f64 / MS
+}
+
+pub(crate) fn queue_ms(r: &RequestRecord) -> Option<f64> {
+    Some((r.sent_ns? - r.scheduled_ns) as f64 / MS)
+}
+
+/// Aggregates of one run. Failed requests are counted apart and excluded from every
+/// latency and throughput figure.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub(crate) struct RunStats {
+    pub requests: usize,
+    pub ok: usize,
+    pub failed: usize,
+    /// Failure causes (first 120 characters) and how often each occurred.
+    pub failures: BTreeMap<String, usize>,
+    /// First scheduled time → last request end, seconds.
+    pub window_s: f64,
+    pub ttft_ms: Dist,
+    pub tpot_ms: Dist,
+    pub itl_ms: Dist,
+    pub e2e_ms: Dist,
+    pub queue_ms: Dist,
+    pub prompt_tokens: u64,
+    pub output_tokens: u64,
+    /// Successful requests whose stream carried no `usage` (their tokens are unknown).
+    pub usage_missing: usize,
+    pub output_tokens_per_s: f64,
+    pub requests_per_s: f64,
+    /// True when the client sent late: p99 of send − scheduled above the threshold.
+    pub client_behind: bool,
+}
+
+/// Client lag (p99 of send − scheduled) above which a run is flagged as client-bound.
+pub(crate) const CLIENT_LAG_P99_MS: f64 = 50.0;
+
+pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> RunStats {
+    let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.ok()).collect();
+    let mut failures = BTreeMap::new();
+    for r in requests.iter().filter(|r| !r.ok()) {
+        let cause: String = r.error.as_deref().unwrap_or("").chars().take(120).collect();
+        *failures.entry(cause).or_insert(0) += 1;
+    }
+    let window_ns = match (
+        requests.iter().map(|r| r.scheduled_ns).min(),
+        requests.iter().map(|r| r.end_ns).max(),
+    ) {
+        (Some(a), Some(b)) if b > a => b - a,
+        _ => 0,
+    };
+    let window_s = window_ns as f64 / 1e9;
+    let ok_ids: std::collections::HashSet<u32> = ok.iter().map(|r| r.id).collect();
+    let mut itl = Vec::new();
+    let mut last: BTreeMap<u32, i64> = BTreeMap::new();
+    for c in chunks
+        .iter()
+        .filter(|c| c.kind == ChunkKind::Content && ok_ids.contains(&c.request_id))
+    {
+        if let Some(prev) = last.insert(c.request_id, c.t_ns) {
+            itl.push((c.t_ns - prev) as f64 / MS);
+        }
+    }
+    let output_tokens: u64 = ok
+        .iter()
+        .filter_map(|r| r.completion_tokens)
+        .map(u64::from)
+        .sum();
+    let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
+    let queue = Dist::of(ok.iter().filter_map(|r| queue_ms(r)).collect());
+    RunStats {
+        requests: requests.len(),
+        ok: ok.len(),
+        failed: requests.len() - ok.len(),
+        failures,
+        window_s,
+        ttft_ms: Dist::of(ok.iter().filter_map(|r| ttft_ms(r)).collect()),
+        tpot_ms: Dist::of(ok.iter().filter_map(|r| tpot_ms(r)).collect()),
+        itl_ms: Dist::of(itl),
+        e2e_ms: Dist::of(ok.iter().map(|r| e2e_ms(r)).collect()),
+        client_behind: queue.p99.is_some_and(|p| p > CLIENT_LAG_P99_MS),
+        queue_ms: queue,
+        prompt_tokens: ok
+            .iter()
+            .filter_map(|r| r.prompt_tokens)
+            .map(u64::from)
+            .sum(),
+        output_tokens,
+        usage_missing: ok.iter().filter(|r| r.completion_tokens.is_none()).count(),
+        output_tokens_per_s: per_s(output_tokens as f64),
+        requests_per_s: per_s(ok.len() as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_like_numpy() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), Some(2.5));
+        assert!((percentile(&v, 90.0).unwrap() - 3.7).abs() < 1e-12);
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
+        assert_eq!(percentile(&v, 100.0), Some(4.0));
+        assert_eq!(percentile(&[], 50.0), None);
+        let d = Dist::of(vec![2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(d.mean, Some(5.0));
+        assert!((d.std.unwrap() - 2.138_089_935).abs() < 1e-6);
+    }
+
+    fn req(id: u32, sched: i64, sent: i64, first: i64, last: i64, tokens: u32) -> RequestRecord {
+        RequestRecord {
+            id,
+            scheduled_ns: sched,
+            sent_ns: Some(sent),
+            first_token_ns: Some(first),
+            last_token_ns: Some(last),
+            end_ns: last + 1_000_000,
+            completion_tokens: Some(tokens),
+            prompt_tokens: Some(10),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn latency_definitions() {
+        let r = req(0, 0, 2_000_000, 12_000_000, 52_000_000, 5);
+        assert_eq!(ttft_ms(&r), Some(10.0));
+        assert_eq!(tpot_ms(&r), Some(10.0)); // 40 ms over 4 gaps
+        assert_eq!(e2e_ms(&r), 52.0);
+        assert_eq!(queue_ms(&r), Some(2.0));
+        assert_eq!(tpot_ms(&req(0, 0, 0, 5, 5, 1)), None);
+    }
+
+    #[test]
+    fn failed_requests_are_counted_apart() {
+        let mut bad = req(1, 0, 0, 1, 1, 99);
+        bad.error = Some("HTTP 500".into());
+        let good = req(0, 0, 0, 10_000_000, 30_000_000, 3);
+        let chunks = vec![
+            ChunkRecord {
+                request_id: 0,
+                index: 0,
+                t_ns: 10_000_000,
+                kind: ChunkKind::Content,
+                chars: 1,
+                tokens: None,
+            },
+            ChunkRecord {
+                request_id: 0,
+                index: 1,
+                t_ns: 20_000_000,
+                kind: ChunkKind::Content,
+                chars: 1,
+                tokens: None,
+            },
+            ChunkRecord {
+                request_id: 0,
+                index: 2,
+                t_ns: 30_000_000,
+                kind: ChunkKind::Content,
+                chars: 1,
+                tokens: None,
+            },
+            ChunkRecord {
+                request_id: 1,
+                index: 0,
+                t_ns: 500,
+                kind: ChunkKind::Content,
+                chars: 1,
+                tokens: None,
+            },
+            ChunkRecord {
+                request_id: 1,
+                index: 1,
+                t_ns: 900,
+                kind: ChunkKind::Content,
+                chars: 1,
+                tokens: None,
+            },
+        ];
+        let s = run_stats(&[good, bad], &chunks);
+        assert_eq!((s.requests, s.ok, s.failed), (2, 1, 1));
+        assert_eq!(s.failures.get("HTTP 500"), Some(&1));
+        assert_eq!(s.output_tokens, 3);
+        assert_eq!(s.itl_ms.n, 2);
+        assert_eq!(s.itl_ms.p50, Some(10.0));
+        assert_eq!(s.ttft_ms.n, 1);
+    }
+}

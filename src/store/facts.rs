@@ -1,0 +1,220 @@
+//! Gathers the facts the pure planner needs: content hashes of the files a sweep reads
+//! (memoized by path, size and mtime, so a 70 GB model is not re-read by every `plan`), the
+//! digest of each engine's artifact, and the machine fingerprint.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+
+use super::{write_atomic, Store};
+use crate::plan::{self, Facts};
+use crate::sweep::{Launch, Sweep};
+
+#[derive(Serialize, Deserialize)]
+struct Memo {
+    path: String,
+    size: u64,
+    mtime_ns: u128,
+    hash: String,
+}
+
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut f = fs::File::open(path)?;
+    let mut h = blake3::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().to_hex().to_string())
+}
+
+impl Store {
+    /// blake3 of a file's content (or, for a directory, of its files' relative paths and
+    /// hashes), memoized under `hashes/`.
+    pub fn content_hash(&self, path: &Path) -> Result<String, String> {
+        let meta =
+            fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if meta.is_dir() {
+            let mut files = Vec::new();
+            collect_files(path, path, &mut files)
+                .map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+            files.sort();
+            let mut h = blake3::Hasher::new();
+            for rel in files {
+                let sub = self.content_hash(&path.join(&rel))?;
+                h.update(rel.to_string_lossy().as_bytes());
+                h.update(&[0]);
+                h.update(sub.as_bytes());
+            }
+            return Ok(format!("dir:{}", h.finalize().to_hex()));
+        }
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let memo_path = self.root().join("hashes").join(format!(
+            "{}.json",
+            &blake3::hash(canonical.to_string_lossy().as_bytes()).to_hex()[..32]
+        ));
+        if let Some(m) = fs::read_to_string(&memo_path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Memo>(&t).ok())
+        {
+            if m.size == meta.len()
+                && m.mtime_ns == mtime_ns
+                && m.path == canonical.to_string_lossy()
+            {
+                return Ok(m.hash);
+            }
+        }
+        let hash = hash_file(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let memo = Memo {
+            path: canonical.to_string_lossy().into_owned(),
+            size: meta.len(),
+            mtime_ns,
+            hash: hash.clone(),
+        };
+        let _ = write_atomic(
+            &memo_path,
+            &serde_json::to_vec(&memo).expect("serializable"),
+        );
+        Ok(hash)
+    }
+}
+
+fn collect_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        let p = e.path();
+        if e.file_type()?.is_dir() {
+            collect_files(root, &p, out)?;
+        } else {
+            out.push(p.strip_prefix(root).expect("under root").to_path_buf());
+        }
+    }
+    Ok(())
+}
+
+/// Finds a binary as a shell would: a path with `/` as is, else on `PATH`.
+pub(crate) fn resolve_binary(binary: &str) -> Result<PathBuf, String> {
+    if binary.contains('/') {
+        let p = PathBuf::from(binary);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("engine binary {binary} does not exist"))
+        };
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(binary))
+                .find(|p| p.is_file())
+        })
+        .ok_or_else(|| format!("engine binary `{binary}` is not on PATH"))
+}
+
+/// CPU model, architecture and NVIDIA GPUs/driver (from procfs: no NVML needed to plan).
+pub(crate) fn machine_fingerprint() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    m.insert("cpu".into(), cpu);
+    m.insert("arch".into(), std::env::consts::ARCH.into());
+    let driver = fs::read_to_string("/proc/driver/nvidia/version")
+        .ok()
+        .and_then(|t| {
+            t.lines().next().map(|l| {
+                l.split_whitespace()
+                    .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+        });
+    let mut gpus: Vec<String> = fs::read_dir("/proc/driver/nvidia/gpus")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| fs::read_to_string(e.path().join("information")).ok())
+                .filter_map(|t| {
+                    t.lines()
+                        .find(|l| l.starts_with("Model:"))
+                        .map(|l| l["Model:".len()..].trim().to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    gpus.sort();
+    m.insert(
+        "gpu".into(),
+        if gpus.is_empty() {
+            "none".into()
+        } else {
+            gpus.join(", ")
+        },
+    );
+    m.insert("gpu-driver".into(), driver.unwrap_or_else(|| "none".into()));
+    m
+}
+
+/// All facts a sweep's plan needs.
+pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
+    let mut facts = Facts {
+        machine: machine_fingerprint(),
+        ..Default::default()
+    };
+    for f in plan::required_files(sweep) {
+        let h = store.content_hash(&f);
+        facts.files.insert(f, h);
+    }
+    for e in &sweep.engines {
+        let artifact = match &e.launch {
+            Launch::Process { binary } => resolve_binary(binary)
+                .and_then(|p| store.content_hash(&p).map(|h| format!("binary:{h}"))),
+            Launch::Endpoint { url, .. } => Ok(format!("endpoint:{url}")),
+        };
+        facts.artifacts.insert(e.name.value.clone(), artifact);
+    }
+    facts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_hash_is_memoized_and_follows_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("cache")).unwrap();
+        let f = dir.path().join("data.txt");
+        fs::write(&f, "one").unwrap();
+        let a = store.content_hash(&f).unwrap();
+        assert_eq!(a, blake3::hash(b"one").to_hex().to_string());
+        assert_eq!(store.content_hash(&f).unwrap(), a);
+        fs::write(&f, "two!").unwrap();
+        assert_eq!(
+            store.content_hash(&f).unwrap(),
+            blake3::hash(b"two!").to_hex().to_string()
+        );
+        assert!(store
+            .content_hash(&dir.path().join("missing"))
+            .unwrap_err()
+            .contains("cannot read"));
+    }
+}

@@ -1,0 +1,301 @@
+//! Arrow schemas and Parquet writers of the trace tables. One module owns every schema; each
+//! table carries `schema_version`, the node key and the configuration columns, so files
+//! of many runs concatenate in a notebook without joins.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array,
+};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use crate::client::{ChunkRecord, RequestRecord};
+use crate::plan::Columns;
+use crate::report::stats;
+use crate::task::{Sample, Score};
+
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+
+struct Table {
+    fields: Vec<Field>,
+    columns: Vec<ArrayRef>,
+}
+
+impl Table {
+    fn new(n: usize, node_key: &str, c: &Columns) -> Table {
+        let mut t = Table {
+            fields: Vec::new(),
+            columns: Vec::new(),
+        };
+        t.u32("schema_version", vec![Some(SCHEMA_VERSION); n], false);
+        t.str("node_key", vec![Some(node_key.to_string()); n], false);
+        for (name, v) in [
+            ("sweep", &c.sweep),
+            ("model", &c.model),
+            ("quantization", &c.quantization),
+            ("engine", &c.engine),
+            ("engine_kind", &c.engine_kind),
+            ("task", &c.task),
+            ("scenario", &c.scenario),
+            ("scenario_kind", &c.scenario_kind),
+            ("scenario_params", &c.scenario_params),
+        ] {
+            t.str(name, vec![Some(v.clone()); n], false);
+        }
+        t.u32("max_tokens", vec![Some(c.max_tokens); n], false);
+        t.f64("temperature", vec![Some(c.temperature); n], false);
+        t.f64("top_p", vec![Some(c.top_p); n], false);
+        t.i64("seed", vec![Some(c.seed as i64); n], false);
+        t.u32("repeat", vec![Some(c.repeat); n], false);
+        t
+    }
+
+    fn push(&mut self, name: &str, dt: DataType, nullable: bool, a: ArrayRef) {
+        self.fields.push(Field::new(name, dt, nullable));
+        self.columns.push(a);
+    }
+    fn str(&mut self, name: &str, v: Vec<Option<String>>, nullable: bool) {
+        self.push(
+            name,
+            DataType::Utf8,
+            nullable,
+            Arc::new(StringArray::from(v)),
+        );
+    }
+    fn u32(&mut self, name: &str, v: Vec<Option<u32>>, nullable: bool) {
+        self.push(
+            name,
+            DataType::UInt32,
+            nullable,
+            Arc::new(UInt32Array::from(v)),
+        );
+    }
+    fn i64(&mut self, name: &str, v: Vec<Option<i64>>, nullable: bool) {
+        self.push(
+            name,
+            DataType::Int64,
+            nullable,
+            Arc::new(Int64Array::from(v)),
+        );
+    }
+    fn f64(&mut self, name: &str, v: Vec<Option<f64>>, nullable: bool) {
+        self.push(
+            name,
+            DataType::Float64,
+            nullable,
+            Arc::new(Float64Array::from(v)),
+        );
+    }
+    fn bool(&mut self, name: &str, v: Vec<Option<bool>>, nullable: bool) {
+        self.push(
+            name,
+            DataType::Boolean,
+            nullable,
+            Arc::new(BooleanArray::from(v)),
+        );
+    }
+
+    fn write(self, path: &Path) -> anyhow::Result<()> {
+        let schema = Arc::new(Schema::new(self.fields));
+        let batch = RecordBatch::try_new(schema.clone(), self.columns)?;
+        let file = File::create(path)?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .build();
+        let mut w = ArrowWriter::try_new(file, schema, Some(props))?;
+        w.write(&batch)?;
+        w.close()?;
+        Ok(())
+    }
+}
+
+/// `requests.parquet`: one row per measured request.
+pub(crate) fn write_requests(
+    path: &Path,
+    node_key: &str,
+    c: &Columns,
+    utc_anchor_ns: i64,
+    rs: &[RequestRecord],
+) -> anyhow::Result<()> {
+    let n = rs.len();
+    let mut t = Table::new(n, node_key, c);
+    t.i64("run_start_utc_ns", vec![Some(utc_anchor_ns); n], false);
+    t.u32("request_id", rs.iter().map(|r| Some(r.id)).collect(), false);
+    t.u32("user", rs.iter().map(|r| r.user).collect(), true);
+    t.str(
+        "sample_id",
+        rs.iter().map(|r| Some(r.sample_id.clone())).collect(),
+        false,
+    );
+    t.i64(
+        "scheduled_ns",
+        rs.iter().map(|r| Some(r.scheduled_ns)).collect(),
+        false,
+    );
+    t.i64("sent_ns", rs.iter().map(|r| r.sent_ns).collect(), true);
+    t.i64(
+        "first_byte_ns",
+        rs.iter().map(|r| r.first_byte_ns).collect(),
+        true,
+    );
+    t.i64(
+        "first_token_ns",
+        rs.iter().map(|r| r.first_token_ns).collect(),
+        true,
+    );
+    t.i64(
+        "first_reasoning_ns",
+        rs.iter().map(|r| r.first_reasoning_ns).collect(),
+        true,
+    );
+    t.i64(
+        "last_token_ns",
+        rs.iter().map(|r| r.last_token_ns).collect(),
+        true,
+    );
+    t.i64("end_ns", rs.iter().map(|r| Some(r.end_ns)).collect(), false);
+    t.f64("queue_ms", rs.iter().map(stats::queue_ms).collect(), true);
+    t.f64(
+        "ttft_ms",
+        rs.iter()
+            .map(|r| r.ok().then(|| stats::ttft_ms(r)).flatten())
+            .collect(),
+        true,
+    );
+    t.f64(
+        "tpot_ms",
+        rs.iter()
+            .map(|r| r.ok().then(|| stats::tpot_ms(r)).flatten())
+            .collect(),
+        true,
+    );
+    t.f64(
+        "e2e_ms",
+        rs.iter()
+            .map(|r| r.ok().then(|| stats::e2e_ms(r)))
+            .collect(),
+        true,
+    );
+    t.u32(
+        "prompt_tokens",
+        rs.iter().map(|r| r.prompt_tokens).collect(),
+        true,
+    );
+    t.u32(
+        "completion_tokens",
+        rs.iter().map(|r| r.completion_tokens).collect(),
+        true,
+    );
+    t.u32("chunks", rs.iter().map(|r| Some(r.chunks)).collect(), false);
+    t.u32(
+        "content_chunks",
+        rs.iter().map(|r| Some(r.content_chunks)).collect(),
+        false,
+    );
+    t.u32(
+        "http_status",
+        rs.iter().map(|r| r.http_status.map(u32::from)).collect(),
+        true,
+    );
+    t.str(
+        "finish_reason",
+        rs.iter().map(|r| r.finish_reason.clone()).collect(),
+        true,
+    );
+    t.bool("ok", rs.iter().map(|r| Some(r.ok())).collect(), false);
+    t.str("error", rs.iter().map(|r| r.error.clone()).collect(), true);
+    t.str(
+        "output",
+        rs.iter().map(|r| Some(r.output.clone())).collect(),
+        false,
+    );
+    t.write(path)
+}
+
+/// `chunks.parquet`: one row per streamed event of every measured request.
+pub(crate) fn write_chunks(
+    path: &Path,
+    node_key: &str,
+    c: &Columns,
+    cs: &[ChunkRecord],
+) -> anyhow::Result<()> {
+    let mut t = Table::new(cs.len(), node_key, c);
+    t.u32(
+        "request_id",
+        cs.iter().map(|x| Some(x.request_id)).collect(),
+        false,
+    );
+    t.u32(
+        "chunk_index",
+        cs.iter().map(|x| Some(x.index)).collect(),
+        false,
+    );
+    t.i64("t_ns", cs.iter().map(|x| Some(x.t_ns)).collect(), false);
+    t.str(
+        "kind",
+        cs.iter()
+            .map(|x| Some(x.kind.as_str().to_string()))
+            .collect(),
+        false,
+    );
+    t.u32("chars", cs.iter().map(|x| Some(x.chars)).collect(), false);
+    t.u32("tokens", cs.iter().map(|x| x.tokens).collect(), true);
+    t.write(path)
+}
+
+/// `scores.parquet` (score node): one row per scored request.
+pub(crate) fn write_scores(
+    path: &Path,
+    node_key: &str,
+    c: &Columns,
+    rows: &[(u32, &Sample, Option<&Score>)],
+) -> anyhow::Result<()> {
+    let mut t = Table::new(rows.len(), node_key, c);
+    t.u32(
+        "request_id",
+        rows.iter().map(|r| Some(r.0)).collect(),
+        false,
+    );
+    t.str(
+        "sample_id",
+        rows.iter().map(|r| Some(r.1.id.clone())).collect(),
+        false,
+    );
+    t.str(
+        "reference",
+        rows.iter().map(|r| Some(r.1.reference.clone())).collect(),
+        false,
+    );
+    t.str(
+        "extracted",
+        rows.iter()
+            .map(|r| r.2.and_then(|s| s.extracted.clone()))
+            .collect(),
+        true,
+    );
+    t.bool(
+        "correct",
+        rows.iter().map(|r| r.2.map(|s| s.correct)).collect(),
+        true,
+    );
+    t.str(
+        "subject",
+        rows.iter()
+            .map(|r| r.1.groups.get("subject").cloned())
+            .collect(),
+        true,
+    );
+    t.str(
+        "category",
+        rows.iter()
+            .map(|r| r.1.groups.get("category").cloned())
+            .collect(),
+        true,
+    );
+    t.write(path)
+}
