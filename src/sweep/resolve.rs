@@ -158,7 +158,7 @@ impl Ctx<'_> {
                         s.span,
                         format!("environment variable `{var}` is not set"),
                         "referenced here",
-                        format!("set `{var}` before running bench360 (for the quickstart engine and model: `source <(scripts/install-engine.sh)`)"),
+                        format!("set `{var}` before running bench360 (the quickstart's come from `eval \"$(scripts/install-engine.sh)\"`)"),
                     );
                 }
             }
@@ -567,18 +567,20 @@ pub(super) fn resolve(
             String::new()
         }
     };
-    for (what, empty) in [
-        ("model", models.is_empty()),
-        ("engine", engines.is_empty()),
-        ("task", tasks.is_empty()),
-        ("scenario", scenarios.is_empty()),
-    ] {
-        if empty
-            && !ctx
-                .problems
-                .iter()
-                .any(|p| p.message.contains(&format!("`{what}`")))
-        {
+    // Names as declared, including blocks that failed validation (their own problems are
+    // reported already; references to them are not problems too).
+    let declared = |kind: &str| -> Vec<&str> {
+        nodes
+            .iter()
+            .filter(|n| n.name.value == kind)
+            .filter_map(|n| match n.args.first().map(|a| &a.value) {
+                Some(RawValue::Str(s)) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    for what in ["model", "engine", "task", "scenario"] {
+        if !nodes.iter().any(|n| n.name.value == what) {
             ctx.err_help(
                 SourceSpan::from(0..0),
                 format!("no `{what}` is defined"),
@@ -589,7 +591,12 @@ pub(super) fn resolve(
     }
 
     let matrix = match matrix_node {
-        Some(node) => resolve_matrix(&mut ctx, node, &models, &engines, &tasks, &scenarios),
+        Some(node) => resolve_matrix(
+            &mut ctx,
+            node,
+            &models,
+            [declared("model"), declared("engine"), declared("task"), declared("scenario")],
+        ),
         None => Matrix::default(),
     };
 
@@ -1083,9 +1090,7 @@ fn resolve_matrix(
     ctx: &mut Ctx,
     node: &RawNode,
     models: &[Model],
-    engines: &[Engine],
-    tasks: &[Task],
-    scenarios: &[Scenario],
+    [model_names, engine_names, task_names, scenario_names]: [Vec<&str>; 4],
 ) -> Matrix {
     let f = ctx.fields(node, MATRIX_FIELDS, &["exclude"]);
     let refs = |field: &str, defined: Vec<&str>, ctx: &mut Ctx| -> Vec<Spanned<String>> {
@@ -1116,7 +1121,6 @@ fn resolve_matrix(
         }
         out
     };
-    let model_names: Vec<&str> = models.iter().map(|m| m.name.value.as_str()).collect();
     let quant_names: BTreeSet<&str> = models
         .iter()
         .flat_map(|m| m.variants.iter().map(|v| v.quantization.value.as_str()))
@@ -1124,21 +1128,9 @@ fn resolve_matrix(
     let m = Matrix {
         models: refs("model", model_names, ctx),
         quantizations: refs("quantization", quant_names.into_iter().collect(), ctx),
-        engines: refs(
-            "engine",
-            engines.iter().map(|m| m.name.value.as_str()).collect(),
-            ctx,
-        ),
-        tasks: refs(
-            "task",
-            tasks.iter().map(|m| m.name.value.as_str()).collect(),
-            ctx,
-        ),
-        scenarios: refs(
-            "scenario",
-            scenarios.iter().map(|m| m.name.value.as_str()).collect(),
-            ctx,
-        ),
+        engines: refs("engine", engine_names, ctx),
+        tasks: refs("task", task_names, ctx),
+        scenarios: refs("scenario", scenario_names, ctx),
         max_tokens: Ctx::first(&f, "max-tokens")
             .map(|n| {
                 ctx.ints(n, 1, 1_000_000)

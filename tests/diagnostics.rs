@@ -1,0 +1,61 @@
+//! Every invalid sweep in tests/fixtures/invalid is rejected by `bench360 validate` with exit
+//! code 2 and a diagnostic that points into the file; the messages are snapshot-tested.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn validate(path: &str) -> (i32, String, String) {
+    let out = Command::cargo_bin("bench360")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env_remove("BENCH360_FIXTURE_UNSET_VAR")
+        .args(["validate", path])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn every_invalid_fixture_is_rejected_with_a_pointed_diagnostic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/invalid");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".kdl"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 20, "only {} invalid fixtures", names.len());
+    for name in names {
+        let rel = format!("tests/fixtures/invalid/{name}");
+        let (code, stdout, stderr) = validate(&rel);
+        assert_eq!(code, 2, "{name} should be rejected; stdout: {stdout}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        // A source snippet with a line number and a label, not just a sentence.
+        assert!(stderr.contains(&format!("[{rel}:")), "{name} has no located snippet:\n{stderr}");
+        assert!(stderr.contains('╰'), "{name} has no label:\n{stderr}");
+        insta::assert_snapshot!(name.trim_end_matches(".kdl"), stderr);
+    }
+}
+
+#[test]
+fn all_problems_of_a_file_are_reported_together() {
+    let (_, _, stderr) = validate("tests/fixtures/invalid/many_problems_at_once.kdl");
+    for needle in [
+        "`seed` must be between",
+        "unknown field `quantisation`",
+        "did you mean `quantization`?",
+        "unknown engine kind `vllm-ish`",
+        "`parallel` must be between",
+        "task has no `dataset`",
+        "`rate` expects a number",
+        "unknown task `tt`",
+    ] {
+        assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
+    }
+}
