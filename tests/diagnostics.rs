@@ -37,7 +37,10 @@ fn every_invalid_fixture_is_rejected_with_a_pointed_diagnostic() {
         assert_eq!(code, 2, "{name} should be rejected; stdout: {stdout}");
         assert!(stdout.is_empty(), "{name}: {stdout}");
         // A source snippet with a line number and a label, not just a sentence.
-        assert!(stderr.contains(&format!("[{rel}:")), "{name} has no located snippet:\n{stderr}");
+        assert!(
+            stderr.contains(&format!("[{rel}:")),
+            "{name} has no located snippet:\n{stderr}"
+        );
         assert!(stderr.contains('╰'), "{name} has no label:\n{stderr}");
         insta::assert_snapshot!(name.trim_end_matches(".kdl"), stderr);
     }

@@ -113,6 +113,13 @@ impl<'a> Executor<'a> {
         self.progress.node_done();
     }
 
+    /// Fails a node that did not get to start (its dependency failed, its engine is gone):
+    /// the failure is recorded, with its cause, so the report shows it.
+    fn fail_recorded(&mut self, i: petgraph::graph::NodeIndex, cause: String) {
+        node::record_failure(self.store, self.plan, i, &cause);
+        self.fail(i, cause);
+    }
+
     fn succeed(&mut self, i: petgraph::graph::NodeIndex, started: Instant) {
         let label = self.plan.graph[i].label.clone();
         self.progress.say(&format!(
@@ -207,7 +214,7 @@ impl<'a> Executor<'a> {
                 .chain(runs.iter().map(|&r| self.plan.runs[r].node))
             {
                 if self.will_run(i) {
-                    self.fail(i, cause.clone());
+                    self.fail_recorded(i, cause.clone());
                 }
             }
         } else if need_cold || !runs.is_empty() {
@@ -233,7 +240,7 @@ impl<'a> Executor<'a> {
                     "needs `{}`, which did not finish",
                     self.plan.graph[spec.node].label
                 );
-                self.fail(spec.score, cause);
+                self.fail_recorded(spec.score, cause);
                 continue;
             }
             self.score(r);

@@ -89,6 +89,11 @@ impl<'s> Journal<'s> {
     }
 }
 
+/// Records a node as failed without having run it.
+pub(super) fn record_failure(store: &Store, plan: &Plan, i: NodeIndex, cause: &str) {
+    Journal::start(store, plan, i).failed(cause);
+}
+
 fn write_json(path: &Path, v: &impl serde::Serialize) -> std::io::Result<()> {
     std::fs::write(path, serde_json::to_vec_pretty(v).expect("serializable"))
 }
@@ -272,7 +277,7 @@ impl Executor<'_> {
             Err(e) => {
                 let cause = format!("cannot create a temp dir in the cache: {e}");
                 for &r in runs {
-                    self.fail(self.plan.runs[r].node, cause.clone());
+                    self.fail_recorded(self.plan.runs[r].node, cause.clone());
                 }
                 return;
             }
@@ -301,7 +306,7 @@ impl Executor<'_> {
                 }
                 let _ = std::fs::remove_dir_all(&engine_dir);
                 for &r in runs {
-                    self.fail(
+                    self.fail_recorded(
                         self.plan.runs[r].node,
                         format!(
                             "engine failed to start: {}",
@@ -386,7 +391,7 @@ impl Executor<'_> {
             }
             let node = self.plan.runs[r].node;
             if let Some(cause) = engine.exited() {
-                self.fail(
+                self.fail_recorded(
                     node,
                     format!("{cause}; last log lines:\n{}", log_tail(&log)),
                 );
@@ -425,7 +430,7 @@ impl Executor<'_> {
         let client = match self.client(engine, d, spec.config.sampling.clone()) {
             Ok(c) => Arc::new(c),
             Err(e) => {
-                self.fail(node, e);
+                self.fail_recorded(node, e);
                 return log_pos;
             }
         };

@@ -677,14 +677,17 @@ matrix {
 "#;
 
     fn sweep(text: &str) -> Sweep {
-        crate::sweep::parse("t.kdl", text, Path::new("/"), &|_| None).unwrap_or_else(|e| panic!("{e:?}"))
+        crate::sweep::parse("t.kdl", text, Path::new("/"), &|_| None)
+            .unwrap_or_else(|e| panic!("{e:?}"))
     }
 
     fn facts(sweep: &Sweep) -> Facts {
         let mut f = Facts::default();
         f.machine.insert("cpu".into(), "test-cpu".into());
         for p in required_files(sweep) {
-            let h = blake3::hash(p.to_string_lossy().as_bytes()).to_hex().to_string();
+            let h = blake3::hash(p.to_string_lossy().as_bytes())
+                .to_hex()
+                .to_string();
             f.files.insert(p, Ok(h));
         }
         f.artifacts.insert("e".into(), Ok("binary:abc".into()));
@@ -692,7 +695,10 @@ matrix {
     }
 
     fn keys(plan: &Plan) -> Vec<(String, String)> {
-        plan.order.iter().map(|&i| (plan.graph[i].label.clone(), plan.graph[i].key.clone())).collect()
+        plan.order
+            .iter()
+            .map(|&i| (plan.graph[i].label.clone(), plan.graph[i].key.clone()))
+            .collect()
     }
 
     fn changed(a: &Plan, b: &Plan) -> Vec<String> {
@@ -712,7 +718,11 @@ matrix {
     fn matrix_expands_in_the_documented_order() {
         let s = sweep(SWEEP);
         let plan = build(&s, &facts(&s)).unwrap();
-        let labels: Vec<&str> = plan.runs.iter().map(|r| plan.graph[r.node].label.as_str()).collect();
+        let labels: Vec<&str> = plan
+            .runs
+            .iter()
+            .map(|r| plan.graph[r.node].label.as_str())
+            .collect();
         assert_eq!(
             labels,
             [
@@ -735,7 +745,11 @@ matrix {
         let deps: Vec<&str> = plan.deployments.iter().map(|d| d.label.as_str()).collect();
         assert_eq!(deps, ["m1:q4_1@e", "m2:q4_0@e", "m2:q8_0@e"]);
         // One pull per engine, shared by its deployments; 6 nodes per deployment chain head.
-        let pulls = plan.graph.node_weights().filter(|n| n.kind == NodeKind::Pull).count();
+        let pulls = plan
+            .graph
+            .node_weights()
+            .filter(|n| n.kind == NodeKind::Pull)
+            .count();
         assert_eq!(pulls, 1);
         assert_eq!(plan.graph.node_count(), 1 + 3 * 2 + 14 * 2 + 1);
     }
@@ -781,10 +795,14 @@ matrix {
         let s = sweep(SWEEP);
         let a = build(&s, &facts(&s)).unwrap();
         let mut f = facts(&s);
-        f.files.insert(PathBuf::from("/w/m2-q8_0.gguf"), Ok("new-weights".into()));
+        f.files
+            .insert(PathBuf::from("/w/m2-q8_0.gguf"), Ok("new-weights".into()));
         let b = build(&s, &f).unwrap();
         let c = changed(&a, &b);
-        assert!(c.iter().all(|l| l.contains("m2:q8_0") || l == "report t"), "{c:?}");
+        assert!(
+            c.iter().all(|l| l.contains("m2:q8_0") || l == "report t"),
+            "{c:?}"
+        );
         assert_eq!(c.len(), 1 + 1 + 2 + 2 + 1, "{c:?}"); // coldstart, warmup, 2 runs, 2 scores, report
     }
 
@@ -794,11 +812,17 @@ matrix {
         let a = build(&s, &facts(&s)).unwrap();
         let mut f = facts(&s);
         f.artifacts.insert("e".into(), Ok("binary:def".into()));
-        assert_eq!(changed(&a, &build(&s, &f).unwrap()).len(), a.graph.node_count());
+        assert_eq!(
+            changed(&a, &build(&s, &f).unwrap()).len(),
+            a.graph.node_count()
+        );
         let mut f = facts(&s);
         f.machine.insert("gpu".into(), "NVIDIA H200".into());
         // Everything but the pull (which does not depend on the machine).
-        assert_eq!(changed(&a, &build(&s, &f).unwrap()).len(), a.graph.node_count() - 1);
+        assert_eq!(
+            changed(&a, &build(&s, &f).unwrap()).len(),
+            a.graph.node_count() - 1
+        );
     }
 
     #[test]
@@ -806,9 +830,14 @@ matrix {
         let s = sweep(SWEEP);
         let a = build(&s, &facts(&s)).unwrap();
         let mut f = facts(&s);
-        f.files.insert(PathBuf::from("/d/mmlu/test.jsonl"), Ok("edited".into()));
+        f.files
+            .insert(PathBuf::from("/d/mmlu/test.jsonl"), Ok("edited".into()));
         let c = changed(&a, &build(&s, &f).unwrap());
-        assert!(c.iter().all(|l| l.starts_with("run ") || l.starts_with("score ") || l == "report t"), "{c:?}");
+        assert!(
+            c.iter()
+                .all(|l| l.starts_with("run ") || l.starts_with("score ") || l == "report t"),
+            "{c:?}"
+        );
         assert_eq!(c.len(), 14 * 2 + 1);
     }
 
@@ -825,7 +854,10 @@ matrix {
         }
         let s = sweep(SWEEP);
         let mut f = facts(&s);
-        f.files.insert(PathBuf::from("/w/m1.gguf"), Err("cannot read /w/m1.gguf: missing".into()));
+        f.files.insert(
+            PathBuf::from("/w/m1.gguf"),
+            Err("cannot read /w/m1.gguf: missing".into()),
+        );
         let plan = build(&s, &f).unwrap();
         let st = statuses(&plan, &Nothing);
         for &i in &plan.order {
@@ -838,7 +870,10 @@ matrix {
 
     #[test]
     fn secrets_in_engine_env_enter_keys_only_hashed() {
-        let text = SWEEP.replace("args \"--threads\" \"2\";", "args \"--threads\" \"2\"; env HF_TOKEN=\"hf_secret_value\";");
+        let text = SWEEP.replace(
+            "args \"--threads\" \"2\";",
+            "args \"--threads\" \"2\"; env HF_TOKEN=\"hf_secret_value\";",
+        );
         let s = sweep(&text);
         let plan = build(&s, &facts(&s)).unwrap();
         for n in plan.graph.node_weights() {
@@ -846,6 +881,9 @@ matrix {
                 assert!(!v.contains("hf_secret_value"), "{}: {v}", n.label);
             }
         }
-        assert!(plan.graph.node_weights().any(|n| n.inputs.contains_key("engine.env.HF_TOKEN")));
+        assert!(plan
+            .graph
+            .node_weights()
+            .any(|n| n.inputs.contains_key("engine.env.HF_TOKEN")));
     }
 }

@@ -595,7 +595,12 @@ pub(super) fn resolve(
             &mut ctx,
             node,
             &models,
-            [declared("model"), declared("engine"), declared("task"), declared("scenario")],
+            [
+                declared("model"),
+                declared("engine"),
+                declared("task"),
+                declared("scenario"),
+            ],
         ),
         None => Matrix::default(),
     };

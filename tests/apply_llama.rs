@@ -1,0 +1,440 @@
+//! End to end on the real llama-server (CPU) with SmolLM2-135M: incremental apply, resume
+//! after kill -9, the per-deployment lock, engine faults as data, endpoints with API keys,
+//! and the Parquet tables read back from Python.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn setup(
+    name: &str,
+    extra_engine: &str,
+    scenarios: &str,
+    matrix: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let e = engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sweep = dir.path().join(format!("{name}.kdl"));
+    std::fs::write(
+        &sweep,
+        small_sweep(&e, name, extra_engine, scenarios, matrix),
+    )
+    .unwrap();
+    (dir, cache, sweep)
+}
+
+fn will_run(plan: &serde_json::Value) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] != "warmup" && n["status"]["status"] == "will-run")
+        .map(|n| {
+            (
+                n["label"].as_str().unwrap().to_string(),
+                n["status"]["why"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn python() -> String {
+    std::env::var("BENCH360_PYTHON").unwrap_or_else(|_| {
+        panic!("BENCH360_PYTHON is not set: run `eval \"$(scripts/setup-python.sh)\"` (scripts/test.sh does)")
+    })
+}
+
+#[test]
+fn apply_runs_everything_then_nothing_then_only_what_changed() {
+    let (_dir, cache, sweep) = setup("inc", "", SCENARIOS, "");
+    let s = sweep.to_str().unwrap();
+
+    let first = bench(&cache, &["apply", s]);
+    assert!(first.status.success(), "{}", text(&first));
+    assert_eq!(
+        ran(&first),
+        [
+            "coldstart smollm2:q4_1@llama",
+            "pull llama",
+            "report inc",
+            "run smollm2:q4_1@llama mmlu batch",
+            "run smollm2:q4_1@llama mmlu server",
+            "run smollm2:q4_1@llama mmlu single",
+            "score smollm2:q4_1@llama mmlu batch",
+            "score smollm2:q4_1@llama mmlu server",
+            "score smollm2:q4_1@llama mmlu single",
+        ]
+    );
+    let report = std::fs::read_to_string(cache.join("reports/inc/report.md")).unwrap();
+    assert_eq!(
+        report.matches("| smollm2:q4_1@llama mmlu ").count(),
+        3,
+        "{report}"
+    );
+    assert!(report.contains("## Failures\n\nNone."), "{report}");
+
+    // Nothing changed: nothing runs, quickly.
+    let t = Instant::now();
+    let second = bench(&cache, &["apply", s]);
+    assert!(second.status.success(), "{}", text(&second));
+    assert!(ran(&second).is_empty(), "{}", text(&second));
+    assert!(
+        text(&second).contains("0 ran, 9 cached, 0 failed"),
+        "{}",
+        text(&second)
+    );
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert!(will_run(&plan_json(&cache, &sweep)).is_empty());
+
+    // One scenario's sample count changes: only its run and score, and the report.
+    std::fs::write(
+        &sweep,
+        std::fs::read_to_string(&sweep)
+            .unwrap()
+            .replace("requests 3", "requests 4"),
+    )
+    .unwrap();
+    let planned = will_run(&plan_json(&cache, &sweep));
+    let labels: Vec<&str> = planned.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "report inc",
+            "run smollm2:q4_1@llama mmlu single",
+            "score smollm2:q4_1@llama mmlu single"
+        ]
+    );
+    assert!(
+        planned[1].1.contains("scenario.requests: 3 → 4"),
+        "{planned:?}"
+    );
+    let third = bench(&cache, &["apply", s]);
+    assert!(third.status.success(), "{}", text(&third));
+    assert_eq!(ran(&third), labels);
+
+    // The tables, as a notebook reads them.
+    let py = std::process::Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_traces.py"))
+        .arg(&cache)
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", text(&py));
+    let out = String::from_utf8_lossy(&py.stdout);
+    assert!(out.contains("requests: 4 files ok"), "{out}");
+    assert!(out.contains("scores: 4 files ok"), "{out}");
+
+    // explain shows every key input of a node.
+    let ex = bench(
+        &cache,
+        &[
+            "explain",
+            "--sweep",
+            s,
+            "run smollm2:q4_1@llama mmlu single",
+        ],
+    );
+    assert!(ex.status.success(), "{}", text(&ex));
+    let ex = text(&ex);
+    for input in [
+        "scenario.requests",
+        "task.dataset.test.jsonl",
+        "sampling.max-tokens",
+        "deployment",
+        "seed",
+    ] {
+        assert!(ex.contains(input), "{input} missing from:\n{ex}");
+    }
+}
+
+fn wait_for_started_run(cache: &Path, label_part: &str, timeout: Duration) {
+    let t = Instant::now();
+    loop {
+        if cache.join("records").is_dir()
+            && records(cache).iter().any(|r| {
+                r["kind"] == "run"
+                    && r["status"] == "started"
+                    && r["label"].as_str().unwrap().contains(label_part)
+            })
+        {
+            return;
+        }
+        assert!(
+            t.elapsed() < timeout,
+            "no run `{label_part}` started within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn spawn_apply(cache: &Path, sweep: &Path) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+        .arg("--cache")
+        .arg(cache)
+        .arg("apply")
+        .arg(sweep)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+const LONG_SERVER: &str = r#"scenario "single" {
+    kind "single"
+    requests 2
+}
+scenario "server" {
+    kind "server"
+    users 2
+    rate 60
+    duration 8
+}"#;
+
+#[test]
+fn kill_9_in_the_middle_of_a_run_then_apply_resumes_consistently() {
+    let (_dir, cache, sweep) = setup("killed", "", LONG_SERVER, "");
+    let mut child = spawn_apply(&cache, &sweep);
+    wait_for_started_run(&cache, "server", Duration::from_secs(90));
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let plan = will_run(&plan_json(&cache, &sweep));
+    let server = plan
+        .iter()
+        .find(|(l, _)| l == "run smollm2:q4_1@llama mmlu server")
+        .expect("server run pending");
+    assert_eq!(server.1, "interrupted last time");
+
+    let resumed = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let r = ran(&resumed);
+    assert!(
+        r.contains(&"run smollm2:q4_1@llama mmlu server".to_string()),
+        "{r:?}"
+    );
+    assert!(
+        !r.contains(&"pull llama".to_string()),
+        "pull was recorded before the kill: {r:?}"
+    );
+
+    // Consistent: every record finished, every finished node's object in place, no leftovers.
+    for rec in records(&cache) {
+        assert_eq!(rec["status"], "finished", "{rec}");
+        let key = rec["key"].as_str().unwrap();
+        assert!(
+            cache.join("objects").join(key).is_dir(),
+            "object of {} missing",
+            rec["label"]
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(cache.join("tmp")).unwrap().count(),
+        0,
+        "temp leftovers remain"
+    );
+    let report = std::fs::read_to_string(cache.join("reports/killed/report.md")).unwrap();
+    assert!(
+        !report.contains("interrupted") && !report.contains("not run yet"),
+        "{report}"
+    );
+    assert!(will_run(&plan_json(&cache, &sweep)).is_empty());
+}
+
+#[test]
+fn a_second_applier_of_the_same_deployment_gets_a_clear_error() {
+    let (_dir, cache, sweep) = setup("locked", "", LONG_SERVER, "");
+    let mut first = spawn_apply(&cache, &sweep);
+    wait_for_started_run(&cache, "", Duration::from_secs(90));
+    let second = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    let t = text(&second);
+    assert!(
+        t.contains("is being applied by another bench360 (pid"),
+        "{t}"
+    );
+    assert!(first.wait().unwrap().success());
+    // The refused applier recorded nothing that would shadow the first one's work.
+    assert!(will_run(&plan_json(&cache, &sweep)).is_empty());
+}
+
+#[test]
+fn an_engine_that_cannot_start_is_recorded_and_the_sweep_goes_on() {
+    let broken = r#"engine "broken" {
+    kind "openai"
+    binary "/bin/false"
+    startup-timeout 20
+}"#;
+    let (_dir, cache, sweep) = setup("faults", broken, SCENARIOS, "    scenario \"single\"");
+    let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let r = ran(&out);
+    assert!(
+        r.contains(&"run smollm2:q4_1@llama mmlu single".to_string()),
+        "{r:?}"
+    );
+    assert!(
+        r.contains(&"score smollm2:q4_1@llama mmlu single".to_string()),
+        "{r:?}"
+    );
+    let recs = records(&cache);
+    let cold = recs
+        .iter()
+        .find(|r| r["label"] == "coldstart smollm2:q4_1@broken")
+        .unwrap();
+    assert_eq!(cold["status"], "failed");
+    assert!(
+        cold["cause"]
+            .as_str()
+            .unwrap()
+            .contains("engine exited during startup"),
+        "{cold}"
+    );
+    let report = std::fs::read_to_string(cache.join("reports/faults/report.md")).unwrap();
+    assert!(
+        report.contains("FAILED: engine failed to start"),
+        "{report}"
+    );
+    // The next plan retries the failed node and says why.
+    let plan = will_run(&plan_json(&cache, &sweep));
+    let again = plan
+        .iter()
+        .find(|(l, _)| l == "coldstart smollm2:q4_1@broken")
+        .unwrap();
+    assert!(
+        again
+            .1
+            .starts_with("failed last time: engine exited during startup"),
+        "{again:?}"
+    );
+    assert!(!plan.iter().any(|(l, _)| l.contains("@llama")), "{plan:?}");
+}
+
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_endpoint_with_an_api_key_from_the_environment_never_stores_the_key() {
+    let e = engine();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let secret = "s3cr3t-bench360-test-key";
+    let _server = Server(
+        std::process::Command::new(&e.server)
+            .args([
+                "--model",
+                e.gguf.to_str().unwrap(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .args([
+                "--parallel",
+                "2",
+                "--ctx-size",
+                "2048",
+                "--threads",
+                "1",
+                "--api-key",
+                secret,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let endpoint = format!(
+        r#"engine "remote" {{
+    kind "openai"
+    launcher "endpoint"
+    url "http://127.0.0.1:{port}"
+    api-key-env "BENCH360_TEST_API_KEY"
+    startup-timeout 60
+}}"#
+    );
+    let (_dir, cache, sweep) = setup(
+        "endpoint",
+        &endpoint,
+        SCENARIOS,
+        "    engine \"remote\"\n    scenario \"single\" \"batch\"",
+    );
+    let s = sweep.to_str().unwrap();
+
+    // Without the key in the environment: a recorded fault, not a crash.
+    let out = assert_cmd::Command::cargo_bin("bench360")
+        .unwrap()
+        .env_remove("BENCH360_TEST_API_KEY")
+        .args(["--cache", cache.to_str().unwrap(), "apply", s])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("BENCH360_TEST_API_KEY"),
+        "{}",
+        text(&out)
+    );
+
+    let out = assert_cmd::Command::cargo_bin("bench360")
+        .unwrap()
+        .env("BENCH360_TEST_API_KEY", secret)
+        .args(["--cache", cache.to_str().unwrap(), "apply", s])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: serde_json::Value = {
+        let rec = records(&cache)
+            .into_iter()
+            .find(|r| r["label"] == "run smollm2:q4_1@remote mmlu single")
+            .unwrap();
+        serde_json::from_str(
+            &std::fs::read_to_string(
+                cache
+                    .join("objects")
+                    .join(rec["key"].as_str().unwrap())
+                    .join("stats.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(stats["ok"], 3, "{stats}");
+    assert!(!text(&out).contains(secret));
+    // Not in any record, object, trace, log or report.
+    for entry in walk(&cache) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "key written to {}",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

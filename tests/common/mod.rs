@@ -1,0 +1,165 @@
+//! Helpers for integration tests against the real llama-server installed by
+//! scripts/install-engine.sh.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+pub struct Engine {
+    pub server: PathBuf,
+    pub gguf: PathBuf,
+}
+
+fn from_env_file(var: &str) -> Option<String> {
+    let home = std::env::var("BENCH360_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            let base = std::env::var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
+            base.join("bench360")
+        });
+    let text = std::fs::read_to_string(home.join("engine.env")).ok()?;
+    text.lines()
+        .filter_map(|l| l.trim_start_matches("export ").split_once('='))
+        .find(|(k, _)| *k == var)
+        .map(|(_, v)| v.to_string())
+}
+
+fn setting(var: &str) -> String {
+    std::env::var(var).ok().or_else(|| from_env_file(var)).unwrap_or_else(|| {
+        panic!("{var} is not set and engine.env has none: run scripts/install-engine.sh first (scripts/test.sh does)")
+    })
+}
+
+/// The real engine and model; the tests need them (scripts/test.sh installs them).
+pub fn engine() -> Engine {
+    let e = Engine {
+        server: PathBuf::from(setting("BENCH360_LLAMA_SERVER")),
+        gguf: PathBuf::from(setting("BENCH360_SMOLLM2_GGUF")),
+    };
+    assert!(
+        e.server.is_file(),
+        "{} missing: run scripts/install-engine.sh",
+        e.server.display()
+    );
+    assert!(
+        e.gguf.is_file(),
+        "{} missing: run scripts/install-engine.sh",
+        e.gguf.display()
+    );
+    e
+}
+
+pub fn datasets() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets")
+}
+
+/// A small sweep on the real engine: MMLU, single + batch + server, a few seconds of work.
+pub fn small_sweep(
+    e: &Engine,
+    name: &str,
+    extra_engine: &str,
+    scenarios: &str,
+    matrix: &str,
+) -> String {
+    format!(
+        r#"sweep "{name}" {{
+    seed 3
+}}
+defaults {{
+    max-tokens 4
+    warmup 1
+    request-timeout 60
+}}
+model "smollm2" {{
+    path "{gguf}"
+    quantization "q4_1"
+}}
+engine "llama" {{
+    kind "llama.cpp"
+    binary "{server}"
+    parallel 2
+    ctx-size 1024
+    args "--threads" "1"
+    startup-timeout 60
+}}
+{extra_engine}
+task "mmlu" {{
+    kind "mmlu"
+    dataset "{datasets}/mmlu"
+    samples 8
+}}
+{scenarios}
+matrix {{
+{matrix}
+}}
+"#,
+        gguf = e.gguf.display(),
+        server = e.server.display(),
+        datasets = datasets().display(),
+    )
+}
+
+pub const SCENARIOS: &str = r#"scenario "single" {
+    kind "single"
+    requests 3
+}
+scenario "batch" {
+    kind "batch"
+    batch-size 2
+    batches 1
+}
+scenario "server" {
+    kind "server"
+    users 2
+    rate 60
+    duration 3
+}"#;
+
+pub fn bench(cache: &Path, args: &[&str]) -> Output {
+    Command::cargo_bin("bench360")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .arg("--cache")
+        .arg(cache)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Labels of the nodes an apply ran (its "✓ label (…)" lines).
+pub fn ran(o: &Output) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix("✓ "))
+        .map(|l| l.rsplit_once(" (").map(|(a, _)| a).unwrap_or(l).to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn plan_json(cache: &Path, sweep: &Path) -> serde_json::Value {
+    let o = bench(cache, &["plan", "--json", sweep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+pub fn records(cache: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_dir(cache.join("records"))
+        .unwrap()
+        .map(|e| {
+            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap()
+        })
+        .collect()
+}
