@@ -12,10 +12,7 @@ impl SseDecoder {
     pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
-        loop {
-            let Some((end, sep)) = find_event_end(&self.buf) else {
-                break;
-            };
+        while let Some((end, sep)) = find_event_end(&self.buf) {
             let event: Vec<u8> = self.buf.drain(..end + sep).collect();
             let text = String::from_utf8_lossy(&event[..end]);
             let mut data: Option<String> = None;

@@ -142,8 +142,7 @@ pub(crate) fn machine_fingerprint() -> BTreeMap<String, String> {
         .and_then(|t| {
             t.lines().next().map(|l| {
                 l.split_whitespace()
-                    .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
-                    .next()
+                    .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
                     .unwrap_or("")
                     .to_string()
             })

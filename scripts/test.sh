@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests use (the real llama-server and SmolLM2 model,
+# pyarrow + duckdb to read the Parquet tables; all pinned, checksummed, cached), then checks
+# formatting and lints and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+eval "$(scripts/install-engine.sh)"
+eval "$(scripts/setup-python.sh)"
+cargo fmt --all -- --check
+cargo clippy --locked --all-targets -- -D warnings
+cargo test --locked
