@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (once) a virtual environment with pyarrow and duckdb for the tests that read
 # bench360's Parquet tables from Python. Keyed by the requirements' hash, so a change of pins
-# makes a new one; reused otherwise. Prints `export BENCH360_PYTHON=…`.
+# makes a new one; reused otherwise. Prints `export BENCH360_PYTHON=…` and writes it to
+# $BENCH360_HOME/python.env.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 req="$here/requirements-test.txt"
@@ -20,4 +21,6 @@ if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
 else
   echo "[setup-python] present: $venv" >&2
 fi
-echo "export BENCH360_PYTHON=$venv/bin/python"
+echo "export BENCH360_PYTHON=$venv/bin/python" > "$HOME_DIR/python.env.tmp"
+mv "$HOME_DIR/python.env.tmp" "$HOME_DIR/python.env"
+cat "$HOME_DIR/python.env"

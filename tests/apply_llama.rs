@@ -46,9 +46,7 @@ fn will_run(plan: &serde_json::Value) -> Vec<(String, String)> {
 }
 
 fn python() -> String {
-    std::env::var("BENCH360_PYTHON").unwrap_or_else(|_| {
-        panic!("BENCH360_PYTHON is not set: run `eval \"$(scripts/setup-python.sh)\"` (scripts/test.sh does)")
-    })
+    setting("python.env", "BENCH360_PYTHON", "scripts/setup-python.sh")
 }
 
 #[test]
@@ -437,4 +435,73 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let c = std::fs::read_to_string(t.unwrap().path().join("children")).unwrap_or_default();
+        out.extend(c.split_whitespace().map(|p| p.parse::<u32>().unwrap()));
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_stops_the_engine_and_records_nothing_half_done() {
+    let (_dir, cache, sweep) = setup("interrupted", "", LONG_SERVER, "");
+    let mut child = spawn_apply(&cache, &sweep);
+    wait_for_started_run(&cache, "server", Duration::from_secs(90));
+    std::thread::sleep(Duration::from_secs(1));
+    let engines = children_of(child.id());
+    assert_eq!(
+        engines.len(),
+        1,
+        "one engine process under bench360: {engines:?}"
+    );
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "graceful stop took {:?}",
+        t.elapsed()
+    );
+    // bench360 stopped and reaped its engine before exiting.
+    for pid in engines {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "engine {pid} still exists"
+        );
+    }
+    let recs = records(&cache);
+    let server = recs
+        .iter()
+        .find(|r| r["label"] == "run smollm2:q4_1@llama mmlu server")
+        .unwrap();
+    assert_eq!(
+        server["status"], "started",
+        "an interrupted run is not recorded as done"
+    );
+    assert!(!cache
+        .join("objects")
+        .join(server["key"].as_str().unwrap())
+        .exists());
+    assert_eq!(std::fs::read_dir(cache.join("tmp")).unwrap().count(), 0);
+    for r in &recs {
+        if r["status"] == "finished" {
+            assert!(
+                cache
+                    .join("objects")
+                    .join(r["key"].as_str().unwrap())
+                    .is_dir(),
+                "{r}"
+            );
+        }
+    }
+    let resumed = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert!(ran(&resumed).contains(&"run smollm2:q4_1@llama mmlu server".to_string()));
 }

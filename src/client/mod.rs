@@ -421,6 +421,189 @@ mod tests {
         assert!(err.contains("boom"), "{err}");
     }
 
+    /// A loopback HTTP server that answers every connection with a scripted SSE body:
+    /// each (delay, bytes) part is written after sleeping `delay`.
+    async fn scripted(parts: Vec<(u64, String)>, status: &'static str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let parts = parts.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    let mut got = Vec::new();
+                    // Read the request head and its body (Content-Length) before answering.
+                    loop {
+                        let n = sock.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                        let text = String::from_utf8_lossy(&got).to_string();
+                        if let Some(head_end) = text.find("\r\n\r\n") {
+                            let len = text[..head_end]
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase()
+                                        .strip_prefix("content-length:")
+                                        .map(|v| v.trim().parse::<usize>().unwrap())
+                                })
+                                .unwrap_or(0);
+                            if got.len() >= head_end + 4 + len {
+                                break;
+                            }
+                        }
+                    }
+                    let head = format!("HTTP/1.1 {status}\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+                    let _ = sock.write_all(head.as_bytes()).await;
+                    for (delay, bytes) in parts {
+                        tokio::time::sleep(Duration::from_millis(delay)).await;
+                        if sock.write_all(bytes.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        let _ = sock.flush().await;
+                    }
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn client(base: &str, timeout_ms: u64) -> HttpClient {
+        let sampling = Sampling {
+            max_tokens: 8,
+            temperature: 0.0,
+            top_p: 1.0,
+            stop: vec![],
+        };
+        HttpClient::new(
+            base,
+            Api::Chat,
+            "m",
+            sampling,
+            Duration::from_millis(timeout_ms),
+            None,
+            false,
+        )
+        .unwrap()
+    }
+
+    fn request() -> GenRequest {
+        GenRequest {
+            id: 0,
+            user: None,
+            sample: 0,
+            sample_id: "s".into(),
+            system: None,
+            prompt: "hi".into(),
+        }
+    }
+
+    fn ev(json: &str) -> String {
+        format!("data: {json}\n\n")
+    }
+
+    #[tokio::test]
+    async fn times_a_real_stream_on_the_run_clock() {
+        let base = scripted(
+            vec![
+                (0, ev(r#"{"choices":[{"delta":{"role":"assistant"}}]}"#)),
+                (120, ev(r#"{"choices":[{"delta":{"content":"A"}}]}"#)),
+                (60, ev(r#"{"choices":[{"delta":{"content":"B C"}}]}"#)),
+                (
+                    60,
+                    ev(r#"{"choices":[{"delta":{"content":"D"},"finish_reason":"stop"}]}"#),
+                ),
+                (
+                    0,
+                    ev(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":4}}"#),
+                ),
+                (0, "data: [DONE]\n\n".into()),
+            ],
+            "200 OK",
+        )
+        .await;
+        let clock = RunClock::start();
+        let (rec, chunks) = client(&base, 10_000)
+            .stream(request(), Instant::now(), clock)
+            .await;
+        assert_eq!(rec.error, None);
+        assert_eq!(rec.output, "AB CD");
+        assert_eq!(rec.completion_tokens, Some(4));
+        assert_eq!(rec.content_chunks, 3);
+        let ttft = crate::report::stats::ttft_ms(&rec).unwrap();
+        assert!((115.0..400.0).contains(&ttft), "ttft {ttft}");
+        // TPOT spreads the 120 ms between first and last content over 3 token gaps.
+        let tpot = crate::report::stats::tpot_ms(&rec).unwrap();
+        assert!((35.0..150.0).contains(&tpot), "tpot {tpot}");
+        assert!(rec.first_byte_ns.unwrap() < rec.first_token_ns.unwrap());
+        let content: Vec<&ChunkRecord> = chunks
+            .iter()
+            .filter(|c| c.kind == ChunkKind::Content)
+            .collect();
+        let gap = (content[1].t_ns - content[0].t_ns) as f64 / 1e6;
+        assert!((55.0..300.0).contains(&gap), "gap {gap}");
+    }
+
+    #[tokio::test]
+    async fn an_http_error_is_recorded_with_its_body() {
+        let base = scripted(
+            vec![(0, "model overloaded".into())],
+            "503 Service Unavailable",
+        )
+        .await;
+        let (rec, _) = client(&base, 10_000)
+            .stream(request(), Instant::now(), RunClock::start())
+            .await;
+        assert_eq!(rec.http_status, Some(503));
+        let e = rec.error.unwrap();
+        assert!(e.contains("503") && e.contains("model overloaded"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_short_is_a_failure_not_a_short_answer() {
+        let base = scripted(
+            vec![(0, ev(r#"{"choices":[{"delta":{"content":"A"}}]}"#))],
+            "200 OK",
+        )
+        .await;
+        let (rec, _) = client(&base, 10_000)
+            .stream(request(), Instant::now(), RunClock::start())
+            .await;
+        assert!(
+            rec.error.as_deref().unwrap().contains("without [DONE]"),
+            "{:?}",
+            rec.error
+        );
+        assert_eq!(rec.output, "A");
+    }
+
+    #[tokio::test]
+    async fn a_slow_stream_times_out_once_and_is_not_retried() {
+        let base = scripted(
+            vec![(2_000, ev(r#"{"choices":[{"delta":{"content":"A"}}]}"#))],
+            "200 OK",
+        )
+        .await;
+        let t = Instant::now();
+        let (rec, _) = client(&base, 300)
+            .stream(request(), Instant::now(), RunClock::start())
+            .await;
+        assert!(
+            rec.error
+                .as_deref()
+                .unwrap()
+                .starts_with("timed out after 0.3 s"),
+            "{:?}",
+            rec.error
+        );
+        assert!(t.elapsed() < Duration::from_millis(1500));
+    }
+
     #[test]
     fn completion_api_text_is_content() {
         let mut rec = RequestRecord::default();

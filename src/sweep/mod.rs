@@ -219,3 +219,134 @@ impl Sweep {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ok(text: &str, env: &[(&str, &str)]) -> Sweep {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        parse("t.kdl", text, Path::new("/sweeps"), &lookup)
+            .unwrap_or_else(|e| panic!("{}", diag::render(&e, false)))
+    }
+
+    const TEXT: &str = r##"
+sweep "s" { seed 5; repeats 3; }
+defaults { max-tokens 32; temperature 0.5; top-p 0.9; stop "\n" "END"; warmup 0; request-timeout 30; }
+model "m" {
+    quantization "q4_1" path="${MODELS}/m-q4_1.gguf"
+    quantization "Q8_0" path="${MODELS}/m-q8_0.gguf"
+}
+model "r" { id "org/remote"; }
+engine "e" { kind "llama.cpp"; binary "llama-server"; parallel 8; ctx-size 4096; args "--threads" "${THREADS}"; env A="1" B=2; api "completion"; }
+engine "x" { kind "openai"; launcher "endpoint"; url "http://127.0.0.1:9/"; served-model "srv"; api-key-env "KEY_VAR"; }
+task "t" { kind "mmlu"; dataset "../datasets/mmlu"; samples 20; shots 3; system "be brief"; }
+scenario "u" { kind "server"; users 1 2; rate 6.5; duration 30 60; }
+matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
+"##;
+
+    #[test]
+    fn decodes_every_field() {
+        let s = parse_ok(TEXT, &[("MODELS", "/w"), ("THREADS", "4")]);
+        assert_eq!((s.name.as_str(), s.seed, s.repeats), ("s", 5, 3));
+        let d = &s.defaults;
+        assert_eq!(
+            d.sampling,
+            Sampling {
+                max_tokens: 32,
+                temperature: 0.5,
+                top_p: 0.9,
+                stop: vec!["\n".into(), "END".into()]
+            }
+        );
+        assert_eq!((d.warmup, d.request_timeout_s), (0, 30.0));
+        let m = &s.models[0];
+        assert_eq!(m.source, ModelSource::Path("/w/m-q4_1.gguf".into()));
+        let q: Vec<(&str, Option<&str>)> = m
+            .variants
+            .iter()
+            .map(|v| (v.quantization.value.as_str(), v.path.as_deref()))
+            .collect();
+        assert_eq!(
+            q,
+            [
+                ("q4_1", Some("/w/m-q4_1.gguf")),
+                ("q8_0", Some("/w/m-q8_0.gguf"))
+            ]
+        );
+        assert_eq!(s.models[1].source, ModelSource::Id("org/remote".into()));
+        assert_eq!(s.models[1].variants[0].quantization.value, "default");
+        let e = &s.engines[0];
+        assert_eq!(
+            e.launch,
+            Launch::Process {
+                binary: "llama-server".into()
+            }
+        );
+        assert_eq!((e.parallel, e.ctx_size, e.api), (8, 4096, Api::Completion));
+        assert_eq!(e.args, ["--threads", "4"]);
+        assert_eq!(
+            e.env,
+            [
+                ("A".to_string(), "1".to_string()),
+                ("B".to_string(), "2".to_string())
+            ]
+        );
+        assert_eq!(
+            s.engines[1].launch,
+            Launch::Endpoint {
+                url: "http://127.0.0.1:9".into(),
+                served_model: Some("srv".into()),
+                api_key_env: Some("KEY_VAR".into())
+            }
+        );
+        let t = &s.tasks[0];
+        assert_eq!(
+            (t.samples, t.shots, t.system.as_deref()),
+            (Some(20), 3, Some("be brief"))
+        );
+        assert_eq!(
+            s.resolve_path(&t.dataset.value),
+            PathBuf::from("/sweeps/../datasets/mmlu")
+        );
+        match &s.scenarios[0].spec {
+            ScenarioSpec::Server {
+                users,
+                rate,
+                duration_s,
+            } => {
+                assert_eq!(
+                    (users.as_slice(), rate.as_slice(), duration_s.as_slice()),
+                    (&[1, 2][..], &[6.5][..], &[30.0, 60.0][..])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // 2 variants × e + r × x, each × 2 users × 2 durations, × 3 repeats.
+        assert_eq!(crate::plan::expand::configs(&s).len(), 3 * 4 * 3);
+    }
+
+    #[test]
+    fn every_problem_is_reported_in_file_order() {
+        let text = "sweep \"s\"\nmodel \"m\" { path 3; }\nengine \"e\" { kind \"nope\"; }\ntask \"t\" { kind \"mmlu\"; dataset \"d\"; shots 9; }\nscenario \"c\" { kind \"single\"; requests 0; }\n";
+        let err = parse("t.kdl", text, Path::new("/"), &|_| None).unwrap_err();
+        let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "`path` expects a string",
+                "process engine has no `binary`",
+                "unknown engine kind `nope`",
+                "`shots` must be between 0 and 5",
+                "`requests` must be between 1 and 10000000",
+            ]
+        );
+        let offsets: Vec<usize> = err.problems.iter().map(|p| p.span.offset()).collect();
+        assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(&text[offsets[0]..offsets[0] + 1], "3");
+    }
+}

@@ -643,6 +643,8 @@ fn resolve_model(ctx: &mut Ctx, node: &RawNode) -> Option<Model> {
             );
             None
         }
+        // A `path`/`id` that is present but invalid is reported already.
+        (None, None) if f.contains_key("path") || f.contains_key("id") => None,
         (None, None) => {
             let has_variant_paths = f.get("quantization").is_some_and(|v| {
                 v.iter()

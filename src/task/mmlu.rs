@@ -203,6 +203,59 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_dataset_line_is_reported_with_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = r#"{"id":"a/test/0","subject":"a","subcategory":"x","category":"STEM","question":"q","choices":["1","2","3","4"],"answer":"B"}"#;
+        let bad = r#"{"id":"a/test/1","subject":"a","subcategory":"x","category":"STEM","question":"q","choices":["1","2","3","4"],"answer":"E"}"#;
+        std::fs::write(dir.path().join("test.jsonl"), format!("{good}\n{bad}\n")).unwrap();
+        let def = TaskDef {
+            name: crate::sweep::Spanned::new("t".into(), (0..0).into()),
+            kind: crate::sweep::TaskKind::Mmlu,
+            dataset: crate::sweep::Spanned::new("x".into(), (0..0).into()),
+            samples: None,
+            shots: 0,
+            system: None,
+        };
+        let err = load(&def, dir.path(), 1).unwrap_err().to_string();
+        assert!(
+            err.contains("test.jsonl:2:") && err.contains("\"E\""),
+            "{err}"
+        );
+        std::fs::write(
+            dir.path().join("test.jsonl"),
+            format!("{good}\n{{not json\n"),
+        )
+        .unwrap();
+        let err = load(&def, dir.path(), 1).unwrap_err().to_string();
+        assert!(err.contains("test.jsonl:2:"), "{err}");
+    }
+
+    #[test]
+    fn prompts_carry_question_choices_and_shots() {
+        let def = TaskDef {
+            name: crate::sweep::Spanned::new("t".into(), (0..0).into()),
+            kind: crate::sweep::TaskKind::Mmlu,
+            dataset: crate::sweep::Spanned::new("x".into(), (0..0).into()),
+            samples: Some(5),
+            shots: 2,
+            system: None,
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mmlu");
+        let a = load(&def, &dir, 9).unwrap();
+        assert_eq!(a.len(), 5);
+        assert_eq!(a, load(&def, &dir, 9).unwrap(), "seeded order");
+        assert_ne!(a[0].id, load(&def, &dir, 10).unwrap()[0].id);
+        let p = &a[0].prompt;
+        assert_eq!(
+            p.matches("\nA. ").count(),
+            3,
+            "2 shots + the question:\n{p}"
+        );
+        assert_eq!(p.matches("Answer:").count(), 3);
+        assert!(p.ends_with("Answer:"));
+    }
+
+    #[test]
     fn scores_against_the_reference_letter() {
         let s = Sample {
             id: "x".into(),

@@ -12,7 +12,7 @@ pub struct Engine {
     pub gguf: PathBuf,
 }
 
-fn from_env_file(var: &str) -> Option<String> {
+fn from_env_file(file: &str, var: &str) -> Option<String> {
     let home = std::env::var("BENCH360_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
@@ -21,24 +21,38 @@ fn from_env_file(var: &str) -> Option<String> {
                 .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
             base.join("bench360")
         });
-    let text = std::fs::read_to_string(home.join("engine.env")).ok()?;
+    let text = std::fs::read_to_string(home.join(file)).ok()?;
     text.lines()
         .filter_map(|l| l.trim_start_matches("export ").split_once('='))
         .find(|(k, _)| *k == var)
         .map(|(_, v)| v.to_string())
 }
 
-fn setting(var: &str) -> String {
-    std::env::var(var).ok().or_else(|| from_env_file(var)).unwrap_or_else(|| {
-        panic!("{var} is not set and engine.env has none: run scripts/install-engine.sh first (scripts/test.sh does)")
-    })
+/// A path the setup scripts print and also write to `$BENCH360_HOME/<file>`.
+pub fn setting(file: &str, var: &str, script: &str) -> String {
+    std::env::var(var)
+        .ok()
+        .or_else(|| from_env_file(file, var))
+        .unwrap_or_else(|| {
+            panic!(
+                "{var} is not set and {file} has none: run {script} first (scripts/test.sh does)"
+            )
+        })
 }
 
 /// The real engine and model; the tests need them (scripts/test.sh installs them).
 pub fn engine() -> Engine {
     let e = Engine {
-        server: PathBuf::from(setting("BENCH360_LLAMA_SERVER")),
-        gguf: PathBuf::from(setting("BENCH360_SMOLLM2_GGUF")),
+        server: PathBuf::from(setting(
+            "engine.env",
+            "BENCH360_LLAMA_SERVER",
+            "scripts/install-engine.sh",
+        )),
+        gguf: PathBuf::from(setting(
+            "engine.env",
+            "BENCH360_SMOLLM2_GGUF",
+            "scripts/install-engine.sh",
+        )),
     };
     assert!(
         e.server.is_file(),
