@@ -26,6 +26,13 @@ use store::Store;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Apply { .. }) {
+        // Printing commands end quietly when their reader goes away (`bench360 plan | head`).
+        // apply keeps Rust's default so a closed pipe cannot kill a sweep.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -62,11 +69,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 match sweep::load(p) {
                     Ok((s, _)) => {
                         let n = plan::expand::configs(&s).len();
+                        let d = plan::expand::deployments(&s).len();
                         println!(
-                            "{}: ok ({} runs on {} deployments)",
+                            "{}: ok ({n} run{} on {d} deployment{})",
                             p.display(),
-                            n,
-                            plan::expand::deployments(&s).len()
+                            if n == 1 { "" } else { "s" },
+                            if d == 1 { "" } else { "s" }
                         );
                     }
                     Err(e) => {
@@ -109,7 +117,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         .collect();
                     match recs.as_slice() {
                         [r] => {
-                            println!("{}\n  key     {}\n  kind    {}\n  status  {:?}{}", r.label, r.key, r.kind, r.status, r.cause.as_ref().map(|c| format!(": {c}")).unwrap_or_default());
+                            println!("{}\n  key     {}\n  kind    {}\n  status  {}{}", r.label, r.key, r.kind, serde_json::to_value(r.status)?.as_str().unwrap_or(""), r.cause.as_ref().map(|c| format!(": {c}")).unwrap_or_default());
                             println!("  sweep   {}\n  started {} on {} (pid {})", r.sweep, r.started_at, r.host, r.pid);
                             println!("\nkey inputs (format {}):", plan::keys::KEY_FORMAT);
                             let w = r.inputs.keys().map(|k| k.len()).max().unwrap_or(0);
