@@ -71,11 +71,13 @@ fn apply_runs_everything_then_nothing_then_only_what_changed() {
         ]
     );
     let report = std::fs::read_to_string(cache.join("reports/inc/report.md")).unwrap();
+    let runs_section = report.split("## Energy").next().unwrap();
     assert_eq!(
-        report.matches("| smollm2:q4_1@llama mmlu ").count(),
+        runs_section.matches("| smollm2:q4_1@llama mmlu ").count(),
         3,
         "{report}"
     );
+    assert!(report.contains("## Energy, power and memory"), "{report}");
     assert!(report.contains("## Failures\n\nNone."), "{report}");
 
     // Nothing changed: nothing runs, quickly.
@@ -127,6 +129,38 @@ fn apply_runs_everything_then_nothing_then_only_what_changed() {
     let out = String::from_utf8_lossy(&py.stdout);
     assert!(out.contains("requests: 4 files ok"), "{out}");
     assert!(out.contains("scores: 4 files ok"), "{out}");
+    assert!(out.contains("telemetry: 4 files ok"), "{out}");
+
+    // Telemetry on a machine without GPU or RAPL: the engine's CPU and the gauges are
+    // measured; energy is absent and the notes say why.
+    let server = records(&cache)
+        .into_iter()
+        .find(|r| r["label"] == "run smollm2:q4_1@llama mmlu server" && r["status"] == "finished")
+        .unwrap();
+    let t: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            cache
+                .join("objects")
+                .join(server["key"].as_str().unwrap())
+                .join("telemetry.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(t["engine_cpu_mean_pct"].as_f64().unwrap() > 1.0, "{t}");
+    assert!(t["engine_rss_peak_mb"].as_f64().unwrap() > 50.0, "{t}");
+    assert!(t["running_peak"].as_f64().unwrap() >= 1.0, "{t}");
+    if t["energy_source"] == "none" {
+        assert!(
+            t["energy_j"].is_null() && t["j_per_output_token"].is_null(),
+            "{t}"
+        );
+        let notes = t["notes"].to_string();
+        assert!(
+            notes.contains("no NVIDIA GPU") || notes.contains("GPUs sampled"),
+            "{notes}"
+        );
+    }
 
     // explain shows every key input of a node.
     let ex = bench(

@@ -11,6 +11,8 @@ pub(crate) struct CatalogEntry {
     pub process_args: &'static [&'static str],
     /// Path polled until it answers 200 after launch.
     pub health_path: &'static str,
+    /// Prometheus metrics path, when the engine serves one.
+    pub metrics_path: Option<&'static str>,
     /// Arguments that make the binary print its version (pull node).
     pub version_args: &'static [&'static str],
     /// Quantizations the engine runs; empty means any.
@@ -46,6 +48,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "--metrics",
         ],
         health_path: "/health",
+        metrics_path: Some("/metrics"),
         version_args: &["--version"],
         quantizations: GGUF_TYPES,
     },
@@ -53,6 +56,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         name: "openai",
         process_args: &[],
         health_path: "/v1/models",
+        // vLLM, SGLang and TGI serve /metrics; a server without one is noted, not an error.
+        metrics_path: Some("/metrics"),
         version_args: &["--version"],
         quantizations: &[],
     },

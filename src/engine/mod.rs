@@ -35,6 +35,8 @@ pub(crate) trait RunningEngine: Send {
     /// Name to send in the `model` field of requests.
     fn served_model(&self) -> &str;
     fn phases(&self) -> Phases;
+    /// The engine's process, when it runs on this machine under bench360.
+    fn pid(&self) -> Option<u32>;
     /// Some(cause) when the engine has died on its own.
     fn exited(&mut self) -> Option<String>;
     /// Stops the engine (SIGTERM, then SIGKILL after a grace period); says how it ended.
@@ -130,6 +132,10 @@ impl Launcher for ProcessLauncher {
             .map_err(|e| format!("cannot create engine log {}: {e}", log.display()))?;
         let log_err = log_file.try_clone().map_err(|e| e.to_string())?;
         let mut cmd = tokio::process::Command::new(binary);
+        if let Some(gpus) = &spec.engine.gpus {
+            let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
+            cmd.env("CUDA_VISIBLE_DEVICES", list.join(","));
+        }
         cmd.args(&args)
             .envs(spec.engine.env.iter().map(|(k, v)| (k, v)))
             .stdin(std::process::Stdio::null())
@@ -203,6 +209,9 @@ impl RunningEngine for ProcessEngine {
     }
     fn phases(&self) -> Phases {
         self.phases
+    }
+    fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
     fn exited(&mut self) -> Option<String> {
         if self.exit.is_none() {
@@ -306,6 +315,9 @@ impl RunningEngine for EndpointEngine {
     fn phases(&self) -> Phases {
         self.phases
     }
+    fn pid(&self) -> Option<u32> {
+        None
+    }
     fn exited(&mut self) -> Option<String> {
         None
     }
@@ -334,6 +346,7 @@ mod tests {
                 env: vec![],
                 startup_timeout_s: 10.0,
                 api: Api::Chat,
+                gpus: None,
             },
             model_name: "m".into(),
             model_path: Some("/m.gguf".into()),

@@ -20,6 +20,7 @@ use crate::report::{self, stats, ColdStart, Row};
 use crate::store::{facts, now_rfc3339, Record, RecordStatus, Store};
 use crate::sweep::{Launch, ModelSource};
 use crate::task::{self, Sample, Score};
+use crate::telemetry;
 use crate::workload;
 
 fn new_record(plan: &Plan, i: NodeIndex) -> Record {
@@ -440,16 +441,43 @@ impl Executor<'_> {
             workload::expected_requests(&spec.config.instance, samples.len()),
         );
         let clock = RunClock::start();
-        let outcome = workload::run(
-            client,
-            &spec.config.instance,
-            samples.clone(),
-            self.sweep.seed ^ u64::from(spec.config.repeat),
-            clock,
-            self.cancel.clone(),
-            bar.clone(),
-        )
-        .await;
+        let engine_def = &self.sweep.engines[self.plan.deployments[d].at.engine];
+        let targets = telemetry::Targets {
+            engine_pid: engine.pid(),
+            gpus: engine_def.gpus.clone(),
+            metrics_url: crate::engine::catalog::lookup(&engine_def.kind.value)
+                .and_then(|e| e.metrics_path)
+                .map(|p| format!("{}{p}", engine.base_url())),
+        };
+        let tcfg = self.sweep.telemetry;
+        let collector = telemetry::Collector::start(&tcfg, clock, &targets);
+        // Idle baseline: the engine loaded, no request in flight.
+        let idle_start = clock.ns(Instant::now());
+        let cancelled_in_idle = tokio::select! {
+            _ = tokio::time::sleep(tcfg.idle) => false,
+            _ = self.cancel.cancelled() => true,
+        };
+        let idle_end = clock.ns(Instant::now());
+        let outcome = if cancelled_in_idle {
+            workload::Outcome {
+                cancelled: true,
+                ..Default::default()
+            }
+        } else {
+            workload::run(
+                client,
+                &spec.config.instance,
+                samples.clone(),
+                self.sweep.seed ^ u64::from(spec.config.repeat),
+                clock,
+                self.cancel.clone(),
+                bar.clone(),
+            )
+            .await
+        };
+        let collected = tokio::task::spawn_blocking(move || collector.stop())
+            .await
+            .unwrap_or_default();
         bar.finish_and_clear();
         if outcome.cancelled {
             // Nothing half-recorded: the `started` record stays, so the next apply reruns it.
@@ -464,6 +492,29 @@ impl Executor<'_> {
             return log_pos;
         }
         let run_stats = stats::run_stats(&outcome.requests, &outcome.chunks);
+        let window = match (
+            outcome.requests.iter().map(|r| r.scheduled_ns).min(),
+            outcome.requests.iter().map(|r| r.end_ns).max(),
+        ) {
+            (Some(a), Some(b)) if b > a => (a, b),
+            _ => (idle_end, clock.ns(Instant::now())),
+        };
+        let wraps: Vec<(String, f64)> = telemetry::procfs::rapl_domains()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|d| d.wrap_mj.map(|w| (d.name, w)))
+            .collect();
+        let model_bytes =
+            plan::weights_path(self.sweep, self.plan.deployments[d].at).and_then(|p| bytes_of(&p));
+        let tsum = telemetry::summarize(
+            &collected,
+            &tcfg,
+            (idle_end > idle_start && !tcfg.idle.is_zero()).then_some((idle_start, idle_end)),
+            window,
+            &wraps,
+            &outcome.requests,
+            model_bytes,
+        );
         let utc_ns = clock
             .utc_anchor
             .duration_since(std::time::UNIX_EPOCH)
@@ -481,11 +532,16 @@ impl Executor<'_> {
                 .collect();
             std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n")?;
             write_json(&tmp.join("stats.json"), &run_stats)?;
+            write_json(&tmp.join("telemetry.json"), &tsum)?;
+            crate::trace::write_telemetry(&tmp.join("telemetry.parquet"), &key, &spec.columns, &collected.samples).map_err(io)?;
+            if !collected.prom.is_empty() {
+                crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), &key, &spec.columns, &collected.prom).map_err(io)?;
+            }
             write_json(&tmp.join("run.json"), &json!({"columns": spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(clock.utc_anchor).to_string(), "served_model": engine.served_model()}))?;
             new_pos = copy_log_since(log, log_pos, &tmp.join("engine.log"));
             self.store.commit_object(&tmp, &key)
         });
-        let summary = json!({"ok": run_stats.ok, "failed": run_stats.failed, "ttft_p50_ms": run_stats.ttft_ms.p50, "output_tokens_per_s": run_stats.output_tokens_per_s});
+        let summary = json!({"ok": run_stats.ok, "failed": run_stats.failed, "ttft_p50_ms": run_stats.ttft_ms.p50, "output_tokens_per_s": run_stats.output_tokens_per_s, "energy_source": tsum.energy_source, "energy_j": tsum.energy_j});
         match written.and_then(|_| j.finish(summary)) {
             Ok(()) => {
                 if run_stats.failed > 0 {
@@ -675,7 +731,11 @@ pub(crate) fn build_report(store: &Store, plan: &Plan) -> (String, String) {
             .filter(|r| r.status == RecordStatus::Finished)
             .and_then(|_| read_json(store.object_dir(&score_key).join("metrics.json")))
             .unwrap_or_default();
+        let telemetry = stats
+            .as_ref()
+            .and_then(|_| read_json(store.object_dir(&run_key).join("telemetry.json")));
         rows.push(Row {
+            telemetry,
             label: g[spec.node].label.trim_start_matches("run ").to_string(),
             deployment: plan.deployments[spec.deployment].label.clone(),
             task: spec.columns.task.clone(),

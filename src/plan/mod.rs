@@ -280,6 +280,12 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
                     }
                 }
                 inputs.insert("engine.parallel".into(), engine.parallel.to_string());
+                if let Some(g) = &engine.gpus {
+                    inputs.insert(
+                        "engine.gpus".into(),
+                        serde_json::to_string(g).expect("numbers"),
+                    );
+                }
                 inputs.insert("engine.ctx-size".into(), engine.ctx_size.to_string());
                 inputs.insert(
                     "engine.args".into(),
@@ -438,6 +444,14 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
         inputs.insert(
             "request-timeout".into(),
             sweep.defaults.request_timeout_s.to_string(),
+        );
+        inputs.insert(
+            "telemetry.interval".into(),
+            sweep.telemetry.interval.as_secs_f64().to_string(),
+        );
+        inputs.insert(
+            "telemetry.idle".into(),
+            sweep.telemetry.idle.as_secs_f64().to_string(),
         );
         inputs.insert("seed".into(), sweep.seed.to_string());
         inputs.insert("repeat".into(), cfg.repeat.to_string());

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Phases;
 use stats::{Dist, RunStats};
 
-pub(crate) const REPORT_FORMAT: &str = "report/1";
+pub(crate) const REPORT_FORMAT: &str = "report/2";
 
 /// What the `coldstart` node records.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,6 +32,7 @@ pub(crate) struct Row {
     pub run_key: String,
     pub stats: Option<RunStats>,
     pub metrics: BTreeMap<String, f64>,
+    pub telemetry: Option<crate::telemetry::Summary>,
     pub failure: Option<String>,
 }
 
@@ -128,6 +129,7 @@ pub(crate) fn markdown(
         ],
         &body,
     ));
+    out.push_str(&energy_section(rows));
     out.push_str("\n## Cold starts\n\n");
     let cs: Vec<Vec<String>> = coldstarts
         .iter()
@@ -182,6 +184,112 @@ pub(crate) fn markdown(
         out.push_str(&failures.join("\n"));
         out.push('\n');
     }
+    out
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "–".into())
+}
+
+/// Energy, power, memory and CPU per run, the telemetry notes, and the samplers' cost.
+fn energy_section(rows: &[Row]) -> String {
+    let with: Vec<(&Row, &crate::telemetry::Summary)> = rows
+        .iter()
+        .filter_map(|r| r.telemetry.as_ref().map(|t| (r, t)))
+        .collect();
+    let mut out = String::from("\n## Energy, power and memory\n\n");
+    if with.is_empty() {
+        out.push_str("No telemetry recorded.\n");
+        return out;
+    }
+    out.push_str("Energy over the measurement window (first scheduled request → last response), from the device's energy counter where it has one, else the integral of power samples; idle power measured just before the window with the engine loaded. `–` means not measured, never zero.\n\n");
+    let body: Vec<Vec<String>> = with
+        .iter()
+        .map(|(r, t)| {
+            // Power of the devices that `energy from` counts (GPUs, or CPU packages without GPU).
+            let counted: Vec<&crate::telemetry::DeviceEnergy> = t
+                .devices
+                .iter()
+                .filter(|d| (t.energy_source == "gpu") == (d.source == "gpu"))
+                .collect();
+            let total = |f: fn(&crate::telemetry::DeviceEnergy) -> Option<f64>| -> Option<f64> {
+                if counted.is_empty() {
+                    None
+                } else {
+                    counted.iter().map(|d| f(d)).sum()
+                }
+            };
+            let (idle, mean) = (total(|d| d.idle_w), total(|d| d.mean_w));
+            vec![
+                r.label.clone(),
+                t.energy_source.clone(),
+                num(t.energy_j, 1),
+                num(t.energy_above_idle_j, 1),
+                num(idle, 1),
+                num(mean, 1),
+                num(t.j_per_output_token, 3),
+                num(t.output_tokens_per_j, 2),
+                num(t.j_per_request, 2),
+                format!(
+                    "{} / {}",
+                    num(t.gpu_mem_mean_mb, 0),
+                    num(t.gpu_mem_peak_mb, 0)
+                ),
+                num(t.gpu_mem_overhead_mb, 0),
+                num(t.gpu_util_mean_pct, 0),
+                num(t.engine_cpu_mean_pct, 0),
+                num(t.engine_rss_peak_mb, 0),
+                num(t.bench360_cpu_mean_pct, 1),
+                format!("{} / {}", num(t.running_peak, 0), num(t.waiting_peak, 0)),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "run",
+            "energy from",
+            "energy J",
+            "above idle J",
+            "idle W",
+            "mean W",
+            "J/token",
+            "tokens/J",
+            "J/request",
+            "GPU mem mean/peak MB",
+            "mem overhead MB",
+            "GPU util %",
+            "engine CPU %",
+            "engine RSS MB",
+            "bench360 CPU %",
+            "running/waiting peak",
+        ],
+        &body,
+    ));
+    let mut notes: Vec<&String> = with.iter().flat_map(|(_, t)| t.notes.iter()).collect();
+    notes.sort();
+    notes.dedup();
+    out.push_str("\nTelemetry notes:\n\n");
+    for n in notes {
+        let _ = writeln!(out, "- {n}");
+    }
+    let mut costs: BTreeMap<&str, (f64, u64)> = BTreeMap::new();
+    for (_, t) in &with {
+        for c in &t.sampler_costs {
+            let e = costs.entry(&c.sampler).or_default();
+            e.0 += c.cpu_us_per_sample * c.samples as f64;
+            e.1 += c.samples;
+        }
+    }
+    let costs: Vec<String> = costs
+        .iter()
+        .map(|(k, (us, n))| format!("{k} {:.0} µs", if *n > 0 { us / *n as f64 } else { 0.0 }))
+        .collect();
+    let _ = writeln!(
+        out,
+        "- sampler cost (CPU time per sample): {}",
+        costs.join(", ")
+    );
     out
 }
 

@@ -25,6 +25,7 @@ pub(crate) struct Sweep {
     pub tasks: Vec<Task>,
     pub scenarios: Vec<Scenario>,
     pub matrix: Matrix,
+    pub telemetry: crate::telemetry::Config,
     /// Directory that relative paths in the file are resolved against (the file's folder).
     pub base_dir: PathBuf,
 }
@@ -81,6 +82,9 @@ pub(crate) struct Engine {
     pub env: Vec<(String, String)>,
     pub startup_timeout_s: f64,
     pub api: Api,
+    /// GPU indices the engine uses (CUDA_VISIBLE_DEVICES for a process; the devices the
+    /// telemetry samples); None = all.
+    pub gpus: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

@@ -12,8 +12,16 @@ use super::*;
 use crate::engine::catalog;
 
 const TOP_LEVEL: &[&str] = &[
-    "sweep", "defaults", "model", "engine", "task", "scenario", "matrix",
+    "sweep",
+    "defaults",
+    "telemetry",
+    "model",
+    "engine",
+    "task",
+    "scenario",
+    "matrix",
 ];
+const TELEMETRY_FIELDS: &[&str] = &["interval", "idle"];
 const SWEEP_FIELDS: &[&str] = &["seed", "repeats"];
 const DEFAULT_FIELDS: &[&str] = &[
     "max-tokens",
@@ -37,6 +45,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "ctx-size",
     "startup-timeout",
     "api",
+    "gpus",
 ];
 const TASK_FIELDS: &[&str] = &["kind", "dataset", "samples", "shots", "system"];
 const SCENARIO_KINDS: &[&str] = &["single", "batch", "server"];
@@ -437,6 +446,10 @@ pub(super) fn resolve(
         warmup: 2,
         request_timeout_s: 120.0,
     };
+    let mut telemetry = crate::telemetry::Config {
+        interval: std::time::Duration::from_millis(100),
+        idle: std::time::Duration::from_secs(2),
+    };
     let mut models = Vec::new();
     let mut engines = Vec::new();
     let mut tasks = Vec::new();
@@ -446,7 +459,7 @@ pub(super) fn resolve(
 
     for node in nodes {
         let kind = node.name.value.as_str();
-        if matches!(kind, "sweep" | "defaults" | "matrix") {
+        if matches!(kind, "sweep" | "defaults" | "matrix" | "telemetry") {
             if seen_singletons.contains_key(kind) {
                 ctx.err(
                     node.name.span,
@@ -496,6 +509,27 @@ pub(super) fn resolve(
                 }
                 if let Some(n) = Ctx::first(&f, "request-timeout") {
                     defaults.request_timeout_s = ctx.one_num(n, 0.001, 86_400.0).unwrap_or(120.0);
+                }
+            }
+            "telemetry" => {
+                ctx.no_props(node);
+                if !node.args.is_empty() {
+                    ctx.err(
+                        node.args[0].span,
+                        "`telemetry` takes no name",
+                        "unexpected value",
+                    );
+                }
+                let f = ctx.fields(node, TELEMETRY_FIELDS, &[]);
+                if let Some(n) = Ctx::first(&f, "interval") {
+                    if let Some(s) = ctx.one_num(n, 0.01, 60.0) {
+                        telemetry.interval = std::time::Duration::from_secs_f64(s);
+                    }
+                }
+                if let Some(n) = Ctx::first(&f, "idle") {
+                    if let Some(s) = ctx.one_num(n, 0.0, 3600.0) {
+                        telemetry.idle = std::time::Duration::from_secs_f64(s);
+                    }
                 }
             }
             "model" => {
@@ -616,6 +650,7 @@ pub(super) fn resolve(
             tasks,
             scenarios,
             matrix,
+            telemetry,
             base_dir: base_dir.to_path_buf(),
         };
         check_compatibility(&mut ctx, &sweep);
@@ -899,6 +934,12 @@ fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
     let startup_timeout_s = Ctx::first(&f, "startup-timeout")
         .and_then(|n| ctx.one_num(n, 1.0, 86_400.0))
         .unwrap_or(600.0);
+    let gpus = Ctx::first(&f, "gpus").map(|n| {
+        ctx.ints(n, 0, 1023)
+            .into_iter()
+            .map(|g| g as u32)
+            .collect::<Vec<_>>()
+    });
     let api = match Ctx::first(&f, "api").and_then(|n| ctx.one_str(n)) {
         None => Api::Chat,
         Some(s) if s.value == "chat" => Api::Chat,
@@ -924,6 +965,7 @@ fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
         env: env_vars,
         startup_timeout_s,
         api,
+        gpus,
     })
 }
 

@@ -248,6 +248,86 @@ pub(crate) fn write_chunks(
     t.write(path)
 }
 
+/// `telemetry.parquet`: one row per telemetry sample (idle baseline and run window).
+pub(crate) fn write_telemetry(
+    path: &Path,
+    node_key: &str,
+    c: &Columns,
+    s: &[crate::telemetry::Sample],
+) -> anyhow::Result<()> {
+    let mut t = Table::new(s.len(), node_key, c);
+    t.i64("t_ns", s.iter().map(|x| Some(x.t_ns)).collect(), false);
+    t.str(
+        "source",
+        s.iter()
+            .map(|x| Some(x.source.as_str().to_string()))
+            .collect(),
+        false,
+    );
+    t.str(
+        "device",
+        s.iter().map(|x| Some(x.device.clone())).collect(),
+        false,
+    );
+    type Get = fn(&crate::telemetry::Sample) -> Option<f64>;
+    let before: [(&str, Get); 9] = [
+        ("power_w", |x| x.power_w),
+        ("energy_mj", |x| x.energy_mj),
+        ("mem_used_mb", |x| x.mem_used_mb),
+        ("mem_total_mb", |x| x.mem_total_mb),
+        ("util_pct", |x| x.util_pct),
+        ("mem_util_pct", |x| x.mem_util_pct),
+        ("sm_clock_mhz", |x| x.sm_clock_mhz),
+        ("mem_clock_mhz", |x| x.mem_clock_mhz),
+        ("temp_c", |x| x.temp_c),
+    ];
+    for (name, f) in before {
+        t.f64(name, s.iter().map(f).collect(), true);
+    }
+    t.i64(
+        "throttle_reasons",
+        s.iter()
+            .map(|x| x.throttle_reasons.map(|b| b as i64))
+            .collect(),
+        true,
+    );
+    let after: [(&str, Get); 6] = [
+        ("proc_gpu_mem_mb", |x| x.proc_mem_mb),
+        ("cpu_pct", |x| x.cpu_pct),
+        ("rss_mb", |x| x.rss_mb),
+        ("running", |x| x.running),
+        ("waiting", |x| x.waiting),
+        ("kv_cache_pct", |x| x.kv_cache_pct),
+    ];
+    for (name, f) in after {
+        t.f64(name, s.iter().map(f).collect(), true);
+    }
+    t.write(path)
+}
+
+/// `engine_metrics.parquet`: every Prometheus sample scraped from the engine, raw.
+pub(crate) fn write_engine_metrics(
+    path: &Path,
+    node_key: &str,
+    c: &Columns,
+    p: &[(i64, crate::telemetry::prom::PromSample)],
+) -> anyhow::Result<()> {
+    let mut t = Table::new(p.len(), node_key, c);
+    t.i64("t_ns", p.iter().map(|x| Some(x.0)).collect(), false);
+    t.str(
+        "metric",
+        p.iter().map(|x| Some(x.1.name.clone())).collect(),
+        false,
+    );
+    t.str(
+        "labels",
+        p.iter().map(|x| Some(x.1.labels.clone())).collect(),
+        false,
+    );
+    t.f64("value", p.iter().map(|x| Some(x.1.value)).collect(), false);
+    t.write(path)
+}
+
 /// `scores.parquet` (score node): one row per scored request.
 pub(crate) fn write_scores(
     path: &Path,

@@ -17,6 +17,10 @@ REQUESTS = CONFIG + ["run_start_utc_ns", "request_id", "user", "sample_id", "sch
                      "queue_ms", "ttft_ms", "tpot_ms", "e2e_ms", "prompt_tokens", "completion_tokens",
                      "chunks", "content_chunks", "http_status", "finish_reason", "ok", "error", "output"]
 CHUNKS = CONFIG + ["request_id", "chunk_index", "t_ns", "kind", "chars", "tokens"]
+TELEMETRY = CONFIG + ["t_ns", "source", "device", "power_w", "energy_mj", "mem_used_mb", "mem_total_mb",
+                      "util_pct", "mem_util_pct", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "throttle_reasons",
+                      "proc_gpu_mem_mb", "cpu_pct", "rss_mb", "running", "waiting", "kv_cache_pct"]
+ENGINE_METRICS = CONFIG + ["t_ns", "metric", "labels", "value"]
 SCORES = CONFIG + ["request_id", "sample_id", "reference", "extracted", "correct", "subject", "category"]
 
 cache = sys.argv[1]
@@ -63,3 +67,21 @@ for path in scores:
 print(f"scores: {len(scores)} files ok")
 n = con.execute(f"select count(*) from read_parquet('{os.path.join(objects, '*', 'chunks.parquet')}')").fetchone()[0]
 print(f"chunks: {n} rows ok")
+
+tele = sorted(glob.glob(os.path.join(objects, "*", "telemetry.parquet")))
+assert len(tele) == len(runs), (len(tele), len(runs))
+for path in tele:
+    t = pq.read_table(path)
+    assert t.column_names == TELEMETRY, t.column_names
+    ts = t.column("t_ns").to_pylist()
+    assert ts == sorted(ts)
+    sources = set(t.column("source").to_pylist())
+    assert {"process", "host", "bench360"} <= sources, sources
+q = os.path.join(objects, "*", "telemetry.parquet")
+peak = con.execute(f"select max(running) from read_parquet('{q}') where source = 'engine'").fetchone()[0]
+print(f"telemetry: {len(tele)} files ok, peak running requests {peak}")
+em = sorted(glob.glob(os.path.join(objects, "*", "engine_metrics.parquet")))
+for path in em:
+    assert pq.read_table(path).column_names == ENGINE_METRICS
+n = con.execute(f"select count(distinct metric) from read_parquet('{os.path.join(objects, '*', 'engine_metrics.parquet')}')").fetchone()[0]
+print(f"engine_metrics: {len(em)} files, {n} distinct metrics ok")
