@@ -20,8 +20,9 @@ src="$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp"
   rm -rf docs models tests examples media gguf-py benches pocs ci skills app requirements tools/server/tests tools/server/bench
   find . -name '*.py' -delete
   for b in ggml/src/ggml-*/; do case "$b" in *ggml-cpu/|*ggml-cuda/) ;; *) rm -rf "$b";; esac; done
-  # The UI target stays (the server links it) but without its web sources.
-  find tools/ui -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt -exec rm -rf {} + )
+  # The UI target stays (the server links it; ui-assets.cmake reads these files) but without
+  # its web sources.
+  find tools/ui -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt ! -name '*.in' ! -name sources.cmake ! -name package.json -exec rm -rf {} + )
 rm -rf .devcarry/a .devcarry/b
 mkdir -p .devcarry/a .devcarry/b
 tar -cJf .devcarry/a/llama-src.tar.xz -C "$src/.." llama.cpp

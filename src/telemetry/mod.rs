@@ -116,11 +116,15 @@ pub(crate) struct Collector {
     notes: Arc<Mutex<Vec<String>>>,
 }
 
+/// Runs `f` every `interval` until `stop`, then once more, so that every sampler's samples
+/// bracket any window inside the collector's lifetime. `started` is signalled after the
+/// first sample.
 fn periodic<F>(
     name: &str,
     interval: Duration,
     clock: RunClock,
     stop: Arc<AtomicBool>,
+    started: std::sync::mpsc::Sender<()>,
     mut f: F,
 ) -> JoinHandle<Output>
 where
@@ -134,11 +138,18 @@ where
             let (mut count, mut cpu, mut missed) = (0u64, 0u64, 0u64);
             let start = Instant::now();
             let mut k = 0u32;
-            while !stop.load(Ordering::Relaxed) {
+            loop {
+                let last = stop.load(Ordering::Relaxed);
                 let c0 = procfs::thread_cpu_ns();
                 f(clock.ns(Instant::now()), &mut out);
                 cpu += procfs::thread_cpu_ns() - c0;
                 count += 1;
+                if count == 1 {
+                    let _ = started.send(());
+                }
+                if last {
+                    break;
+                }
                 // Absolute schedule: start + k × interval; late ticks are skipped and counted.
                 k += 1;
                 let mut next = start + interval * k;
@@ -178,6 +189,7 @@ impl Collector {
         let notes = Arc::new(Mutex::new(Vec::new()));
         let note = |s: String| notes.lock().expect("notes lock").push(s);
         let mut threads = Vec::new();
+        let (started, first_samples) = std::sync::mpsc::channel();
         let engine_pids = Arc::new(Mutex::new(Vec::<u32>::new()));
 
         match gpu::nvml().and_then(|n| gpu::devices(&n, targets.gpus.as_deref()).map(|d| (n, d))) {
@@ -196,6 +208,7 @@ impl Collector {
                     cfg.interval,
                     clock,
                     stop.clone(),
+                    started.clone(),
                     move |t, out| {
                         out.samples.extend(gpu::energy_sample(&n2, &idx2, t));
                     },
@@ -203,7 +216,7 @@ impl Collector {
                 let pids = engine_pids.clone();
                 let notes2 = notes.clone();
                 let mut warned = false;
-                threads.push(periodic("gpu", cfg.interval, clock, stop.clone(), move |t, out| {
+                threads.push(periodic("gpu", cfg.interval, clock, stop.clone(), started.clone(), move |t, out| {
                     let p = pids.lock().expect("pids lock").clone();
                     let (s, averaged) = gpu::fast_sample(&nvml, &idx, &p, t);
                     if averaged && !warned {
@@ -242,6 +255,7 @@ impl Collector {
             cfg.interval,
             clock,
             stop.clone(),
+            started.clone(),
             move |t, out| {
                 if let Some(m) = tree.as_mut() {
                     if let Some((cpu, rss, p)) = m.sample(t) {
@@ -304,6 +318,7 @@ impl Collector {
                     cfg.interval,
                     clock,
                     stop.clone(),
+                    started.clone(),
                     move |t, out| match scrape(&url, timeout) {
                         Ok(text) => {
                             let parsed = prom::parse(&text);
@@ -333,6 +348,13 @@ impl Collector {
                 ));
             }
             None => note("engine metrics not scraped: the engine has no metrics endpoint".into()),
+        }
+        // Return once every sampler has its first sample, so that a window starting now is
+        // bracketed by samples (a slow first read, like NVML's energy counter, is waited for).
+        for _ in 0..threads.len() {
+            if first_samples.recv_timeout(Duration::from_secs(5)).is_err() {
+                break;
+            }
         }
         Collector {
             stop,
@@ -773,8 +795,24 @@ mod tests {
             metrics_url: None,
         };
         let col = Collector::start(&cfg, clock, &targets);
+        let window_start = clock.ns(Instant::now());
         std::thread::sleep(Duration::from_millis(300));
+        let window_end = clock.ns(Instant::now());
         let c = col.stop();
+        // Every sampler's series brackets a window that starts after start() and ends before
+        // stop(): accounting can interpolate at both edges.
+        for src in [Source::Process, Source::Host, Source::Bench360] {
+            let ts: Vec<i64> = c
+                .samples
+                .iter()
+                .filter(|s| s.source == src)
+                .map(|s| s.t_ns)
+                .collect();
+            assert!(
+                ts[0] <= window_start && *ts.last().unwrap() >= window_end,
+                "{src:?}: {ts:?}"
+            );
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         let n = |src: Source| c.samples.iter().filter(|s| s.source == src).count();
