@@ -53,6 +53,65 @@ fn print_error(err: anyhow::Error) {
     }
 }
 
+/// Removes orphaned containers and pulls the images of docker engines that are missing
+/// (or whose policy is `always`). Returns each image's pull: seconds taken or the cause.
+async fn prepare_containers(
+    sweep: &sweep::Sweep,
+) -> std::collections::BTreeMap<String, Result<f64, String>> {
+    let mut pulls = std::collections::BTreeMap::new();
+    let images: Vec<(String, sweep::PullPolicy)> = sweep
+        .engines
+        .iter()
+        .filter_map(|e| match &e.launch {
+            sweep::Launch::Docker {
+                image, tag, pull, ..
+            } => Some((engine::docker::reference(image, tag), *pull)),
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        return pulls;
+    }
+    let d = match engine::docker::connect().await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{e}: docker engines cannot run");
+            return pulls;
+        }
+    };
+    match engine::docker::remove_orphans(&d).await {
+        Ok(removed) => {
+            for name in removed {
+                eprintln!("removed orphaned container {name} (its apply is gone)");
+            }
+        }
+        Err(e) => eprintln!("{e}"),
+    }
+    let mp = indicatif::MultiProgress::new();
+    for (reference, policy) in images {
+        if pulls.contains_key(&reference) {
+            continue;
+        }
+        let present = matches!(
+            engine::docker::inspect_local(&d, &reference).await,
+            Ok(Some(_))
+        );
+        if present && policy == sweep::PullPolicy::Missing {
+            continue;
+        }
+        eprintln!("pulling {reference}");
+        let t0 = std::time::Instant::now();
+        let r = engine::docker::pull(&d, &reference, &mp)
+            .await
+            .map(|()| t0.elapsed().as_secs_f64());
+        if let Err(e) = &r {
+            eprintln!("{e}");
+        }
+        pulls.insert(reference, r);
+    }
+    pulls
+}
+
 /// Sweep → facts → sealed plan.
 fn load_plan(store: &Store, path: &Path) -> anyhow::Result<(sweep::Sweep, plan::Plan)> {
     let (sweep, _) = sweep::load(path)?;
@@ -134,14 +193,18 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Apply {
-            sweep,
+            sweep: path,
             reuse_connections,
         } => {
             let store = Store::open(&cli.cache)?;
-            let (sweep, plan) = load_plan(&store, &sweep)?;
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
+            // Containers first: orphans of a killed apply go, images are pulled (or found), so
+            // that the plan is keyed by the images' ids.
+            let (draft, _) = sweep::load(&path)?;
+            let pulls = rt.block_on(prepare_containers(&draft));
+            let (sweep, plan) = load_plan(&store, &path)?;
             let summary = rt.block_on(async {
                 let (tx, cancel) = workload::Cancel::new();
                 tokio::spawn(async move {
@@ -163,7 +226,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         }
                     }
                 });
-                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections }, cancel);
+                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections, pulls }, cancel);
                 ex.apply().await
             });
             if let Some(t) = &summary.report_table {

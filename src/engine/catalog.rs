@@ -1,19 +1,52 @@
-//! The engine catalog, as data: how each engine is launched, checked for health and which
-//! quantizations it runs. One table, so that adding an engine is adding a row.
+//! The engine catalog, as data: for each engine, how it is launched as a local process and as
+//! a container, how its health is checked, where its metrics are and which quantizations it
+//! runs. One table, so that adding an engine is adding a row, and every launcher reads it.
+//!
+//! Argument placeholders: `{model.path}` (weights path; inside a container, where they are
+//! mounted), `{model.id}`, `{model.source}` (path if any, else id), `{model.name}` (the
+//! sweep's name, served as the model name), `{host}`, `{port}`, `{parallel}` (slots / max
+//! concurrent sequences), `{ctx.slot}` (context per sequence), `{ctx.total}` (slots ×
+//! per-slot context, for llama.cpp whose slots share one context), `{gpu-memory}` (fraction
+//! of GPU memory the engine may take), `{dtype}`, `{quantization}`.
+//!
+//! Flag names follow each engine's documentation of its server CLI: llama.cpp
+//! `tools/server/README.md`; vLLM "OpenAI-compatible server" engine arguments; SGLang "Server
+//! arguments"; TGI `text-generation-launcher --help`; LMDeploy `lmdeploy serve api_server
+//! --help`; Ollama's environment variables (`OLLAMA_HOST`, `OLLAMA_NUM_PARALLEL`,
+//! `OLLAMA_CONTEXT_LENGTH`).
+
+#[derive(Debug)]
+pub(crate) struct DockerRecipe {
+    /// Official image and pinned default tag (a sweep may override both).
+    pub image: &'static str,
+    pub tag: &'static str,
+    /// Replaces the image's entrypoint when set.
+    pub entrypoint: Option<&'static [&'static str]>,
+    /// The command (arguments to the entrypoint) before the sweep's `args`.
+    pub args: &'static [&'static str],
+    /// Environment of the container (values may use placeholders).
+    pub env: &'static [(&'static str, &'static str)],
+    /// Port the engine listens on inside the container.
+    pub port: u16,
+    /// Share the host's IPC namespace (PyTorch engines exchange tensors through /dev/shm).
+    pub ipc_host: bool,
+}
 
 #[derive(Debug)]
 pub(crate) struct CatalogEntry {
     /// The `kind` a sweep names.
     pub name: &'static str,
-    /// Arguments for the process launcher, before the sweep's own `args`. Placeholders:
-    /// `{model.path}`, `{model.id}`, `{model.source}`, `{port}`, `{host}`, `{parallel}`,
-    /// `{ctx.total}` (slots × per-slot context), `{ctx.slot}`, `{quantization}`.
+    /// Arguments for the process launcher, before the sweep's own `args`.
     pub process_args: &'static [&'static str],
+    /// Arguments added when the quantization is not `default` and the engine is told it
+    /// (GGUF engines read it from the file: none).
+    pub quantization_args: &'static [&'static str],
+    pub docker: Option<DockerRecipe>,
     /// Path polled until it answers 200 after launch.
     pub health_path: &'static str,
     /// Prometheus metrics path, when the engine serves one.
     pub metrics_path: Option<&'static str>,
-    /// Arguments that make the binary print its version (pull node).
+    /// Arguments that make the binary print its version (pull node of a process engine).
     pub version_args: &'static [&'static str],
     /// Quantizations the engine runs; empty means any.
     pub quantizations: &'static [&'static str],
@@ -31,30 +64,292 @@ const GGUF_TYPES: &[&str] = &[
     "iq2_xs", "iq2_xxs", "iq1_s", "tq1_0", "tq2_0",
 ];
 
+const LLAMA_CPP_ARGS: &[&str] = &[
+    "--model",
+    "{model.path}",
+    "--host",
+    "{host}",
+    "--port",
+    "{port}",
+    "--parallel",
+    "{parallel}",
+    "--ctx-size",
+    "{ctx.total}",
+    "--metrics",
+];
+
+const VLLM_ARGS: &[&str] = &[
+    "--model",
+    "{model.source}",
+    "--served-model-name",
+    "{model.name}",
+    "--host",
+    "{host}",
+    "--port",
+    "{port}",
+    "--max-num-seqs",
+    "{parallel}",
+    "--max-model-len",
+    "{ctx.slot}",
+    "--gpu-memory-utilization",
+    "{gpu-memory}",
+    "--dtype",
+    "{dtype}",
+];
+
+const SGLANG_ARGS: &[&str] = &[
+    "--model-path",
+    "{model.source}",
+    "--served-model-name",
+    "{model.name}",
+    "--host",
+    "{host}",
+    "--port",
+    "{port}",
+    "--max-running-requests",
+    "{parallel}",
+    "--context-length",
+    "{ctx.slot}",
+    "--mem-fraction-static",
+    "{gpu-memory}",
+    "--dtype",
+    "{dtype}",
+    "--enable-metrics",
+];
+
+const TGI_ARGS: &[&str] = &[
+    "--model-id",
+    "{model.source}",
+    "--hostname",
+    "{host}",
+    "--port",
+    "{port}",
+    "--max-concurrent-requests",
+    "{parallel}",
+    "--max-total-tokens",
+    "{ctx.slot}",
+    "--cuda-memory-fraction",
+    "{gpu-memory}",
+];
+
+const LMDEPLOY_ARGS: &[&str] = &[
+    "serve",
+    "api_server",
+    "{model.source}",
+    "--model-name",
+    "{model.name}",
+    "--server-name",
+    "{host}",
+    "--server-port",
+    "{port}",
+    "--max-batch-size",
+    "{parallel}",
+    "--session-len",
+    "{ctx.slot}",
+    "--cache-max-entry-count",
+    "{gpu-memory}",
+    "--dtype",
+    "{dtype}",
+    "--backend",
+    "pytorch",
+];
+
 pub(crate) const CATALOG: &[CatalogEntry] = &[
     CatalogEntry {
         name: "llama.cpp",
-        process_args: &[
-            "--model",
-            "{model.path}",
-            "--host",
-            "{host}",
-            "--port",
-            "{port}",
-            "--parallel",
-            "{parallel}",
-            "--ctx-size",
-            "{ctx.total}",
-            "--metrics",
-        ],
+        process_args: LLAMA_CPP_ARGS,
+        quantization_args: &[],
+        docker: Some(DockerRecipe {
+            // CPU build; `server-cuda` for NVIDIA GPUs.
+            image: "ghcr.io/ggml-org/llama.cpp",
+            tag: "server",
+            entrypoint: None,
+            args: LLAMA_CPP_ARGS,
+            env: &[],
+            port: 8080,
+            ipc_host: false,
+        }),
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
         quantizations: GGUF_TYPES,
     },
     CatalogEntry {
+        name: "vllm",
+        // binary: a Python with vLLM installed (`python3`).
+        process_args: &[
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            "{model.source}",
+            "--served-model-name",
+            "{model.name}",
+            "--host",
+            "{host}",
+            "--port",
+            "{port}",
+            "--max-num-seqs",
+            "{parallel}",
+            "--max-model-len",
+            "{ctx.slot}",
+            "--gpu-memory-utilization",
+            "{gpu-memory}",
+            "--dtype",
+            "{dtype}",
+        ],
+        quantization_args: &["--quantization", "{quantization}"],
+        docker: Some(DockerRecipe {
+            image: "vllm/vllm-openai",
+            tag: "v0.26.0",
+            entrypoint: Some(&["python3", "-m", "vllm.entrypoints.openai.api_server"]),
+            args: VLLM_ARGS,
+            env: &[("VLLM_NO_USAGE_STATS", "1")],
+            port: 8000,
+            ipc_host: true,
+        }),
+        health_path: "/health",
+        metrics_path: Some("/metrics"),
+        version_args: &["-c", "import vllm; print('vllm', vllm.__version__)"],
+        quantizations: &[
+            "awq",
+            "awq_marlin",
+            "gptq",
+            "gptq_marlin",
+            "fp8",
+            "bitsandbytes",
+            "compressed-tensors",
+            "marlin",
+            "modelopt",
+            "gguf",
+            "experts_int8",
+        ],
+    },
+    CatalogEntry {
+        name: "sglang",
+        process_args: &[
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            "{model.source}",
+            "--served-model-name",
+            "{model.name}",
+            "--host",
+            "{host}",
+            "--port",
+            "{port}",
+            "--max-running-requests",
+            "{parallel}",
+            "--context-length",
+            "{ctx.slot}",
+            "--mem-fraction-static",
+            "{gpu-memory}",
+            "--dtype",
+            "{dtype}",
+            "--enable-metrics",
+        ],
+        quantization_args: &["--quantization", "{quantization}"],
+        docker: Some(DockerRecipe {
+            image: "lmsysorg/sglang",
+            tag: "v0.5.17",
+            entrypoint: Some(&["python3", "-m", "sglang.launch_server"]),
+            args: SGLANG_ARGS,
+            env: &[],
+            port: 30000,
+            ipc_host: true,
+        }),
+        health_path: "/health",
+        metrics_path: Some("/metrics"),
+        version_args: &["-c", "import sglang; print('sglang', sglang.__version__)"],
+        quantizations: &[
+            "awq",
+            "awq_marlin",
+            "gptq",
+            "gptq_marlin",
+            "fp8",
+            "bitsandbytes",
+            "compressed-tensors",
+            "w8a8_int8",
+            "w8a8_fp8",
+            "modelopt",
+            "gguf",
+        ],
+    },
+    CatalogEntry {
+        name: "tgi",
+        process_args: TGI_ARGS,
+        quantization_args: &["--quantize", "{quantization}"],
+        docker: Some(DockerRecipe {
+            image: "ghcr.io/huggingface/text-generation-inference",
+            tag: "3.3.6",
+            entrypoint: None,
+            args: TGI_ARGS,
+            env: &[],
+            port: 80,
+            ipc_host: false,
+        }),
+        health_path: "/health",
+        metrics_path: Some("/metrics"),
+        version_args: &["--version"],
+        quantizations: &[
+            "awq",
+            "gptq",
+            "marlin",
+            "eetq",
+            "exl2",
+            "fp8",
+            "bitsandbytes",
+            "bitsandbytes-nf4",
+            "bitsandbytes-fp4",
+        ],
+    },
+    CatalogEntry {
+        name: "lmdeploy",
+        // binary: `lmdeploy` (its CLI).
+        process_args: LMDEPLOY_ARGS,
+        quantization_args: &["--model-format", "{quantization}"],
+        docker: Some(DockerRecipe {
+            image: "openmmlab/lmdeploy",
+            tag: "v0.18.0",
+            entrypoint: Some(&["lmdeploy"]),
+            args: LMDEPLOY_ARGS,
+            env: &[],
+            port: 23333,
+            ipc_host: true,
+        }),
+        health_path: "/health",
+        metrics_path: Some("/metrics"),
+        version_args: &["--version"],
+        quantizations: &["awq", "gptq", "fp8"],
+    },
+    CatalogEntry {
+        name: "ollama",
+        // Configured by environment; the model must be in Ollama's store (`ollama pull`).
+        process_args: &["serve"],
+        quantization_args: &[],
+        docker: Some(DockerRecipe {
+            image: "ollama/ollama",
+            tag: "0.12.6",
+            entrypoint: None,
+            args: &["serve"],
+            env: &[
+                ("OLLAMA_HOST", "{host}:{port}"),
+                ("OLLAMA_NUM_PARALLEL", "{parallel}"),
+                ("OLLAMA_CONTEXT_LENGTH", "{ctx.slot}"),
+            ],
+            port: 11434,
+            ipc_host: false,
+        }),
+        health_path: "/api/version",
+        metrics_path: None,
+        version_args: &["--version"],
+        quantizations: &[],
+    },
+    CatalogEntry {
         name: "openai",
+        // Any OpenAI-compatible server: the sweep's `args` are the whole command line.
         process_args: &[],
+        quantization_args: &[],
+        docker: None,
         health_path: "/v1/models",
         // vLLM, SGLang and TGI serve /metrics; a server without one is noted, not an error.
         metrics_path: Some("/metrics"),
@@ -81,5 +376,7 @@ mod tests {
         assert!(e.accepts_quantization("q4_1"));
         assert!(!e.accepts_quantization("awq"));
         assert!(lookup("openai").unwrap().accepts_quantization("awq"));
+        assert!(lookup("vllm").unwrap().accepts_quantization("awq"));
+        assert!(!lookup("vllm").unwrap().accepts_quantization("q4_1"));
     }
 }

@@ -3,6 +3,7 @@
 //! Docker launcher implements the same trait.
 
 pub(crate) mod catalog;
+pub(crate) mod docker;
 
 use std::future::Future;
 use std::path::Path;
@@ -53,39 +54,61 @@ pub(crate) trait Launcher {
     ) -> impl Future<Output = Result<Self::Running, String>> + Send;
 }
 
-fn fill(template: &str, spec: &LaunchSpec, port: u16) -> String {
+/// Where the engine listens and sees its weights: the host for a process, the container's
+/// view for a container.
+pub(crate) struct Placement {
+    pub host: String,
+    pub port: u16,
+    pub model_path: Option<String>,
+}
+
+fn fill(template: &str, spec: &LaunchSpec, at: &Placement) -> String {
     let e = &spec.engine;
     template
-        .replace("{model.path}", spec.model_path.as_deref().unwrap_or(""))
+        .replace("{model.path}", at.model_path.as_deref().unwrap_or(""))
         .replace("{model.id}", spec.model_id.as_deref().unwrap_or(""))
         .replace(
             "{model.source}",
-            spec.model_path
+            at.model_path
                 .as_deref()
                 .or(spec.model_id.as_deref())
                 .unwrap_or(""),
         )
         .replace("{model.name}", &spec.model_name)
         .replace("{quantization}", &spec.quantization)
-        .replace("{host}", "127.0.0.1")
-        .replace("{port}", &port.to_string())
+        .replace("{host}", &at.host)
+        .replace("{port}", &at.port.to_string())
         .replace("{parallel}", &e.parallel.to_string())
         .replace("{ctx.slot}", &e.ctx_size.to_string())
         .replace(
             "{ctx.total}",
             &(e.ctx_size as u64 * e.parallel as u64).to_string(),
         )
+        .replace("{gpu-memory}", &e.gpu_memory.to_string())
+        .replace("{dtype}", &e.dtype)
 }
 
-/// The full argument list of a process engine: the catalog's arguments, then the sweep's.
+/// The full argument list of a process engine: the catalog's arguments, the quantization's
+/// (when not `default`), then the sweep's.
 pub(crate) fn process_args(spec: &LaunchSpec, port: u16) -> Vec<String> {
     let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated by the resolver");
+    let at = Placement {
+        host: "127.0.0.1".into(),
+        port,
+        model_path: spec.model_path.clone(),
+    };
+    let quant: &[&str] = if spec.quantization == "default" {
+        &[]
+    } else {
+        entry.quantization_args
+    };
     entry
         .process_args
         .iter()
+        .chain(quant)
         .map(|a| a.to_string())
         .chain(spec.engine.args.iter().cloned())
-        .map(|a| fill(&a, spec, port))
+        .map(|a| fill(&a, spec, &at))
         .collect()
 }
 
@@ -347,6 +370,8 @@ mod tests {
                 startup_timeout_s: 10.0,
                 api: Api::Chat,
                 gpus: None,
+                gpu_memory: 0.9,
+                dtype: "auto".into(),
             },
             model_name: "m".into(),
             model_path: Some("/m.gguf".into()),

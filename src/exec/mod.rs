@@ -24,6 +24,8 @@ use progress::Progress;
 pub(crate) struct Options {
     /// Reuse HTTP connections between requests (off: one connection per request).
     pub reuse_connections: bool,
+    /// Image pulls done before planning (by image reference): seconds taken, or the cause.
+    pub pulls: BTreeMap<String, Result<f64, String>>,
 }
 
 #[derive(Debug, Default)]
@@ -228,6 +230,26 @@ impl<'a> Executor<'a> {
                     self.engine_lifetime(d, &runs, crate::engine::EndpointLauncher)
                         .await
                 }
+                Launch::Docker { .. } => match crate::engine::docker::connect().await {
+                    Ok(docker) => {
+                        let launcher = crate::engine::docker::DockerLauncher {
+                            docker,
+                            deployment_key: self.plan.graph[dep.coldstart].key.clone(),
+                            sweep: self.plan.sweep.clone(),
+                        };
+                        self.engine_lifetime(d, &runs, launcher).await
+                    }
+                    Err(cause) => {
+                        for i in [dep.coldstart]
+                            .into_iter()
+                            .chain(runs.iter().map(|&r| self.plan.runs[r].node))
+                        {
+                            if self.will_run(i) {
+                                self.fail_recorded(i, cause.clone());
+                            }
+                        }
+                    }
+                },
             }
         }
         for r in scores {

@@ -180,6 +180,32 @@ impl Executor<'_> {
                 Err(e) => Err(e),
             },
             Launch::Endpoint { url, .. } => Ok(json!({"endpoint": url})),
+            Launch::Docker {
+                image, tag, pull, ..
+            } => {
+                let reference = crate::engine::docker::reference(image, tag);
+                let pulled = self.opts.pulls.get(&reference).cloned();
+                match crate::engine::docker::connect().await {
+                    Err(e) => Err(e),
+                    Ok(d) => match crate::engine::docker::inspect_local(&d, &reference).await {
+                        Ok(Some(facts)) => Ok(json!({
+                            "image": reference,
+                            "image_id": facts.id,
+                            "repo_digests": facts.repo_digests,
+                            "version": facts.version,
+                            "pull_policy": pull,
+                            "pulled_s": pulled.and_then(|p| p.ok()),
+                        })),
+                        Ok(None) => Err(match pulled {
+                            Some(Err(cause)) => cause,
+                            _ => format!(
+                                "image {reference} is not present locally and was not pulled"
+                            ),
+                        }),
+                        Err(e) => Err(e),
+                    },
+                }
+            }
         };
         match result {
             Ok(outputs) => {

@@ -172,6 +172,23 @@ pub(crate) fn machine_fingerprint() -> BTreeMap<String, String> {
     m
 }
 
+/// The local image's id keys the deployment (content-addressed: a retagged image changes
+/// it). An image not present yet gives a provisional artifact: `apply` pulls it before
+/// planning, so only `plan` shows provisional keys below it.
+fn docker_artifact(reference: &str) -> Result<String, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let d = crate::engine::docker::connect().await?;
+        match crate::engine::docker::inspect_local(&d, reference).await? {
+            Some(f) => Ok(format!("image:{}", f.id)),
+            None => Ok(format!("image-not-pulled:{reference}")),
+        }
+    })
+}
+
 /// All facts a sweep's plan needs.
 pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
     let mut facts = Facts {
@@ -187,6 +204,9 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
             Launch::Process { binary } => resolve_binary(binary)
                 .and_then(|p| store.content_hash(&p).map(|h| format!("binary:{h}"))),
             Launch::Endpoint { url, .. } => Ok(format!("endpoint:{url}")),
+            Launch::Docker { image, tag, .. } => {
+                docker_artifact(&crate::engine::docker::reference(image, tag))
+            }
         };
         facts.artifacts.insert(e.name.value.clone(), artifact);
     }

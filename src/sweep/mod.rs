@@ -85,6 +85,9 @@ pub(crate) struct Engine {
     /// GPU indices the engine uses (CUDA_VISIBLE_DEVICES for a process; the devices the
     /// telemetry samples); None = all.
     pub gpus: Option<Vec<u32>>,
+    /// Fraction of GPU memory the engine may take (vLLM, SGLang, TGI, LMDeploy).
+    pub gpu_memory: f64,
+    pub dtype: String,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -99,6 +102,17 @@ pub(crate) enum Api {
 pub(crate) enum Launch {
     /// Start a local command; `{port}`, `{model.path}`, … are filled in by the launcher.
     Process { binary: String },
+    /// A container of the engine's image, through the Docker Engine API.
+    Docker {
+        image: String,
+        tag: String,
+        pull: PullPolicy,
+        /// Names of environment variables passed into the container (values never stored).
+        env_pass: Vec<String>,
+        shm_size: Option<i64>,
+        /// Host folder mounted as the container's Hugging Face cache.
+        hf_cache: Option<String>,
+    },
     /// An engine that is already running at `url`.
     Endpoint {
         url: String,
@@ -106,6 +120,15 @@ pub(crate) enum Launch {
         /// Name of the environment variable holding the API key (the key itself is never stored).
         api_key_env: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum PullPolicy {
+    /// Use the local image when present (its id keys everything below), else pull.
+    Missing,
+    /// Pull at every apply (a moved tag then makes the runs on it stale).
+    Always,
 }
 
 #[derive(Debug, Clone)]

@@ -46,6 +46,14 @@ const ENGINE_FIELDS: &[&str] = &[
     "startup-timeout",
     "api",
     "gpus",
+    "gpu-memory",
+    "dtype",
+    "image",
+    "tag",
+    "pull",
+    "env-pass",
+    "shm-size",
+    "hf-cache",
 ];
 const TASK_FIELDS: &[&str] = &["kind", "dataset", "samples", "shots", "system"];
 const SCENARIO_KINDS: &[&str] = &["single", "batch", "server"];
@@ -879,10 +887,83 @@ fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
             );
             None
         }
+        Some("docker") => {
+            let recipe = entry.and_then(|e| e.docker.as_ref());
+            if entry.is_some() && recipe.is_none() {
+                ctx.err_help(
+                    launcher.as_ref().unwrap().span,
+                    format!("engine kind `{}` has no container recipe", kind.as_ref().map(|k| k.value.as_str()).unwrap_or("")),
+                    "no image in the catalog",
+                    "use `launcher \"process\"` with its command, or an engine kind with an official image",
+                );
+            }
+            for (field, what) in [(&binary, "binary"), (&url, "url")] {
+                if let Some(v) = field {
+                    ctx.err(
+                        v.span,
+                        format!("a docker engine has no `{what}`"),
+                        "not used by `launcher \"docker\"`",
+                    );
+                }
+            }
+            let image = Ctx::first(&f, "image")
+                .and_then(|n| ctx.one_str(n))
+                .map(|s| ctx.expand_env(&s));
+            let tag = Ctx::first(&f, "tag")
+                .and_then(|n| ctx.one_str(n))
+                .map(|s| ctx.expand_env(&s));
+            let pull = match Ctx::first(&f, "pull").and_then(|n| ctx.one_str(n)) {
+                None => PullPolicy::Missing,
+                Some(p) if p.value == "missing" => PullPolicy::Missing,
+                Some(p) if p.value == "always" => PullPolicy::Always,
+                Some(p) => {
+                    ctx.err_help(p.span, format!("unknown pull policy `{}`", p.value), "not a policy", "`missing` (use a local image when present) or `always` (pull at every apply)");
+                    PullPolicy::Missing
+                }
+            };
+            let env_pass: Vec<String> = Ctx::first(&f, "env-pass")
+                .map(|n| ctx.strs(n))
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|s| {
+                    let ok = !s.value.is_empty() && s.value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    if !ok {
+                        ctx.err_help(s.span, "`env-pass` names environment variables", "not a variable name", "write names only (e.g. `HF_TOKEN`): values are read at launch and never stored");
+                    }
+                    ok
+                })
+                .map(|s| s.value)
+                .collect();
+            let shm_size = Ctx::first(&f, "shm-size")
+                .and_then(|n| ctx.one_str(n))
+                .and_then(|s| match parse_bytes(&s.value) {
+                    Some(b) => Some(b),
+                    None => {
+                        ctx.err_help(
+                            s.span,
+                            format!("invalid size `{}`", s.value),
+                            "not a size",
+                            "e.g. `16g`, `512m`, or bytes",
+                        );
+                        None
+                    }
+                });
+            let hf_cache = Ctx::first(&f, "hf-cache")
+                .and_then(|n| ctx.one_str(n))
+                .map(|s| ctx.expand_env(&s));
+            recipe.map(|r| Launch::Docker {
+                image: image.unwrap_or_else(|| r.image.to_string()),
+                tag: tag.unwrap_or_else(|| r.tag.to_string()),
+                pull,
+                env_pass,
+                shm_size,
+                hf_cache,
+            })
+        }
         Some(other) => {
             let l = launcher.as_ref().unwrap();
-            let help = did_you_mean(other, ["process", "endpoint"])
-                .unwrap_or_else(|| known_list(["process", "endpoint"]));
+            let help = did_you_mean(other, ["process", "endpoint", "docker"])
+                .unwrap_or_else(|| known_list(["process", "endpoint", "docker"]));
             ctx.err_help(
                 l.span,
                 format!("unknown launcher `{other}`"),
@@ -934,6 +1015,13 @@ fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
     let startup_timeout_s = Ctx::first(&f, "startup-timeout")
         .and_then(|n| ctx.one_num(n, 1.0, 86_400.0))
         .unwrap_or(600.0);
+    let gpu_memory = Ctx::first(&f, "gpu-memory")
+        .and_then(|n| ctx.one_num(n, 0.01, 1.0))
+        .unwrap_or(0.9);
+    let dtype = Ctx::first(&f, "dtype")
+        .and_then(|n| ctx.one_str(n))
+        .map(|s| s.value)
+        .unwrap_or_else(|| "auto".into());
     let gpus = Ctx::first(&f, "gpus").map(|n| {
         ctx.ints(n, 0, 1023)
             .into_iter()
@@ -966,7 +1054,21 @@ fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
         startup_timeout_s,
         api,
         gpus,
+        gpu_memory,
+        dtype,
     })
+}
+
+/// `16g`, `512m`, `1024k` or plain bytes.
+fn parse_bytes(s: &str) -> Option<i64> {
+    let s = s.trim().to_ascii_lowercase();
+    let (num, mul) = match s.chars().last()? {
+        'k' => (&s[..s.len() - 1], 1i64 << 10),
+        'm' => (&s[..s.len() - 1], 1 << 20),
+        'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s.as_str(), 1),
+    };
+    num.parse::<i64>().ok().filter(|n| *n > 0).map(|n| n * mul)
 }
 
 fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
