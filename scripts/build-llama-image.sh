@@ -26,5 +26,5 @@ if ! docker image inspect "$repo:$tag" >/dev/null 2>&1; then
     --change "LABEL org.opencontainers.image.version=llama-cpp-python-0.3.36-vendor" \
     - "$repo:$tag" >&2
 fi
-echo "export BENCH360_LLAMA_IMAGE=$repo BENCH360_LLAMA_TAG=$tag" > "$HOME_DIR/image.env"
+printf 'export BENCH360_LLAMA_IMAGE=%s\nexport BENCH360_LLAMA_TAG=%s\n' "$repo" "$tag" > "$HOME_DIR/image.env"
 cat "$HOME_DIR/image.env"

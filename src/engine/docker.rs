@@ -197,10 +197,19 @@ pub(crate) fn container_model_path(host_path: &str) -> String {
     format!("/models/{name}")
 }
 
+/// What a container runs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ContainerCommand {
+    /// Replaces the image's entrypoint when set.
+    pub entrypoint: Option<Vec<String>>,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// The engine's port inside the container.
+    pub port: u16,
+}
+
 /// The container's command and environment for a deployment (pure; unit-tested).
-pub(crate) fn container_command(
-    spec: &LaunchSpec,
-) -> Result<(Option<Vec<String>>, Vec<String>, Vec<(String, String)>, u16), String> {
+pub(crate) fn container_command(spec: &LaunchSpec) -> Result<ContainerCommand, String> {
     let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated");
     let recipe = entry
         .docker
@@ -233,7 +242,12 @@ pub(crate) fn container_command(
     let entrypoint = recipe
         .entrypoint
         .map(|e| e.iter().map(|s| s.to_string()).collect());
-    Ok((entrypoint, args, env, recipe.port))
+    Ok(ContainerCommand {
+        entrypoint,
+        args,
+        env,
+        port: recipe.port,
+    })
 }
 
 pub(crate) struct DockerLauncher {
@@ -298,7 +312,12 @@ impl Launcher for DockerLauncher {
         };
         let d = &self.docker;
         let reference = reference(image, tag);
-        let (entrypoint, cmd, recipe_env, port) = container_command(spec)?;
+        let ContainerCommand {
+            entrypoint,
+            args: cmd,
+            env: recipe_env,
+            port,
+        } = container_command(spec)?;
         let name = container_name(&self.deployment_key);
         // A container of this name is a leftover of this deployment: replace it.
         let _ = d
@@ -507,5 +526,106 @@ impl RunningEngine for DockerEngine {
             (None, Ok(()), Ok(())) => "stopped and removed".into(),
             (None, s, r) => format!("stop: {s:?}, remove: {r:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::{Api, Engine, PullPolicy, Spanned};
+
+    fn spec(
+        kind: &str,
+        model_path: Option<&str>,
+        model_id: Option<&str>,
+        quant: &str,
+    ) -> LaunchSpec {
+        let recipe = catalog::lookup(kind).unwrap().docker.as_ref().unwrap();
+        LaunchSpec {
+            engine: Engine {
+                name: Spanned::new("e".into(), (0..0).into()),
+                kind: Spanned::new(kind.into(), (0..0).into()),
+                launch: Launch::Docker {
+                    image: recipe.image.into(),
+                    tag: recipe.tag.into(),
+                    pull: PullPolicy::Missing,
+                    env_pass: vec![],
+                    shm_size: None,
+                    hf_cache: None,
+                },
+                parallel: 16,
+                ctx_size: 4096,
+                args: vec![],
+                env: vec![],
+                startup_timeout_s: 600.0,
+                api: Api::Chat,
+                gpus: Some(vec![0]),
+                gpu_memory: 0.85,
+                dtype: "bfloat16".into(),
+            },
+            model_name: "qwen".into(),
+            model_path: model_path.map(String::from),
+            model_id: model_id.map(String::from),
+            quantization: quant.into(),
+        }
+    }
+
+    fn line(kind: &str, s: &LaunchSpec) -> String {
+        let ContainerCommand {
+            entrypoint: entry,
+            args,
+            env,
+            port,
+        } = container_command(s).unwrap();
+        let mut out = entry.map(|e| e.join(" ") + " ").unwrap_or_default();
+        out.push_str(&args.join(" "));
+        for (k, v) in env {
+            out.push_str(&format!(" [{k}={v}]"));
+        }
+        format!("{kind}:{port} {out}")
+    }
+
+    // Each engine's command line as its documentation prescribes (flag names from the docs
+    // cited in src/engine/catalog.rs).
+    #[test]
+    fn container_commands_per_engine() {
+        assert_eq!(
+            line("llama.cpp", &spec("llama.cpp", Some("/data/m/qwen-q4_k_m.gguf"), None, "q4_k_m")),
+            "llama.cpp:8080 --model /models/qwen-q4_k_m.gguf --host 0.0.0.0 --port 8080 --parallel 16 --ctx-size 65536 --metrics"
+        );
+        assert_eq!(
+            line("vllm", &spec("vllm", None, Some("Qwen/Qwen2.5-7B-Instruct-AWQ"), "awq")),
+            "vllm:8000 python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-7B-Instruct-AWQ --served-model-name qwen --host 0.0.0.0 --port 8000 --max-num-seqs 16 --max-model-len 4096 --gpu-memory-utilization 0.85 --dtype bfloat16 --quantization awq [VLLM_NO_USAGE_STATS=1]"
+        );
+        assert_eq!(
+            line("sglang", &spec("sglang", None, Some("Qwen/Qwen2.5-7B-Instruct"), "default")),
+            "sglang:30000 python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --served-model-name qwen --host 0.0.0.0 --port 30000 --max-running-requests 16 --context-length 4096 --mem-fraction-static 0.85 --dtype bfloat16 --enable-metrics"
+        );
+        assert_eq!(
+            line("tgi", &spec("tgi", None, Some("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"), "gptq")),
+            "tgi:80 --model-id Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 --hostname 0.0.0.0 --port 80 --max-concurrent-requests 16 --max-total-tokens 4096 --cuda-memory-fraction 0.85 --quantize gptq"
+        );
+        assert_eq!(
+            line("lmdeploy", &spec("lmdeploy", None, Some("Qwen/Qwen2.5-7B-Instruct-AWQ"), "awq")),
+            "lmdeploy:23333 lmdeploy serve api_server Qwen/Qwen2.5-7B-Instruct-AWQ --model-name qwen --server-name 0.0.0.0 --server-port 23333 --max-batch-size 16 --session-len 4096 --cache-max-entry-count 0.85 --dtype bfloat16 --backend pytorch --model-format awq"
+        );
+        assert_eq!(
+            line("ollama", &spec("ollama", None, Some("qwen2.5:7b"), "default")),
+            "ollama:11434 serve [OLLAMA_HOST=0.0.0.0:11434] [OLLAMA_NUM_PARALLEL=16] [OLLAMA_CONTEXT_LENGTH=4096]"
+        );
+    }
+
+    #[test]
+    fn references_and_names() {
+        assert_eq!(
+            reference("vllm/vllm-openai", "v0.26.0"),
+            "vllm/vllm-openai:v0.26.0"
+        );
+        assert_eq!(reference("img@sha256:abc", "ignored"), "img@sha256:abc");
+        assert_eq!(
+            container_name("0123456789abcdef0123"),
+            "bench360-0123456789abcdef"
+        );
+        assert_eq!(container_model_path("/a/b/m.gguf"), "/models/m.gguf");
     }
 }
