@@ -11,6 +11,8 @@ fn validate(path: &Path) -> std::process::Output {
         // Paths the shipped sweeps take from the environment; validation reads no files.
         .env("BENCH360_LLAMA_SERVER", "/opt/llama-server")
         .env("BENCH360_SMOLLM2_GGUF", "/models/smollm2.gguf")
+        .env("BENCH360_LLAMA_IMAGE", "bench360-local/llama-server")
+        .env("BENCH360_LLAMA_TAG", "cpu")
         .env("OPENAI_API_KEY_VAR_IS_NOT_READ", "")
         .args(["validate"])
         .arg(path)
