@@ -10,4 +10,4 @@ eval "$(scripts/setup-python.sh)"
 eval "$(scripts/setup-docker-test.sh)"
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked
+cargo test --locked --no-fail-fast
