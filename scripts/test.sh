@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 eval "$(scripts/install-engine.sh)"
 eval "$(scripts/setup-python.sh)"
 eval "$(scripts/setup-docker-test.sh)"
+eval "$(scripts/setup-browser.sh)"
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --no-fail-fast

@@ -258,9 +258,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Report { sweep } => {
             let store = Store::open(&cli.cache)?;
-            let (_, plan) = load_plan(&store, &sweep)?;
-            let (md, table) = exec::build_report(&store, &plan);
-            let path = exec::node_publish(&store, &plan.sweep, &md)
+            let (sweep, plan) = load_plan(&store, &sweep)?;
+            let files = exec::build_report(&store, &plan, &sweep);
+            let table = files.table.clone();
+            let path = exec::node_publish(&store, &plan.sweep, &files)
                 .context("failed to write the report")?;
             println!("{table}");
             eprintln!("report: {}", path.display());

@@ -2,7 +2,6 @@
 //! score, report. Each writes its outputs into a temp dir, renames it into `objects/`, and
 //! only then renames its `finished` record into place.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +15,7 @@ use super::Executor;
 use crate::client::{GenRequest, HttpClient, InferenceClient, RunClock};
 use crate::engine::{LaunchSpec, Launcher, RunningEngine};
 use crate::plan::{self, Plan, Status};
+use crate::report::summary::RunData;
 use crate::report::{self, stats, ColdStart, Row};
 use crate::store::{facts, now_rfc3339, Record, RecordStatus, Store};
 use crate::sweep::{Launch, ModelSource};
@@ -657,15 +657,14 @@ impl Executor<'_> {
         let i = self.plan.report;
         let anything_ran = !self.summary.ran.is_empty() || !self.summary.failed.is_empty();
         if self.status[i.index()] == Status::Cached && !anything_ran {
-            let path = self.store.report_dir(&self.plan.sweep).join("report.md");
+            let path = self.store.report_dir(&self.plan.sweep).join("report.html");
             self.summary.report = path.exists().then_some(path);
-            let (_, table) = build_report(self.store, self.plan);
-            self.summary.report_table = Some(table);
+            self.summary.report_table = Some(build_report(self.store, self.plan, self.sweep).table);
             return;
         }
         let t0 = Instant::now();
         let key = self.plan.graph[i].key.clone();
-        let (md, table) = build_report(self.store, self.plan);
+        let files = build_report(self.store, self.plan, self.sweep);
         let complete = self
             .plan
             .runs
@@ -676,8 +675,8 @@ impl Executor<'_> {
                 .deployments
                 .iter()
                 .all(|d| self.store.is_cached(&self.plan.graph[d.coldstart].key));
-        let published = publish_report(self.store, &self.plan.sweep, &md);
-        self.summary.report_table = Some(table);
+        let published = publish_report(self.store, &self.plan.sweep, &files);
+        self.summary.report_table = Some(files.table.clone());
         match published {
             Ok(path) => self.summary.report = Some(path),
             Err(e) => {
@@ -688,10 +687,10 @@ impl Executor<'_> {
         if complete {
             let j = Journal::start(self.store, self.plan, i);
             let res = self.store.begin_object(&key).and_then(|tmp| {
-                std::fs::write(tmp.join("report.md"), &md)?;
+                write_report_files(&tmp, &files)?;
                 self.store.commit_object(&tmp, &key)
             });
-            match res.and_then(|_| j.finish(json!({"report": "report.md"}))) {
+            match res.and_then(|_| j.finish(json!({"report": "report.html"}))) {
                 Ok(()) => self.succeed(i, t0),
                 Err(e) => self.fail(i, format!("cannot record the report: {e}")),
             }
@@ -706,23 +705,193 @@ impl Executor<'_> {
     }
 }
 
-/// Writes `reports/<sweep>/report.md` atomically; returns its path.
-pub(crate) fn publish_report(store: &Store, sweep: &str, md: &str) -> std::io::Result<PathBuf> {
-    let dir = store.report_dir(sweep);
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join("report.md");
-    crate::store::write_atomic(&path, md.as_bytes())?;
-    Ok(path)
-}
-
 fn read_json<T: serde::de::DeserializeOwned>(path: PathBuf) -> Option<T> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-/// Builds the report from the cache alone: for every run of the plan, its recorded stats
-/// and metrics (or, when the planned key has no record, the last recorded node of the same
-/// configuration), and the cold starts. Returns (markdown, terminal table).
-pub(crate) fn build_report(store: &Store, plan: &Plan) -> (String, String) {
+/// A report's files, rendered.
+pub(crate) struct ReportFiles {
+    pub md: String,
+    pub html: String,
+    pub table: String,
+    pub summary: Vec<Vec<(&'static str, crate::trace::Cell)>>,
+}
+
+fn run_data(
+    store: &Store,
+    plan: &Plan,
+    spec: &crate::plan::RunSpec,
+    resolve: &dyn Fn(NodeIndex) -> String,
+) -> RunData {
+    let g = &plan.graph;
+    let run_key = resolve(spec.node);
+    let score_key = resolve(spec.score);
+    let rec = store.record(&run_key);
+    let finished = rec
+        .as_ref()
+        .is_some_and(|r| r.status == RecordStatus::Finished);
+    let dir = store.object_dir(&run_key);
+    let failure = match &rec {
+        Some(r) if r.status == RecordStatus::Failed => r.cause.clone(),
+        Some(r) if r.status == RecordStatus::Started => {
+            Some("interrupted before it finished".into())
+        }
+        None => Some("not run yet".into()),
+        _ => None,
+    };
+    let d = &plan.deployments[spec.deployment];
+    let mut data = RunData {
+        label: g[spec.node].label.trim_start_matches("run ").to_string(),
+        deployment: d.label.clone(),
+        run_key: run_key.clone(),
+        columns: Some(spec.columns.clone()),
+        failure,
+        coldstart: read_json(
+            store
+                .object_dir(&resolve(d.coldstart))
+                .join("coldstart.json"),
+        ),
+        ..Default::default()
+    };
+    if !finished {
+        return data;
+    }
+    data.stats = read_json(dir.join("stats.json"));
+    data.telemetry = read_json(dir.join("telemetry.json"));
+    data.metrics = store
+        .record(&score_key)
+        .filter(|r| r.status == RecordStatus::Finished)
+        .and_then(|_| read_json(store.object_dir(&score_key).join("metrics.json")))
+        .unwrap_or_default();
+    let num = |file: &str, cols: &[&str]| {
+        crate::trace::read_numeric(&dir.join(file), cols).unwrap_or_default()
+    };
+    let req = num(
+        "requests.parquet",
+        &[
+            "ok",
+            "ttft_ms",
+            "tpot_ms",
+            "e2e_ms",
+            "scheduled_ns",
+            "sent_ns",
+            "end_ns",
+            "request_id",
+        ],
+    );
+    let col = |m: &std::collections::BTreeMap<String, Vec<Option<f64>>>, k: &str| {
+        m.get(k).cloned().unwrap_or_default()
+    };
+    let ok = col(&req, "ok");
+    let pick = |k: &str| -> Vec<f64> {
+        col(&req, k)
+            .iter()
+            .zip(&ok)
+            .filter(|(_, o)| **o == Some(1.0))
+            .filter_map(|(v, _)| *v)
+            .collect()
+    };
+    data.ttft_ms = pick("ttft_ms");
+    data.tpot_ms = pick("tpot_ms");
+    data.e2e_ms = pick("e2e_ms");
+    let start = col(&req, "scheduled_ns")
+        .iter()
+        .flatten()
+        .fold(f64::INFINITY, |a, b| a.min(*b));
+    // Requests in flight: +1 at send, −1 at end.
+    let mut events: Vec<(f64, f64)> = col(&req, "sent_ns")
+        .iter()
+        .zip(col(&req, "end_ns"))
+        .filter_map(|(s, e)| Some([(s.as_ref()? - start, 1.0), (e? - start, -1.0)]))
+        .flatten()
+        .collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // A step line: each change drawn as a vertical jump.
+    let mut level = 0.0;
+    for (t, delta) in events {
+        data.inflight.push((t / 1e9, level));
+        level += delta;
+        data.inflight.push((t / 1e9, level));
+    }
+    if let Ok(outputs) = crate::trace::read_strings(&dir.join("requests.parquet"), &["output"]) {
+        data.sentences = outputs["output"]
+            .iter()
+            .zip(&ok)
+            .filter(|(_, o)| **o == Some(1.0))
+            .map(|(t, _)| crate::telemetry::energy::sentences(t.as_deref().unwrap_or("")))
+            .sum();
+    }
+    // ITL: gaps between content chunks of successful requests.
+    let ok_ids: std::collections::HashSet<i64> = col(&req, "request_id")
+        .iter()
+        .zip(&ok)
+        .filter(|(_, o)| **o == Some(1.0))
+        .filter_map(|(i, _)| i.map(|x| x as i64))
+        .collect();
+    let chunks = num("chunks.parquet", &["request_id", "t_ns"]);
+    let kinds =
+        crate::trace::read_strings(&dir.join("chunks.parquet"), &["kind"]).unwrap_or_default();
+    let mut last: std::collections::HashMap<i64, f64> = std::collections::HashMap::new();
+    for ((id, t), k) in col(&chunks, "request_id")
+        .iter()
+        .zip(col(&chunks, "t_ns"))
+        .zip(kinds.get("kind").cloned().unwrap_or_default())
+    {
+        let (Some(id), Some(t)) = (id.map(|x| x as i64), t) else {
+            continue;
+        };
+        if k.as_deref() != Some("content") || !ok_ids.contains(&id) {
+            continue;
+        }
+        if let Some(prev) = last.insert(id, t) {
+            data.itl_ms.push((t - prev) / 1e6);
+        }
+    }
+    data.correct = crate::trace::read_numeric(
+        &store.object_dir(&score_key).join("scores.parquet"),
+        &["correct"],
+    )
+    .map(|m| m["correct"].iter().flatten().copied().collect())
+    .unwrap_or_default();
+    // GPU power and memory over the window, summed over devices per sample time.
+    let tele = num("telemetry.parquet", &["t_ns", "power_w", "mem_used_mb"]);
+    let sources =
+        crate::trace::read_strings(&dir.join("telemetry.parquet"), &["source"]).unwrap_or_default();
+    let mut power: std::collections::BTreeMap<i64, f64> = Default::default();
+    let mut mem: std::collections::BTreeMap<i64, f64> = Default::default();
+    for (((t, w), m), src) in col(&tele, "t_ns")
+        .iter()
+        .zip(col(&tele, "power_w"))
+        .zip(col(&tele, "mem_used_mb"))
+        .zip(sources.get("source").cloned().unwrap_or_default())
+    {
+        let (Some(t), Some("gpu")) = (t, src.as_deref()) else {
+            continue;
+        };
+        // Samples of all GPUs in one tick land within a few ms: bucket them by 10 ms.
+        let bucket = ((t - start) / 1e7).round() as i64;
+        if let Some(w) = w {
+            *power.entry(bucket).or_default() += w;
+        }
+        if let Some(m) = m {
+            *mem.entry(bucket).or_default() += m / 1000.0;
+        }
+    }
+    data.power = power
+        .into_iter()
+        .map(|(b, w)| (b as f64 / 100.0, w))
+        .collect();
+    data.gpu_mem_gb = mem
+        .into_iter()
+        .map(|(b, m)| (b as f64 / 100.0, m))
+        .collect();
+    data
+}
+
+/// Builds the report from the cache alone: for every run of the plan, its recorded results
+/// (or, when the planned key has no record, the last recorded node of the same
+/// configuration), and the cold starts.
+pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::sweep::Sweep) -> ReportFiles {
     use crate::plan::History;
     let g = &plan.graph;
     let resolve = |i: NodeIndex| -> String {
@@ -735,56 +904,85 @@ pub(crate) fn build_report(store: &Store, plan: &Plan) -> (String, String) {
                 .unwrap_or_else(|| key.clone())
         }
     };
-    let mut rows = Vec::new();
-    for spec in &plan.runs {
-        let run_key = resolve(spec.node);
-        let score_key = resolve(spec.score);
-        let rec = store.record(&run_key);
-        let stats: Option<stats::RunStats> = rec
-            .as_ref()
-            .filter(|r| r.status == RecordStatus::Finished)
-            .and_then(|_| read_json(store.object_dir(&run_key).join("stats.json")));
-        let failure = match &rec {
-            Some(r) if r.status == RecordStatus::Failed => r.cause.clone(),
-            Some(r) if r.status == RecordStatus::Started => {
-                Some("interrupted before it finished".into())
-            }
-            None => Some("not run yet".into()),
-            _ => None,
-        };
-        let metrics: BTreeMap<String, f64> = store
-            .record(&score_key)
-            .filter(|r| r.status == RecordStatus::Finished)
-            .and_then(|_| read_json(store.object_dir(&score_key).join("metrics.json")))
-            .unwrap_or_default();
-        let telemetry = stats
-            .as_ref()
-            .and_then(|_| read_json(store.object_dir(&run_key).join("telemetry.json")));
-        rows.push(Row {
-            telemetry,
-            label: g[spec.node].label.trim_start_matches("run ").to_string(),
-            deployment: plan.deployments[spec.deployment].label.clone(),
-            task: spec.columns.task.clone(),
-            scenario: spec.columns.scenario.clone(),
-            run_key,
-            stats,
-            metrics,
-            failure,
-        });
-    }
+    let rows: Vec<crate::report::summary::Row> = plan
+        .runs
+        .iter()
+        .map(|spec| {
+            crate::report::summary::derive(
+                run_data(store, plan, spec, &resolve),
+                &sweep.slo,
+                sweep.cost.as_ref(),
+            )
+        })
+        .collect();
+    let md_rows: Vec<Row> = rows
+        .iter()
+        .map(|r| Row {
+            label: r.data.label.clone(),
+            deployment: r.data.deployment.clone(),
+            task: r
+                .data
+                .columns
+                .as_ref()
+                .map(|c| c.task.clone())
+                .unwrap_or_default(),
+            scenario: r
+                .data
+                .columns
+                .as_ref()
+                .map(|c| c.scenario.clone())
+                .unwrap_or_default(),
+            run_key: r.data.run_key.clone(),
+            stats: r.data.stats.clone(),
+            metrics: r.data.metrics.clone(),
+            telemetry: r.data.telemetry.clone(),
+            failure: r.data.failure.clone(),
+        })
+        .collect();
     let coldstarts: Vec<(String, Option<ColdStart>)> = plan
         .deployments
         .iter()
         .map(|d| {
-            let k = resolve(d.coldstart);
             (
                 d.label.clone(),
-                read_json(store.object_dir(&k).join("coldstart.json")),
+                read_json(
+                    store
+                        .object_dir(&resolve(d.coldstart))
+                        .join("coldstart.json"),
+                ),
             )
         })
         .collect();
-    (
-        report::markdown(&plan.sweep, &coldstarts, &rows),
-        report::terminal(&rows),
-    )
+    ReportFiles {
+        md: report::markdown(&plan.sweep, &coldstarts, &md_rows),
+        html: crate::report::html::page(&plan.sweep, &rows, &sweep.slo, sweep.cost.as_ref()),
+        table: report::terminal(&md_rows),
+        summary: crate::report::summary::table(&rows),
+    }
+}
+
+/// Writes `reports/<sweep>/`: report.md, report.html, summary.parquet, summary.csv (each
+/// atomically); returns the HTML report's path.
+pub(crate) fn publish_report(
+    store: &Store,
+    sweep: &str,
+    files: &ReportFiles,
+) -> std::io::Result<PathBuf> {
+    let dir = store.report_dir(sweep);
+    std::fs::create_dir_all(&dir)?;
+    write_report_files(&dir, files)?;
+    Ok(dir.join("report.html"))
+}
+
+fn write_report_files(dir: &Path, files: &ReportFiles) -> std::io::Result<()> {
+    crate::store::write_atomic(&dir.join("report.md"), files.md.as_bytes())?;
+    crate::store::write_atomic(&dir.join("report.html"), files.html.as_bytes())?;
+    let (tp, tc) = (
+        dir.join(".summary.parquet.tmp"),
+        dir.join(".summary.csv.tmp"),
+    );
+    crate::trace::write_rows(&tp, &tc, &files.summary)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    std::fs::rename(&tp, dir.join("summary.parquet"))?;
+    std::fs::rename(&tc, dir.join("summary.csv"))
 }

@@ -515,6 +515,14 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
     let mut rinputs = KeyInputs::new();
     rinputs.insert("node".into(), "report".into());
     rinputs.insert("format".into(), crate::report::REPORT_FORMAT.into());
+    rinputs.insert(
+        "slo".into(),
+        serde_json::to_string(&sweep.slo).expect("numbers"),
+    );
+    rinputs.insert(
+        "cost".into(),
+        serde_json::to_string(&sweep.cost).expect("numbers"),
+    );
     for d in &deployments {
         rinputs.insert(
             format!("coldstart {}", d.label),

@@ -1,7 +1,10 @@
 //! Reports: aggregation of what the cache holds for a sweep into a terminal table and
 //! `report.md`. Renderers return strings; the caller writes files.
 
+pub(crate) mod html;
 pub(crate) mod stats;
+pub(crate) mod summary;
+pub(crate) mod svg;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Phases;
 use stats::{Dist, RunStats};
 
-pub(crate) const REPORT_FORMAT: &str = "report/2";
+pub(crate) const REPORT_FORMAT: &str = "report/3";
 
 /// What the `coldstart` node records.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -270,3 +270,134 @@ mod tests {
         assert_eq!(s.ttft_ms.n, 1);
     }
 }
+
+/// 95 % percentile-bootstrap interval of `stat` over `values` (resampled with replacement
+/// `rounds` times with a seeded generator). None for fewer than 2 values.
+pub(crate) fn bootstrap_ci(
+    values: &[f64],
+    rounds: usize,
+    seed: u64,
+    stat: impl Fn(&mut [f64]) -> Option<f64>,
+) -> Option<(f64, f64)> {
+    if values.len() < 2 {
+        return None;
+    }
+    let mut rng = crate::workload::rng::SplitMix64::new(seed);
+    let mut estimates = Vec::with_capacity(rounds);
+    let mut sample = Vec::with_capacity(values.len());
+    for _ in 0..rounds {
+        sample.clear();
+        sample.extend((0..values.len()).map(|_| values[rng.below(values.len())]));
+        if let Some(e) = stat(&mut sample) {
+            estimates.push(e);
+        }
+    }
+    estimates.sort_by(f64::total_cmp);
+    Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
+}
+
+/// The q-th percentile of unsorted values (sorts in place).
+pub(crate) fn pct_of(v: &mut [f64], q: f64) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    percentile(v, q)
+}
+
+pub(crate) fn mean_of(v: &mut [f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Two-sided 95 % Student t critical value for `df` degrees of freedom.
+pub(crate) fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df - 1],
+        _ => 1.96,
+    }
+}
+
+/// Mean and 95 % half-width across repeats (Student t). None for fewer than 2 values.
+pub(crate) fn repeat_ci(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let sd = (values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    Some((mean, t95(n - 1) * sd / (n as f64).sqrt()))
+}
+
+/// Indices of the Pareto-optimal points when `x` is better lower and `y` better higher
+/// (ties on x keep the higher y), sorted by x.
+pub(crate) fn pareto_front(points: &[(f64, f64)]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..points.len())
+        .filter(|&i| points[i].0.is_finite() && points[i].1.is_finite())
+        .collect();
+    idx.sort_by(|&a, &b| {
+        points[a]
+            .0
+            .total_cmp(&points[b].0)
+            .then(points[b].1.total_cmp(&points[a].1))
+    });
+    let mut out = Vec::new();
+    let mut best = f64::NEG_INFINITY;
+    for i in idx {
+        if points[i].1 > best {
+            best = points[i].1;
+            out.push(i);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod ci_tests {
+    use super::*;
+    use crate::workload::rng::SplitMix64;
+
+    #[test]
+    fn bootstrap_intervals_cover_the_true_mean_about_95_percent_of_the_time() {
+        // Exponential data with mean 1: count how often the 95 % interval of the mean
+        // contains 1 over 200 independent data sets of 50 values.
+        let mut rng = SplitMix64::new(99);
+        let mut covered = 0;
+        for k in 0..200 {
+            let data: Vec<f64> = (0..50).map(|_| rng.exponential(1.0)).collect();
+            let (lo, hi) = bootstrap_ci(&data, 400, k, mean_of).unwrap();
+            if lo <= 1.0 && 1.0 <= hi {
+                covered += 1;
+            }
+        }
+        // Percentile bootstrap under-covers slightly for skewed data at n = 50.
+        assert!((170..=199).contains(&covered), "covered {covered} of 200");
+        assert_eq!(bootstrap_ci(&[1.0], 100, 0, mean_of), None);
+    }
+
+    #[test]
+    fn repeat_intervals_use_student_t() {
+        let (m, h) = repeat_ci(&[10.0, 12.0, 14.0]).unwrap();
+        assert_eq!(m, 12.0);
+        assert!((h - 4.303 * 2.0 / 3f64.sqrt()).abs() < 1e-9);
+        assert_eq!(repeat_ci(&[1.0]), None);
+    }
+
+    #[test]
+    fn pareto_front_of_hand_made_points() {
+        // (latency, quality): lower latency and higher quality are better.
+        let pts = [
+            (10.0, 0.5),
+            (20.0, 0.7),
+            (15.0, 0.4),
+            (30.0, 0.7),
+            (5.0, 0.2),
+            (25.0, 0.9),
+            (5.0, 0.3),
+        ];
+        assert_eq!(pareto_front(&pts), vec![6, 0, 1, 5]);
+        assert!(pareto_front(&[]).is_empty());
+    }
+}

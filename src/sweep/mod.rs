@@ -26,8 +26,31 @@ pub(crate) struct Sweep {
     pub scenarios: Vec<Scenario>,
     pub matrix: Matrix,
     pub telemetry: crate::telemetry::Config,
+    /// The user's service-level constraints: the report recommends among configurations
+    /// that meet them.
+    pub slo: Slo,
+    pub cost: Option<Cost>,
     /// Directory that relative paths in the file are resolved against (the file's folder).
     pub base_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub(crate) struct Slo {
+    /// Seconds.
+    pub ttft_p95: Option<f64>,
+    /// Seconds.
+    pub e2e_p95: Option<f64>,
+    /// GiB of GPU memory (peak, all sampled GPUs).
+    pub gpu_memory_gib: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(crate) struct Cost {
+    /// Price of 1 kWh of energy.
+    pub energy_per_kwh: f64,
+    /// Price of one hour of the hardware.
+    pub hardware_per_hour: f64,
+    pub currency: String,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -15,12 +15,16 @@ const TOP_LEVEL: &[&str] = &[
     "sweep",
     "defaults",
     "telemetry",
+    "slo",
+    "cost",
     "model",
     "engine",
     "task",
     "scenario",
     "matrix",
 ];
+const SLO_FIELDS: &[&str] = &["ttft-p95", "e2e-p95", "gpu-memory"];
+const COST_FIELDS: &[&str] = &["energy-price", "hardware-per-hour", "currency"];
 const TELEMETRY_FIELDS: &[&str] = &["interval", "idle"];
 const SWEEP_FIELDS: &[&str] = &["seed", "repeats"];
 const DEFAULT_FIELDS: &[&str] = &[
@@ -458,6 +462,8 @@ pub(super) fn resolve(
         interval: std::time::Duration::from_millis(100),
         idle: std::time::Duration::from_secs(2),
     };
+    let mut slo = crate::sweep::Slo::default();
+    let mut cost = None;
     let mut models = Vec::new();
     let mut engines = Vec::new();
     let mut tasks = Vec::new();
@@ -467,7 +473,10 @@ pub(super) fn resolve(
 
     for node in nodes {
         let kind = node.name.value.as_str();
-        if matches!(kind, "sweep" | "defaults" | "matrix" | "telemetry") {
+        if matches!(
+            kind,
+            "sweep" | "defaults" | "matrix" | "telemetry" | "slo" | "cost"
+        ) {
             if seen_singletons.contains_key(kind) {
                 ctx.err(
                     node.name.span,
@@ -518,6 +527,34 @@ pub(super) fn resolve(
                 if let Some(n) = Ctx::first(&f, "request-timeout") {
                     defaults.request_timeout_s = ctx.one_num(n, 0.001, 86_400.0).unwrap_or(120.0);
                 }
+            }
+            "slo" => {
+                ctx.no_props(node);
+                let f = ctx.fields(node, SLO_FIELDS, &[]);
+                slo.ttft_p95 =
+                    Ctx::first(&f, "ttft-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0));
+                slo.e2e_p95 =
+                    Ctx::first(&f, "e2e-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0));
+                slo.gpu_memory_gib =
+                    Ctx::first(&f, "gpu-memory").and_then(|n| ctx.one_num(n, 0.001, 100_000.0));
+            }
+            "cost" => {
+                ctx.no_props(node);
+                let f = ctx.fields(node, COST_FIELDS, &[]);
+                let energy = Ctx::first(&f, "energy-price").and_then(|n| ctx.one_num(n, 0.0, 1e6));
+                let hw = Ctx::first(&f, "hardware-per-hour").and_then(|n| ctx.one_num(n, 0.0, 1e6));
+                let currency = Ctx::first(&f, "currency")
+                    .and_then(|n| ctx.one_str(n))
+                    .map(|s| s.value)
+                    .unwrap_or_else(|| "USD".into());
+                if !f.contains_key("energy-price") && !f.contains_key("hardware-per-hour") {
+                    ctx.err_help(node.name.span, "`cost` needs `energy-price` or `hardware-per-hour`", "no prices", "e.g. `cost { energy-price 0.30; hardware-per-hour 2.5; }` (per kWh, per hour)");
+                }
+                cost = Some(crate::sweep::Cost {
+                    energy_per_kwh: energy.unwrap_or(0.0),
+                    hardware_per_hour: hw.unwrap_or(0.0),
+                    currency,
+                });
             }
             "telemetry" => {
                 ctx.no_props(node);
@@ -659,6 +696,8 @@ pub(super) fn resolve(
             scenarios,
             matrix,
             telemetry,
+            slo,
+            cost,
             base_dir: base_dir.to_path_buf(),
         };
         check_compatibility(&mut ctx, &sweep);

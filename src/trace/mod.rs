@@ -379,3 +379,160 @@ pub(crate) fn write_scores(
     );
     t.write(path)
 }
+
+/// Reads numeric (and boolean) columns of a Parquet file as f64 (nulls as None). Columns
+/// missing from the file come back empty.
+pub(crate) fn read_numeric(
+    path: &Path,
+    names: &[&str],
+) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<f64>>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type, UInt32Type};
+    use arrow_array::Array;
+    let file = File::open(path)?;
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+    let mut out: std::collections::BTreeMap<String, Vec<Option<f64>>> =
+        names.iter().map(|n| (n.to_string(), Vec::new())).collect();
+    for batch in reader {
+        let batch = batch?;
+        for n in names {
+            let Some(col) = batch.column_by_name(n) else {
+                continue;
+            };
+            let v = out.get_mut(*n).expect("initialized");
+            let get = |i: usize| -> Option<f64> {
+                if col.is_null(i) {
+                    return None;
+                }
+                match col.data_type() {
+                    DataType::Float64 => Some(col.as_primitive::<Float64Type>().value(i)),
+                    DataType::Int64 => Some(col.as_primitive::<Int64Type>().value(i) as f64),
+                    DataType::UInt32 => Some(col.as_primitive::<UInt32Type>().value(i) as f64),
+                    DataType::Boolean => Some(col.as_boolean().value(i) as u8 as f64),
+                    _ => None,
+                }
+            };
+            v.extend((0..col.len()).map(get));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads utf8 columns of a Parquet file.
+pub(crate) fn read_strings(
+    path: &Path,
+    names: &[&str],
+) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<String>>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    let file = File::open(path)?;
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+    let mut out: std::collections::BTreeMap<String, Vec<Option<String>>> =
+        names.iter().map(|n| (n.to_string(), Vec::new())).collect();
+    for batch in reader {
+        let batch = batch?;
+        for n in names {
+            let Some(col) = batch.column_by_name(n) else {
+                continue;
+            };
+            let s = col.as_string::<i32>();
+            out.get_mut(*n)
+                .expect("initialized")
+                .extend((0..s.len()).map(|i| (!s.is_null(i)).then(|| s.value(i).to_string())));
+        }
+    }
+    Ok(out)
+}
+
+/// A table of rows of named values, written as Parquet and CSV (summary.parquet/.csv).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cell {
+    Str(Option<String>),
+    F64(Option<f64>),
+    I64(Option<i64>),
+    Bool(Option<bool>),
+}
+
+pub(crate) fn write_rows(
+    parquet_path: &Path,
+    csv_path: &Path,
+    rows: &[Vec<(&'static str, Cell)>],
+) -> anyhow::Result<()> {
+    let Some(first) = rows.first() else {
+        return Ok(());
+    };
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (c, (name, proto)) in first.iter().enumerate() {
+        let col = rows.iter().map(|r| &r[c].1);
+        let (dt, arr): (DataType, ArrayRef) = match proto {
+            Cell::Str(_) => (
+                DataType::Utf8,
+                Arc::new(StringArray::from(
+                    col.map(|x| {
+                        if let Cell::Str(v) = x {
+                            v.clone()
+                        } else {
+                            None
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+                )),
+            ),
+            Cell::F64(_) => (
+                DataType::Float64,
+                Arc::new(Float64Array::from(
+                    col.map(|x| if let Cell::F64(v) = x { *v } else { None })
+                        .collect::<Vec<_>>(),
+                )),
+            ),
+            Cell::I64(_) => (
+                DataType::Int64,
+                Arc::new(Int64Array::from(
+                    col.map(|x| if let Cell::I64(v) = x { *v } else { None })
+                        .collect::<Vec<_>>(),
+                )),
+            ),
+            Cell::Bool(_) => (
+                DataType::Boolean,
+                Arc::new(BooleanArray::from(
+                    col.map(|x| if let Cell::Bool(v) = x { *v } else { None })
+                        .collect::<Vec<_>>(),
+                )),
+            ),
+        };
+        fields.push(Field::new(*name, dt, true));
+        columns.push(arr);
+    }
+    Table { fields, columns }.write(parquet_path)?;
+    let quote = |s: &str| {
+        if s.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let mut csv = first
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    csv.push('\n');
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .map(|(_, c)| match c {
+                Cell::Str(v) => v.as_deref().map(quote).unwrap_or_default(),
+                Cell::F64(v) => v.map(|x| x.to_string()).unwrap_or_default(),
+                Cell::I64(v) => v.map(|x| x.to_string()).unwrap_or_default(),
+                Cell::Bool(v) => v.map(|x| x.to_string()).unwrap_or_default(),
+            })
+            .collect();
+        csv.push_str(&line.join(","));
+        csv.push('\n');
+    }
+    std::fs::write(csv_path, csv)?;
+    Ok(())
+}

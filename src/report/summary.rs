@@ -1,0 +1,543 @@
+//! From what the cache holds for each run to the report's rows: every aggregate with 95 %
+//! confidence intervals (bootstrap over requests; Student t across repeats), goodput under
+//! the sweep's SLO, cost per query, and the recommendation per task. Pure.
+
+use std::collections::BTreeMap;
+
+use super::stats::{self, bootstrap_ci, mean_of, pct_of, RunStats};
+use super::ColdStart;
+use crate::plan::Columns;
+use crate::sweep::{Cost, Slo};
+use crate::trace::Cell;
+
+/// Everything the report knows of one run (read from the cache by the caller).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunData {
+    pub label: String,
+    pub deployment: String,
+    pub run_key: String,
+    pub columns: Option<Columns>,
+    /// None when the run finished; else why it has no results.
+    pub failure: Option<String>,
+    pub stats: Option<RunStats>,
+    pub metrics: BTreeMap<String, f64>,
+    pub telemetry: Option<crate::telemetry::Summary>,
+    pub coldstart: Option<ColdStart>,
+    /// Per successful request.
+    pub ttft_ms: Vec<f64>,
+    pub tpot_ms: Vec<f64>,
+    pub e2e_ms: Vec<f64>,
+    pub itl_ms: Vec<f64>,
+    /// Per scored request: 1 correct, 0 not.
+    pub correct: Vec<f64>,
+    /// (seconds since window start, requests in flight).
+    pub inflight: Vec<(f64, f64)>,
+    /// (seconds since window start, W) summed over GPUs; and GPU memory in GB.
+    pub power: Vec<(f64, f64)>,
+    pub gpu_mem_gb: Vec<(f64, f64)>,
+    pub sentences: usize,
+}
+
+/// A run's derived figures, as shown and as written to summary.parquet.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Row {
+    pub data: RunData,
+    pub ttft_p50_ci: Option<(f64, f64)>,
+    pub ttft_p95_ci: Option<(f64, f64)>,
+    pub e2e_p95_ci: Option<(f64, f64)>,
+    pub tpot_p50_ci: Option<(f64, f64)>,
+    pub accuracy_ci: Option<(f64, f64)>,
+    /// Successful requests per second whose TTFT and E2E met the SLO thresholds.
+    pub goodput_rps: Option<f64>,
+    pub cost_per_query: Option<f64>,
+    /// Meets every SLO constraint the sweep declares (None when one cannot be checked).
+    pub meets_slo: Option<bool>,
+    pub slo_misses: Vec<String>,
+}
+
+const ROUNDS: usize = 1000;
+
+fn seed_of(key: &str) -> u64 {
+    u64::from_le_bytes(
+        blake3::hash(key.as_bytes()).as_bytes()[..8]
+            .try_into()
+            .expect("8 bytes"),
+    )
+}
+
+/// Cost per successful query: energy × price per kWh + hardware price per hour × window,
+/// divided by the successful requests.
+pub(crate) fn cost_per_query(
+    cost: &Cost,
+    energy_j: Option<f64>,
+    window_s: f64,
+    ok: usize,
+) -> Option<f64> {
+    if ok == 0 {
+        return None;
+    }
+    let energy = energy_j.map(|j| j / 3.6e6 * cost.energy_per_kwh);
+    if energy.is_none() && cost.energy_per_kwh > 0.0 {
+        // The energy part cannot be priced without energy figures.
+        return None;
+    }
+    Some((energy.unwrap_or(0.0) + cost.hardware_per_hour * window_s / 3600.0) / ok as f64)
+}
+
+pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
+    let seed = seed_of(&data.run_key);
+    let p = |q: f64| move |v: &mut [f64]| pct_of(v, q);
+    let mut row = Row {
+        ttft_p50_ci: bootstrap_ci(&data.ttft_ms, ROUNDS, seed, p(50.0)),
+        ttft_p95_ci: bootstrap_ci(&data.ttft_ms, ROUNDS, seed ^ 1, p(95.0)),
+        e2e_p95_ci: bootstrap_ci(&data.e2e_ms, ROUNDS, seed ^ 2, p(95.0)),
+        tpot_p50_ci: bootstrap_ci(&data.tpot_ms, ROUNDS, seed ^ 3, p(50.0)),
+        accuracy_ci: bootstrap_ci(&data.correct, ROUNDS, seed ^ 4, mean_of),
+        ..Default::default()
+    };
+    if let Some(s) = &data.stats {
+        // Goodput counts only requests within the per-request thresholds.
+        let good = data
+            .ttft_ms
+            .iter()
+            .zip(&data.e2e_ms)
+            .filter(|(t, e)| {
+                slo.ttft_p95.is_none_or(|x| **t <= x * 1000.0)
+                    && slo.e2e_p95.is_none_or(|x| **e <= x * 1000.0)
+            })
+            .count();
+        row.goodput_rps = (s.window_s > 0.0).then(|| good as f64 / s.window_s);
+        row.cost_per_query = cost.and_then(|c| {
+            cost_per_query(
+                c,
+                data.telemetry.as_ref().and_then(|t| t.energy_j),
+                s.window_s,
+                s.ok,
+            )
+        });
+        let mut verdicts = Vec::new();
+        if let Some(limit) = slo.ttft_p95 {
+            verdicts.push(s.ttft_ms.p95.map(|v| {
+                (
+                    v <= limit * 1000.0,
+                    format!("TTFT p95 {:.0} ms > {:.0} ms", v, limit * 1000.0),
+                )
+            }));
+        }
+        if let Some(limit) = slo.e2e_p95 {
+            verdicts.push(s.e2e_ms.p95.map(|v| {
+                (
+                    v <= limit * 1000.0,
+                    format!("E2E p95 {:.0} ms > {:.0} ms", v, limit * 1000.0),
+                )
+            }));
+        }
+        if let Some(limit) = slo.gpu_memory_gib {
+            let peak = data.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb);
+            verdicts.push(peak.map(|mb| {
+                (
+                    mb * 1e6 / (1u64 << 30) as f64 <= limit,
+                    format!(
+                        "GPU memory {:.1} GiB > {limit} GiB",
+                        mb * 1e6 / (1u64 << 30) as f64
+                    ),
+                )
+            }));
+        }
+        if s.ok == 0 {
+            verdicts.push(Some((false, "no successful request".into())));
+        }
+        row.slo_misses = verdicts
+            .iter()
+            .flatten()
+            .filter(|(ok, _)| !ok)
+            .map(|(_, why)| why.clone())
+            .collect();
+        row.meets_slo = if verdicts.iter().any(Option::is_none) {
+            None
+        } else {
+            Some(row.slo_misses.is_empty())
+        };
+    }
+    row.data = data;
+    row
+}
+
+/// One recommendation: the objective, the winning run (by index) and its value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Pick {
+    pub objective: &'static str,
+    pub row: Option<usize>,
+    pub value: Option<f64>,
+}
+
+/// Per task: among finished runs that meet the SLO (or cannot be checked against it), the
+/// best for each objective.
+pub(crate) fn recommend(rows: &[Row]) -> BTreeMap<String, Vec<Pick>> {
+    let mut tasks: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(c) = &r.data.columns {
+            tasks.entry(c.task.clone()).or_default().push(i);
+        }
+    }
+    type Objective = (&'static str, bool, fn(&Row) -> Option<f64>);
+    let objectives: [Objective; 4] = [
+        ("highest quality", true, |r| {
+            r.data.metrics.get("accuracy").copied()
+        }),
+        ("lowest J/token", false, |r| {
+            r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token)
+        }),
+        ("lowest p95 TTFT", false, |r| {
+            r.data.stats.as_ref().and_then(|s| s.ttft_ms.p95)
+        }),
+        ("highest goodput", true, |r| r.goodput_rps),
+    ];
+    let mut out = BTreeMap::new();
+    for (task, idx) in tasks {
+        let eligible: Vec<usize> = idx
+            .into_iter()
+            .filter(|&i| rows[i].data.failure.is_none() && rows[i].meets_slo != Some(false))
+            .collect();
+        let picks = objectives
+            .iter()
+            .map(|(name, higher, f)| {
+                let best = eligible
+                    .iter()
+                    .filter_map(|&i| f(&rows[i]).filter(|v| v.is_finite()).map(|v| (i, v)))
+                    .reduce(|a, b| {
+                        if (b.1 > a.1) == *higher && b.1 != a.1 {
+                            b
+                        } else {
+                            a
+                        }
+                    });
+                Pick {
+                    objective: name,
+                    row: best.map(|b| b.0),
+                    value: best.map(|b| b.1),
+                }
+            })
+            .collect();
+        out.insert(task, picks);
+    }
+    out
+}
+
+/// summary.parquet / summary.csv rows: configuration columns and every aggregate.
+pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
+    rows.iter()
+        .map(|r| {
+            let d = &r.data;
+            let c = d.columns.clone();
+            let s = d.stats.as_ref();
+            let t = d.telemetry.as_ref();
+            let cs = d.coldstart.as_ref();
+            let str_ = |v: Option<String>| Cell::Str(v);
+            let f = Cell::F64;
+            let mut v: Vec<(&'static str, Cell)> = vec![
+                ("schema_version", Cell::I64(Some(1))),
+                ("node_key", str_(Some(d.run_key.clone()))),
+                ("label", str_(Some(d.label.clone()))),
+                ("deployment", str_(Some(d.deployment.clone()))),
+                ("sweep", str_(c.as_ref().map(|c| c.sweep.clone()))),
+                ("model", str_(c.as_ref().map(|c| c.model.clone()))),
+                (
+                    "quantization",
+                    str_(c.as_ref().map(|c| c.quantization.clone())),
+                ),
+                ("engine", str_(c.as_ref().map(|c| c.engine.clone()))),
+                (
+                    "engine_kind",
+                    str_(c.as_ref().map(|c| c.engine_kind.clone())),
+                ),
+                ("task", str_(c.as_ref().map(|c| c.task.clone()))),
+                ("scenario", str_(c.as_ref().map(|c| c.scenario.clone()))),
+                (
+                    "scenario_kind",
+                    str_(c.as_ref().map(|c| c.scenario_kind.clone())),
+                ),
+                (
+                    "scenario_params",
+                    str_(c.as_ref().map(|c| c.scenario_params.clone())),
+                ),
+                (
+                    "max_tokens",
+                    Cell::I64(c.as_ref().map(|c| c.max_tokens as i64)),
+                ),
+                ("temperature", f(c.as_ref().map(|c| c.temperature))),
+                ("top_p", f(c.as_ref().map(|c| c.top_p))),
+                ("seed", Cell::I64(c.as_ref().map(|c| c.seed as i64))),
+                ("repeat", Cell::I64(c.as_ref().map(|c| c.repeat as i64))),
+                (
+                    "status",
+                    str_(Some(if d.failure.is_none() {
+                        "ok".into()
+                    } else {
+                        "failed".into()
+                    })),
+                ),
+                ("failure", str_(d.failure.clone())),
+                ("requests", Cell::I64(s.map(|s| s.requests as i64))),
+                ("ok", Cell::I64(s.map(|s| s.ok as i64))),
+                ("failed", Cell::I64(s.map(|s| s.failed as i64))),
+                ("window_s", f(s.map(|s| s.window_s))),
+            ];
+            for (name, dist) in [
+                ("ttft", s.map(|s| &s.ttft_ms)),
+                ("tpot", s.map(|s| &s.tpot_ms)),
+                ("itl", s.map(|s| &s.itl_ms)),
+                ("e2e", s.map(|s| &s.e2e_ms)),
+                ("queue", s.map(|s| &s.queue_ms)),
+            ] {
+                let names: [&'static str; 6] = match name {
+                    "ttft" => [
+                        "ttft_p50_ms",
+                        "ttft_p90_ms",
+                        "ttft_p95_ms",
+                        "ttft_p99_ms",
+                        "ttft_mean_ms",
+                        "ttft_std_ms",
+                    ],
+                    "tpot" => [
+                        "tpot_p50_ms",
+                        "tpot_p90_ms",
+                        "tpot_p95_ms",
+                        "tpot_p99_ms",
+                        "tpot_mean_ms",
+                        "tpot_std_ms",
+                    ],
+                    "itl" => [
+                        "itl_p50_ms",
+                        "itl_p90_ms",
+                        "itl_p95_ms",
+                        "itl_p99_ms",
+                        "itl_mean_ms",
+                        "itl_std_ms",
+                    ],
+                    "e2e" => [
+                        "e2e_p50_ms",
+                        "e2e_p90_ms",
+                        "e2e_p95_ms",
+                        "e2e_p99_ms",
+                        "e2e_mean_ms",
+                        "e2e_std_ms",
+                    ],
+                    _ => [
+                        "queue_p50_ms",
+                        "queue_p90_ms",
+                        "queue_p95_ms",
+                        "queue_p99_ms",
+                        "queue_mean_ms",
+                        "queue_std_ms",
+                    ],
+                };
+                let vals = [
+                    dist.and_then(|d| d.p50),
+                    dist.and_then(|d| d.p90),
+                    dist.and_then(|d| d.p95),
+                    dist.and_then(|d| d.p99),
+                    dist.and_then(|d| d.mean),
+                    dist.and_then(|d| d.std),
+                ];
+                v.extend(names.into_iter().zip(vals.map(f)));
+            }
+            let lo = |ci: Option<(f64, f64)>| f(ci.map(|c| c.0));
+            let hi = |ci: Option<(f64, f64)>| f(ci.map(|c| c.1));
+            v.extend([
+                ("ttft_p50_ci_low_ms", lo(r.ttft_p50_ci)),
+                ("ttft_p50_ci_high_ms", hi(r.ttft_p50_ci)),
+                ("ttft_p95_ci_low_ms", lo(r.ttft_p95_ci)),
+                ("ttft_p95_ci_high_ms", hi(r.ttft_p95_ci)),
+                ("tpot_p50_ci_low_ms", lo(r.tpot_p50_ci)),
+                ("tpot_p50_ci_high_ms", hi(r.tpot_p50_ci)),
+                ("e2e_p95_ci_low_ms", lo(r.e2e_p95_ci)),
+                ("e2e_p95_ci_high_ms", hi(r.e2e_p95_ci)),
+                ("output_tokens_per_s", f(s.map(|s| s.output_tokens_per_s))),
+                ("requests_per_s", f(s.map(|s| s.requests_per_s))),
+                (
+                    "sentences_per_s",
+                    f(s.filter(|s| s.window_s > 0.0)
+                        .map(|s| d.sentences as f64 / s.window_s)),
+                ),
+                ("goodput_rps", f(r.goodput_rps)),
+                ("client_behind", Cell::Bool(s.map(|s| s.client_behind))),
+                ("accuracy", f(d.metrics.get("accuracy").copied())),
+                ("accuracy_ci_low", lo(r.accuracy_ci)),
+                ("accuracy_ci_high", hi(r.accuracy_ci)),
+                ("unparsed_rate", f(d.metrics.get("unparsed_rate").copied())),
+                ("energy_source", str_(t.map(|t| t.energy_source.clone()))),
+                ("energy_j", f(t.and_then(|t| t.energy_j))),
+                (
+                    "energy_above_idle_j",
+                    f(t.and_then(|t| t.energy_above_idle_j)),
+                ),
+                (
+                    "j_per_output_token",
+                    f(t.and_then(|t| t.j_per_output_token)),
+                ),
+                (
+                    "output_tokens_per_j",
+                    f(t.and_then(|t| t.output_tokens_per_j)),
+                ),
+                ("j_per_request", f(t.and_then(|t| t.j_per_request))),
+                ("j_per_sentence", f(t.and_then(|t| t.j_per_sentence))),
+                ("gpu_mem_mean_mb", f(t.and_then(|t| t.gpu_mem_mean_mb))),
+                ("gpu_mem_peak_mb", f(t.and_then(|t| t.gpu_mem_peak_mb))),
+                (
+                    "gpu_mem_overhead_mb",
+                    f(t.and_then(|t| t.gpu_mem_overhead_mb)),
+                ),
+                ("gpu_util_mean_pct", f(t.and_then(|t| t.gpu_util_mean_pct))),
+                (
+                    "engine_cpu_mean_pct",
+                    f(t.and_then(|t| t.engine_cpu_mean_pct)),
+                ),
+                (
+                    "engine_rss_peak_mb",
+                    f(t.and_then(|t| t.engine_rss_peak_mb)),
+                ),
+                (
+                    "bench360_cpu_mean_pct",
+                    f(t.and_then(|t| t.bench360_cpu_mean_pct)),
+                ),
+                ("cold_start_s", f(cs.map(|c| c.phases.start_s))),
+                ("cold_healthy_s", f(cs.map(|c| c.phases.healthy_s))),
+                ("cold_first_token_s", f(cs.and_then(|c| c.first_token_s))),
+                (
+                    "model_mb",
+                    f(cs.and_then(|c| c.model_bytes).map(|b| b as f64 / 1e6)),
+                ),
+                ("cost_per_query", f(r.cost_per_query)),
+                ("meets_slo", Cell::Bool(r.meets_slo)),
+            ]);
+            v
+        })
+        .collect()
+}
+
+/// Across repeats: (config label without the repeat, metric) → mean ± 95 % half-width.
+pub(crate) fn across_repeats(
+    rows: &[Row],
+    metric: fn(&Row) -> Option<f64>,
+) -> BTreeMap<String, (f64, f64, usize)> {
+    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in rows {
+        let base = r
+            .data
+            .label
+            .rsplit_once(" #")
+            .map(|(b, _)| b.to_string())
+            .unwrap_or_else(|| r.data.label.clone());
+        if let Some(v) = metric(r) {
+            groups.entry(base).or_default().push(v);
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(k, v)| stats::repeat_ci(&v).map(|(m, h)| (k, (m, h, v.len()))))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::stats::Dist;
+
+    fn row(task: &str, acc: f64, ttft_p95: f64, ok: bool) -> Row {
+        let cols = Columns {
+            sweep: "s".into(),
+            model: "m".into(),
+            quantization: "q".into(),
+            engine: "e".into(),
+            engine_kind: "llama.cpp".into(),
+            task: task.into(),
+            scenario: "x".into(),
+            scenario_kind: "single".into(),
+            scenario_params: "{}".into(),
+            max_tokens: 8,
+            temperature: 0.0,
+            top_p: 1.0,
+            seed: 0,
+            repeat: 0,
+        };
+        let stats = RunStats {
+            requests: 10,
+            ok: 10,
+            window_s: 10.0,
+            ttft_ms: Dist {
+                p95: Some(ttft_p95),
+                ..Default::default()
+            },
+            e2e_ms: Dist {
+                p95: Some(1000.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let data = RunData {
+            label: format!("{task}-{acc}-{ttft_p95}"),
+            run_key: format!("{acc}{ttft_p95}"),
+            columns: Some(cols),
+            failure: (!ok).then(|| "boom".to_string()),
+            stats: Some(stats),
+            metrics: BTreeMap::from([("accuracy".to_string(), acc)]),
+            ttft_ms: vec![ttft_p95 / 2.0; 10],
+            e2e_ms: vec![500.0; 10],
+            ..Default::default()
+        };
+        derive(
+            data,
+            &Slo {
+                ttft_p95: Some(2.0),
+                e2e_p95: Some(6.0),
+                gpu_memory_gib: None,
+            },
+            None,
+        )
+    }
+
+    #[test]
+    fn recommends_within_the_slo_only() {
+        let rows = vec![
+            row("mmlu", 0.9, 2500.0, true),
+            row("mmlu", 0.7, 300.0, true),
+            row("mmlu", 0.8, 900.0, true),
+            row("mmlu", 0.95, 100.0, false),
+        ];
+        assert_eq!(rows[0].meets_slo, Some(false));
+        assert_eq!(
+            rows[0].slo_misses,
+            vec!["TTFT p95 2500 ms > 2000 ms".to_string()]
+        );
+        let rec = recommend(&rows);
+        let picks = &rec["mmlu"];
+        assert_eq!(picks[0].objective, "highest quality");
+        assert_eq!(
+            picks[0].row,
+            Some(2),
+            "0.9 misses the SLO, 0.95 failed: 0.8 wins"
+        );
+        assert_eq!(picks[2].row, Some(1));
+        assert_eq!(picks[1].row, None, "no energy figures, no J/token pick");
+        assert_eq!(rows[1].goodput_rps, Some(1.0));
+    }
+
+    #[test]
+    fn cost_per_query_formula() {
+        let c = Cost {
+            energy_per_kwh: 0.36,
+            hardware_per_hour: 3.6,
+            currency: "EUR".into(),
+        };
+        // 3.6e6 J = 1 kWh → 0.36; 100 s of hardware → 0.1; over 10 queries.
+        let v = cost_per_query(&c, Some(3.6e6), 100.0, 10).unwrap();
+        assert!((v - 0.046).abs() < 1e-12, "{v}");
+        assert_eq!(cost_per_query(&c, None, 100.0, 10), None);
+        let hw_only = Cost {
+            energy_per_kwh: 0.0,
+            ..c
+        };
+        assert!((cost_per_query(&hw_only, None, 100.0, 10).unwrap() - 0.01).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,194 @@
+//! The report of a multi-configuration sweep on the real llama-server: summary.parquet/.csv
+//! read from Python, the recommendation checked against summary.parquet, report.html opened
+//! in headless Chromium, the notebook script run, and `report` regenerating from the cache.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+const SCENARIOS: &str = r#"scenario "batch" {
+    kind "batch"
+    batch-size 1 2
+    batches 2
+}
+scenario "server" {
+    kind "server"
+    users 1 2
+    rate 60
+    duration 3
+}"#;
+
+fn python() -> String {
+    setting("python.env", "BENCH360_PYTHON", "scripts/setup-python.sh")
+}
+
+#[test]
+fn a_multi_configuration_report_answers_and_opens_in_a_browser() {
+    let e = engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sweep = dir.path().join("multi.kdl");
+    let text = small_sweep(&e, "multi", "", SCENARIOS, "").replace(
+        "defaults {",
+        "slo {\n    ttft-p95 2.0\n    e2e-p95 6.0\n}\ncost {\n    hardware-per-hour 1.0\n    currency \"EUR\"\n}\ndefaults {",
+    );
+    std::fs::write(&sweep, text).unwrap();
+    let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text_of(&out));
+    let reports = cache.join("reports/multi");
+    for f in ["report.html", "report.md", "summary.parquet", "summary.csv"] {
+        assert!(reports.join(f).is_file(), "{f} missing");
+    }
+    let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+    for needle in [
+        r#"id="answer""#,
+        "Constraints: TTFT p95 ≤ 2 s, E2E p95 ≤ 6 s",
+        r#"class="latency-users""#,
+        r#"data-name="TTFT p99""#,
+        "TTFT SLO 2 s",
+        r#"id="throughput-batch""#,
+        r#"id="coldstart""#,
+        r#"id="pareto-mmlu-tpot""#,
+        "Pareto frontier",
+        "requests in flight",
+        "Cost per query =",
+    ] {
+        assert!(html.contains(needle), "report.html lacks {needle:?}");
+    }
+    // Self-contained: nothing to fetch (the SVG namespace URI is a name, not a request).
+    for fetch in [
+        "<script",
+        "<link",
+        "src=",
+        "href=\"http",
+        "url(http",
+        "@import",
+    ] {
+        assert!(
+            !html.contains(fetch),
+            "report.html is not self-contained: {fetch}"
+        );
+    }
+
+    // The recommendation equals what summary.parquet says, recomputed independently.
+    let check = format!(
+        r#"
+import duckdb
+q = "select label, accuracy, ttft_p95_ms from read_parquet('{p}') where status = 'ok' and meets_slo"
+rows = duckdb.connect().execute(q).fetchall()
+assert len(rows) == 4, rows
+best_acc = max(r[1] for r in rows)
+best_ttft = min(rows, key=lambda r: r[2])
+print("BEST_ACC", best_acc)
+print("BEST_TTFT", best_ttft[0])
+n = duckdb.connect().execute("select count(*) from read_csv_auto('{c}')").fetchone()[0]
+assert n == 4, n
+"#,
+        p = reports.join("summary.parquet").display(),
+        c = reports.join("summary.csv").display()
+    );
+    let py = Command::new(python())
+        .arg("-c")
+        .arg(check)
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", text_of(&py));
+    let stdout = String::from_utf8_lossy(&py.stdout);
+    let best_ttft = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("BEST_TTFT "))
+        .unwrap();
+    let answer = html
+        .split(r#"<div class="answer""#)
+        .nth(1)
+        .unwrap()
+        .split("</div>")
+        .next()
+        .unwrap();
+    let row = answer
+        .split("<tr>")
+        .find(|r| r.contains("lowest p95 TTFT"))
+        .unwrap();
+    assert!(
+        row.contains(&best_ttft.replace('&', "&amp;")),
+        "answer row {row} vs {best_ttft}"
+    );
+
+    // A real browser renders it: DOM parsed, no console errors, a screenshot taken.
+    let chromium = setting(
+        "browser.env",
+        "BENCH360_CHROMIUM",
+        "scripts/setup-browser.sh",
+    );
+    let shot = dir.path().join("report.png");
+    let url = format!("file://{}", reports.join("report.html").display());
+    let run = Command::new(&chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,2400",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text_of(&run));
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") && l.contains("ERROR")),
+        "console errors:\n{log}"
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 20_000,
+        "screenshot too small"
+    );
+    let dom = Command::new(&chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("The answer") && dom.matches("<svg").count() >= 8,
+        "rendered DOM lacks the answer or charts"
+    );
+
+    // The notebook script reads the tables and redraws a plot.
+    let svg = dir.path().join("ttft.svg");
+    let nb = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("notebooks/analysis.py"))
+        .arg(&cache)
+        .arg("multi")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(nb.status.success(), "{}", text_of(&nb));
+    assert_eq!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .matches(r#"class="p50""#)
+            .count(),
+        4
+    );
+
+    // `report` regenerates everything from the cache alone.
+    std::fs::remove_dir_all(&reports).unwrap();
+    let again = bench(&cache, &["report", sweep.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text_of(&again));
+    assert_eq!(
+        std::fs::read_to_string(reports.join("report.html")).unwrap(),
+        html
+    );
+}
+
+fn text_of(o: &std::process::Output) -> String {
+    text(o)
+}
