@@ -311,6 +311,21 @@ impl Executor<'_> {
         };
         let log = engine_dir.join("engine.log");
         let cold_journal = need_cold.then(|| Journal::start(self.store, self.plan, dep.coldstart));
+        // Weights already in a mounted Hugging Face cache (before the engine may fetch them)?
+        let weights_cached = match (&spec.engine.launch, &spec.model_id) {
+            (
+                crate::sweep::Launch::Docker {
+                    hf_cache: Some(h), ..
+                },
+                Some(id),
+            ) => Some(
+                Path::new(h)
+                    .join("hub")
+                    .join(format!("models--{}", id.replace('/', "--")))
+                    .is_dir(),
+            ),
+            _ => None,
+        };
         let t_launch = Instant::now();
         self.progress.say(&format!(
             "  starting {} ({})",
@@ -345,6 +360,8 @@ impl Executor<'_> {
             }
             Some(Ok(e)) => e,
         };
+        let gpu_mem_after_load_mb =
+            crate::telemetry::gpu::memory_used_mb(spec.engine.gpus.as_deref());
 
         // Warmup: the first request also times the cold start's first token.
         let first_task = runs
@@ -400,6 +417,8 @@ impl Executor<'_> {
                     .model_path
                     .as_deref()
                     .and_then(|p| bytes_of(Path::new(p))),
+                gpu_mem_after_load_mb,
+                weights_cached,
             };
             let res = self.store.begin_object(&cold_key).and_then(|tmp| {
                 write_json(&tmp.join("coldstart.json"), &cs)?;
@@ -854,15 +873,20 @@ fn run_data(
     .map(|m| m["correct"].iter().flatten().copied().collect())
     .unwrap_or_default();
     // GPU power and memory over the window, summed over devices per sample time.
-    let tele = num("telemetry.parquet", &["t_ns", "power_w", "mem_used_mb"]);
+    let tele = num(
+        "telemetry.parquet",
+        &["t_ns", "power_w", "mem_used_mb", "util_pct"],
+    );
     let sources =
         crate::trace::read_strings(&dir.join("telemetry.parquet"), &["source"]).unwrap_or_default();
     let mut power: std::collections::BTreeMap<i64, f64> = Default::default();
     let mut mem: std::collections::BTreeMap<i64, f64> = Default::default();
-    for (((t, w), m), src) in col(&tele, "t_ns")
+    let mut util: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
+    for ((((t, w), m), u), src) in col(&tele, "t_ns")
         .iter()
         .zip(col(&tele, "power_w"))
         .zip(col(&tele, "mem_used_mb"))
+        .zip(col(&tele, "util_pct"))
         .zip(sources.get("source").cloned().unwrap_or_default())
     {
         let (Some(t), Some("gpu")) = (t, src.as_deref()) else {
@@ -876,6 +900,11 @@ fn run_data(
         if let Some(m) = m {
             *mem.entry(bucket).or_default() += m / 1000.0;
         }
+        if let Some(u) = u {
+            let e = util.entry(bucket).or_default();
+            e.0 += u;
+            e.1 += 1.0;
+        }
     }
     data.power = power
         .into_iter()
@@ -884,6 +913,10 @@ fn run_data(
     data.gpu_mem_gb = mem
         .into_iter()
         .map(|(b, m)| (b as f64 / 100.0, m))
+        .collect();
+    data.gpu_util = util
+        .into_iter()
+        .map(|(b, (sum, k))| (b as f64 / 100.0, sum / k))
         .collect();
     data
 }

@@ -194,7 +194,13 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             }
             let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
             let front = super::stats::pareto_front(&xy);
-            let all = Series::new("configurations", xy.clone(), false);
+            let mut all = Series::new("configurations", xy.clone(), false);
+            // Accuracy's 95 % bootstrap interval as an error bar.
+            all.errors = rs
+                .iter()
+                .filter(|r| fx(r).is_some() && r.data.metrics.contains_key("accuracy"))
+                .map(|r| r.accuracy_ci)
+                .collect();
             let mut fr = Series::new(
                 "Pareto frontier",
                 front.iter().map(|&i| xy[i]).collect(),
@@ -230,8 +236,20 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                     true,
                 )
             };
+            let mut p50 = mk("TTFT p50", |r| r.data.stats.as_ref()?.ttft_ms.p50);
+            // Each point's 95 % bootstrap interval as an error bar.
+            p50.errors = pts
+                .iter()
+                .filter(|(_, r)| {
+                    r.data
+                        .stats
+                        .as_ref()
+                        .is_some_and(|s| s.ttft_ms.p50.is_some())
+                })
+                .map(|(_, r)| r.ttft_p50_ci)
+                .collect();
             let series = vec![
-                mk("TTFT p50", |r| r.data.stats.as_ref()?.ttft_ms.p50),
+                p50,
                 mk("TTFT p99", |r| r.data.stats.as_ref()?.ttft_ms.p99),
                 mk("E2E p50", |r| r.data.stats.as_ref()?.e2e_ms.p50),
                 mk("E2E p99", |r| r.data.stats.as_ref()?.e2e_ms.p99),
@@ -337,6 +355,9 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
         }
         if !d.gpu_mem_gb.is_empty() {
             tl.push(Series::new("GPU memory (GB)", d.gpu_mem_gb.clone(), true));
+        }
+        if !d.gpu_util.is_empty() {
+            tl.push(Series::new("GPU utilization (%)", d.gpu_util.clone(), true));
         }
         let timeline = Chart {
             title: "Timeline".into(),

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Phases;
 use stats::{Dist, RunStats};
 
-pub(crate) const REPORT_FORMAT: &str = "report/3";
+pub(crate) const REPORT_FORMAT: &str = "report/4";
 
 /// What the `coldstart` node records.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -23,6 +23,12 @@ pub(crate) struct ColdStart {
     /// Launch call → first content token of the first (warmup) request.
     pub first_token_s: Option<f64>,
     pub model_bytes: Option<u64>,
+    /// GPU memory used right after the engine became healthy (sampled GPUs), when NVML is there.
+    #[serde(default)]
+    pub gpu_mem_after_load_mb: Option<f64>,
+    /// Whether the weights were already in the mounted Hugging Face cache before the start.
+    #[serde(default)]
+    pub weights_cached: Option<bool>,
 }
 
 /// One row of the report: a run, its stats and its quality.
@@ -147,8 +153,24 @@ pub(crate) fn markdown(
                 c.model_bytes
                     .map(|b| format!("{:.1}", b as f64 / 1e6))
                     .unwrap_or_else(|| "–".into()),
+                c.gpu_mem_after_load_mb
+                    .map(|m| format!("{m:.0}"))
+                    .unwrap_or_else(|| "–".into()),
+                match c.weights_cached {
+                    Some(true) => "yes".into(),
+                    Some(false) => "no (downloaded)".into(),
+                    None => "–".into(),
+                },
             ],
-            None => vec![d.clone(), "–".into(), "–".into(), "–".into(), "–".into()],
+            None => vec![
+                d.clone(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+            ],
         })
         .collect();
     out.push_str(&table(
@@ -158,6 +180,8 @@ pub(crate) fn markdown(
             "healthy s",
             "first token s",
             "model MB",
+            "GPU mem after load MB",
+            "weights in HF cache",
         ],
         &cs,
     ));

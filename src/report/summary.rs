@@ -35,6 +35,8 @@ pub(crate) struct RunData {
     /// (seconds since window start, W) summed over GPUs; and GPU memory in GB.
     pub power: Vec<(f64, f64)>,
     pub gpu_mem_gb: Vec<(f64, f64)>,
+    /// (seconds, %) averaged over GPUs.
+    pub gpu_util: Vec<(f64, f64)>,
     pub sentences: usize,
 }
 
@@ -407,6 +409,14 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 (
                     "model_mb",
                     f(cs.and_then(|c| c.model_bytes).map(|b| b as f64 / 1e6)),
+                ),
+                (
+                    "cold_gpu_mem_after_load_mb",
+                    f(cs.and_then(|c| c.gpu_mem_after_load_mb)),
+                ),
+                (
+                    "weights_cached",
+                    Cell::Bool(cs.and_then(|c| c.weights_cached)),
                 ),
                 ("cost_per_query", f(r.cost_per_query)),
                 ("meets_slo", Cell::Bool(r.meets_slo)),

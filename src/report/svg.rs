@@ -28,8 +28,8 @@ pub(crate) struct Series {
     pub line: bool,
     /// Per-point labels drawn beside the markers.
     pub labels: Vec<String>,
-    /// Optional vertical error bars (half-widths), one per point.
-    pub errors: Vec<Option<f64>>,
+    /// Optional vertical error bars (low, high), one per point.
+    pub errors: Vec<Option<(f64, f64)>>,
 }
 
 impl Series {
@@ -116,13 +116,10 @@ impl Chart {
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.0));
         let ys = self.series.iter().flat_map(|s| {
-            s.points
-                .iter()
-                .zip(s.errors.iter().map(Some).chain(std::iter::repeat(None)))
-                .flat_map(|(p, e)| {
-                    let h = e.copied().flatten().unwrap_or(0.0);
-                    [p.1 - h, p.1 + h]
-                })
+            s.points.iter().enumerate().flat_map(|(j, p)| {
+                let (lo, hi) = s.errors.get(j).copied().flatten().unwrap_or((p.1, p.1));
+                [lo.min(p.1), hi.max(p.1)]
+            })
         });
         let (x0, x1) = range(xs, false);
         let (y0, y1) = range(ys.chain(self.hlines.iter().map(|h| h.1)), true);
@@ -216,13 +213,13 @@ impl Chart {
                 );
             }
             for (j, p) in ser.points.iter().enumerate() {
-                if let Some(Some(h)) = ser.errors.get(j) {
+                if let Some(Some((lo, hi))) = ser.errors.get(j) {
                     let _ = write!(
                         s,
-                        r#"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="{c}"/>"#,
+                        r#"<line class="errorbar" x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="{c}"/>"#,
                         px(p.0),
-                        py(p.1 - h),
-                        py(p.1 + h)
+                        py(*lo),
+                        py(*hi)
                     );
                 }
                 let _ = write!(

@@ -58,6 +58,21 @@ fn device_name(i: u32) -> String {
     format!("gpu{i}")
 }
 
+/// GPU memory used now on the given devices (all when None), summed; None without NVML.
+pub(crate) fn memory_used_mb(wanted: Option<&[u32]>) -> Option<f64> {
+    let n = nvml().ok()?;
+    let devs = devices(&n, wanted).ok()?;
+    devs.iter()
+        .map(|(i, _)| {
+            n.device_by_index(*i)
+                .ok()?
+                .memory_info()
+                .ok()
+                .map(|m| m.used as f64 / 1e6)
+        })
+        .sum()
+}
+
 /// Energy counter reads (mJ since driver load) of each device.
 pub(crate) fn energy_sample(nvml: &Nvml, indices: &[u32], t_ns: i64) -> Vec<Sample> {
     indices
