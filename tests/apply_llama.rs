@@ -539,3 +539,60 @@ fn ctrl_c_stops_the_engine_and_records_nothing_half_done() {
     assert!(resumed.status.success(), "{}", text(&resumed));
     assert!(ran(&resumed).contains(&"run smollm2:q4_1@llama mmlu server".to_string()));
 }
+
+#[test]
+fn rate_concurrency_and_offline_scenarios_run_on_the_real_engine() {
+    let scenarios = r#"scenario "bursty" {
+    kind "rate"
+    rate 4
+    burstiness 0.5
+    duration 3
+}
+scenario "closed" {
+    kind "concurrency"
+    concurrency 2
+    requests 6
+}
+scenario "all-at-once" {
+    kind "offline"
+    requests 4
+}"#;
+    let (_dir, cache, sweep) = setup("more-scenarios", "", scenarios, "");
+    let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stats = |label: &str| -> serde_json::Value {
+        let rec = records(&cache)
+            .into_iter()
+            .find(|r| r["label"] == label)
+            .unwrap();
+        serde_json::from_str(
+            &std::fs::read_to_string(
+                cache
+                    .join("objects")
+                    .join(rec["key"].as_str().unwrap())
+                    .join("stats.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap()
+    };
+    let closed = stats("run smollm2:q4_1@llama mmlu closed");
+    assert_eq!(
+        (closed["requests"].as_u64(), closed["failed"].as_u64()),
+        (Some(6), Some(0)),
+        "{closed}"
+    );
+    let offline = stats("run smollm2:q4_1@llama mmlu all-at-once");
+    assert_eq!(offline["ok"], 4, "{offline}");
+    let bursty = stats("run smollm2:q4_1@llama mmlu bursty");
+    assert!(bursty["requests"].as_u64().unwrap() >= 2, "{bursty}");
+    // Per-token ITL exists and, with one token per llama.cpp chunk, is close to ITL.
+    let (itl, per_token) = (
+        closed["itl_ms"]["p50"].as_f64().unwrap(),
+        closed["itl_per_token_ms"]["p50"].as_f64().unwrap(),
+    );
+    assert!(
+        per_token > 0.0 && per_token <= itl * 1.5,
+        "{itl} vs {per_token}"
+    );
+}

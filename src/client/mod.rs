@@ -233,6 +233,7 @@ pub(crate) fn apply_event(
         rec.finish_reason = Some(f.to_string());
     }
     let usage = v.get("usage").filter(|u| !u.is_null());
+    let before = rec.completion_tokens;
     if let Some(u) = usage {
         rec.prompt_tokens = u
             .get("prompt_tokens")
@@ -243,6 +244,12 @@ pub(crate) fn apply_event(
             .and_then(Value::as_u64)
             .map(|x| x as u32);
     }
+    // A server that reports usage on every chunk (vLLM's continuous usage stats) tells how
+    // many tokens each chunk carried.
+    let chunk_tokens = match (usage, rec.completion_tokens) {
+        (Some(_), Some(now)) if !text.is_empty() => Some(now.saturating_sub(before.unwrap_or(0))),
+        _ => None,
+    };
     let kind = if !text.is_empty() {
         rec.content_chunks += 1;
         rec.output.push_str(text);
@@ -261,9 +268,7 @@ pub(crate) fn apply_event(
         t_ns,
         kind,
         chars: (text.chars().count() + reasoning.chars().count()) as u32,
-        // A per-chunk usage on a content chunk would give its own count; servers that send
-        // usage only at the end leave chunks without one.
-        tokens: None,
+        tokens: chunk_tokens,
     });
     Ok(false)
 }

@@ -24,6 +24,60 @@ pub(crate) enum ScenarioInstance {
         rate: f64,
         duration_s: f64,
     },
+    Rate {
+        /// Requests per second in total.
+        rate: f64,
+        burstiness: f64,
+        duration_s: f64,
+        ramp_from: Option<f64>,
+    },
+    Concurrency {
+        concurrency: u64,
+        requests: Option<u64>,
+    },
+    Offline {
+        requests: Option<u64>,
+    },
+}
+
+/// Number of values of each parameter of a declared scenario (axes have more than one).
+fn axis_sizes(spec: &ScenarioSpec) -> Vec<(&'static str, usize)> {
+    match spec {
+        ScenarioSpec::Single { requests } => vec![("requests", requests.len())],
+        ScenarioSpec::Batch {
+            batch_size,
+            batches,
+        } => vec![("batch-size", batch_size.len()), ("batches", batches.len())],
+        ScenarioSpec::Server {
+            users,
+            rate,
+            duration_s,
+        } => vec![
+            ("users", users.len()),
+            ("rate", rate.len()),
+            ("duration", duration_s.len()),
+        ],
+        ScenarioSpec::Rate {
+            rate,
+            burstiness,
+            duration_s,
+            ..
+        } => {
+            vec![
+                ("rate", rate.len()),
+                ("burstiness", burstiness.len()),
+                ("duration", duration_s.len()),
+            ]
+        }
+        ScenarioSpec::Concurrency {
+            concurrency,
+            requests,
+        } => vec![
+            ("concurrency", concurrency.len()),
+            ("requests", requests.len()),
+        ],
+        ScenarioSpec::Offline { requests } => vec![("requests", requests.len())],
+    }
 }
 
 impl ScenarioInstance {
@@ -32,85 +86,67 @@ impl ScenarioInstance {
             ScenarioInstance::Single { .. } => "single",
             ScenarioInstance::Batch { .. } => "batch",
             ScenarioInstance::Server { .. } => "server",
+            ScenarioInstance::Rate { .. } => "rate",
+            ScenarioInstance::Concurrency { .. } => "concurrency",
+            ScenarioInstance::Offline { .. } => "offline",
         }
     }
 
-    /// The parameters that vary along axes, for labels ("batch-size=4").
+    /// The parameters that vary along axes, for labels ("batch-size=4"), in declared order.
     pub fn axis_params(&self, spec: &ScenarioSpec) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        match (self, spec) {
-            (ScenarioInstance::Single { requests }, ScenarioSpec::Single { requests: all }) => {
-                if all.len() > 1 {
-                    out.push(("requests".into(), fmt_opt(requests)));
-                }
-            }
-            (
-                ScenarioInstance::Batch {
-                    batch_size,
-                    batches,
-                },
-                ScenarioSpec::Batch {
-                    batch_size: bs,
-                    batches: bn,
-                },
-            ) => {
-                if bs.len() > 1 {
-                    out.push(("batch-size".into(), batch_size.to_string()));
-                }
-                if bn.len() > 1 {
-                    out.push(("batches".into(), batches.to_string()));
-                }
-            }
-            (
-                ScenarioInstance::Server {
-                    users,
-                    rate,
-                    duration_s,
-                },
-                ScenarioSpec::Server {
-                    users: u,
-                    rate: r,
-                    duration_s: d,
-                },
-            ) => {
-                if u.len() > 1 {
-                    out.push(("users".into(), users.to_string()));
-                }
-                if r.len() > 1 {
-                    out.push(("rate".into(), rate.to_string()));
-                }
-                if d.len() > 1 {
-                    out.push(("duration".into(), duration_s.to_string()));
-                }
-            }
-            _ => unreachable!("instance expanded from its own spec"),
-        }
-        out
+        let params = self.params();
+        axis_sizes(spec)
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .filter_map(|(name, _)| params.get(name).map(|v| (name.to_string(), v.clone())))
+            .collect()
     }
 
     /// Every parameter, for node keys and trace columns.
     pub fn params(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            m.insert(k.to_string(), v);
+        };
         match self {
-            ScenarioInstance::Single { requests } => {
-                m.insert("requests".into(), fmt_opt(requests));
-            }
+            ScenarioInstance::Single { requests } => put("requests", fmt_opt(requests)),
             ScenarioInstance::Batch {
                 batch_size,
                 batches,
             } => {
-                m.insert("batch-size".into(), batch_size.to_string());
-                m.insert("batches".into(), batches.to_string());
+                put("batch-size", batch_size.to_string());
+                put("batches", batches.to_string());
             }
             ScenarioInstance::Server {
                 users,
                 rate,
                 duration_s,
             } => {
-                m.insert("users".into(), users.to_string());
-                m.insert("rate".into(), rate.to_string());
-                m.insert("duration".into(), duration_s.to_string());
+                put("users", users.to_string());
+                put("rate", rate.to_string());
+                put("duration", duration_s.to_string());
             }
+            ScenarioInstance::Rate {
+                rate,
+                burstiness,
+                duration_s,
+                ramp_from,
+            } => {
+                put("rate", rate.to_string());
+                put("burstiness", burstiness.to_string());
+                put("duration", duration_s.to_string());
+                if let Some(r) = ramp_from {
+                    put("ramp-from", r.to_string());
+                }
+            }
+            ScenarioInstance::Concurrency {
+                concurrency,
+                requests,
+            } => {
+                put("concurrency", concurrency.to_string());
+                put("requests", fmt_opt(requests));
+            }
+            ScenarioInstance::Offline { requests } => put("requests", fmt_opt(requests)),
         }
         m
     }
@@ -156,6 +192,43 @@ fn instances(spec: &ScenarioSpec) -> Vec<ScenarioInstance> {
                         });
                     }
                 }
+            }
+        }
+        ScenarioSpec::Rate {
+            rate,
+            burstiness,
+            duration_s,
+            ramp_from,
+        } => {
+            for r in rate {
+                for b in burstiness {
+                    for d in duration_s {
+                        out.push(ScenarioInstance::Rate {
+                            rate: *r,
+                            burstiness: *b,
+                            duration_s: *d,
+                            ramp_from: *ramp_from,
+                        });
+                    }
+                }
+            }
+        }
+        ScenarioSpec::Concurrency {
+            concurrency,
+            requests,
+        } => {
+            for c in concurrency {
+                for r in requests {
+                    out.push(ScenarioInstance::Concurrency {
+                        concurrency: *c,
+                        requests: *r,
+                    });
+                }
+            }
+        }
+        ScenarioSpec::Offline { requests } => {
+            for r in requests {
+                out.push(ScenarioInstance::Offline { requests: *r });
             }
         }
     }

@@ -5,6 +5,10 @@
 //! - TPOT = (last content token − first content token) / (completion tokens − 1), with the
 //!   completion tokens from the server's `usage`; undefined for fewer than 2 tokens.
 //! - ITL = every gap between consecutive content chunks of a request.
+//! - ITL per token = each such gap / the tokens its later chunk carried: the server's
+//!   per-chunk count when it reports one, else the request's completion tokens / content
+//!   chunks (engines that send several tokens per chunk, like LMDeploy under load, then do not
+//!   look slower per token than they are).
 //! - E2E = last content token (or end of stream when none) − scheduled time.
 //! - queue (client lag) = send − scheduled.
 //! - Percentiles interpolate linearly between closest ranks (numpy's default).
@@ -101,6 +105,9 @@ pub(crate) struct RunStats {
     pub ttft_ms: Dist,
     pub tpot_ms: Dist,
     pub itl_ms: Dist,
+    /// ITL divided by the tokens each chunk carried (see the module docs).
+    #[serde(default)]
+    pub itl_per_token_ms: Dist,
     pub e2e_ms: Dist,
     pub queue_ms: Dist,
     pub prompt_tokens: u64,
@@ -133,13 +140,29 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
     let window_s = window_ns as f64 / 1e9;
     let ok_ids: std::collections::HashSet<u32> = ok.iter().map(|r| r.id).collect();
     let mut itl = Vec::new();
+    let mut itl_token = Vec::new();
+    let per_chunk: std::collections::HashMap<u32, f64> = ok
+        .iter()
+        .filter_map(|r| match (r.completion_tokens, r.content_chunks) {
+            (Some(t), c) if c > 0 => Some((r.id, t as f64 / c as f64)),
+            _ => None,
+        })
+        .collect();
     let mut last: BTreeMap<u32, i64> = BTreeMap::new();
     for c in chunks
         .iter()
         .filter(|c| c.kind == ChunkKind::Content && ok_ids.contains(&c.request_id))
     {
         if let Some(prev) = last.insert(c.request_id, c.t_ns) {
-            itl.push((c.t_ns - prev) as f64 / MS);
+            let gap = (c.t_ns - prev) as f64 / MS;
+            itl.push(gap);
+            let tokens = c
+                .tokens
+                .map(f64::from)
+                .or_else(|| per_chunk.get(&c.request_id).copied());
+            if let Some(t) = tokens.filter(|t| *t > 0.0) {
+                itl_token.push(gap / t);
+            }
         }
     }
     let output_tokens: u64 = ok
@@ -158,6 +181,7 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
         ttft_ms: Dist::of(ok.iter().filter_map(|r| ttft_ms(r)).collect()),
         tpot_ms: Dist::of(ok.iter().filter_map(|r| tpot_ms(r)).collect()),
         itl_ms: Dist::of(itl),
+        itl_per_token_ms: Dist::of(itl_token),
         e2e_ms: Dist::of(ok.iter().map(|r| e2e_ms(r)).collect()),
         client_behind: queue.p99.is_some_and(|p| p > CLIENT_LAG_P99_MS),
         queue_ms: queue,
@@ -212,6 +236,46 @@ mod tests {
         assert_eq!(e2e_ms(&r), 52.0);
         assert_eq!(queue_ms(&r), Some(2.0));
         assert_eq!(tpot_ms(&req(0, 0, 0, 5, 5, 1)), None);
+    }
+
+    #[test]
+    fn itl_per_token_stays_right_when_chunks_carry_several_tokens() {
+        // Scripted: 3 content chunks 30 ms apart carrying 10 tokens each (LMDeploy-like);
+        // usage says 30 tokens. Per chunk 30 ms; per token 3 ms.
+        let mut r = req(0, 0, 0, 10_000_000, 70_000_000, 30);
+        r.content_chunks = 3;
+        let c = |i: u32, t: i64, tokens: Option<u32>| ChunkRecord {
+            request_id: 0,
+            index: i,
+            t_ns: t,
+            kind: ChunkKind::Content,
+            chars: 40,
+            tokens,
+        };
+        let estimated = run_stats(
+            std::slice::from_ref(&r),
+            &[
+                c(0, 10_000_000, None),
+                c(1, 40_000_000, None),
+                c(2, 70_000_000, None),
+            ],
+        );
+        assert_eq!(estimated.itl_ms.p50, Some(30.0));
+        assert_eq!(estimated.itl_per_token_ms.p50, Some(3.0));
+        // TPOT from usage: 60 ms over 29 token gaps, regardless of chunking.
+        assert!((estimated.tpot_ms.p50.unwrap() - 60.0 / 29.0).abs() < 1e-9);
+        // Per-chunk counts from the server win over the estimate: 2 then 20 tokens.
+        let reported = run_stats(
+            &[r],
+            &[
+                c(0, 10_000_000, Some(8)),
+                c(1, 40_000_000, Some(2)),
+                c(2, 70_000_000, Some(20)),
+            ],
+        );
+        // Gaps of 30 ms over 2 and 20 tokens: 15 and 1.5 ms per token.
+        assert_eq!(reported.itl_per_token_ms.min, Some(1.5));
+        assert_eq!(reported.itl_per_token_ms.max, Some(15.0));
     }
 
     #[test]

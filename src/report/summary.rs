@@ -344,6 +344,16 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 ];
                 v.extend(names.into_iter().zip(vals.map(f)));
             }
+            v.extend([
+                (
+                    "itl_per_token_p50_ms",
+                    f(s.and_then(|s| s.itl_per_token_ms.p50)),
+                ),
+                (
+                    "itl_per_token_p99_ms",
+                    f(s.and_then(|s| s.itl_per_token_ms.p99)),
+                ),
+            ]);
             let lo = |ci: Option<(f64, f64)>| f(ci.map(|c| c.0));
             let hi = |ci: Option<(f64, f64)>| f(ci.map(|c| c.1));
             v.extend([

@@ -196,6 +196,24 @@ pub(crate) enum ScenarioSpec {
         rate: Vec<f64>,
         duration_s: Vec<f64>,
     },
+    /// Open loop at a total rate (requests/s) with gamma-distributed gaps.
+    Rate {
+        rate: Vec<f64>,
+        /// Gamma shape: 1 = Poisson, < 1 burstier, > 1 more regular.
+        burstiness: Vec<f64>,
+        duration_s: Vec<f64>,
+        /// Linear ramp from this rate to `rate` over the duration.
+        ramp_from: Option<f64>,
+    },
+    /// Closed loop: N requests in flight, each replaced as it returns.
+    Concurrency {
+        concurrency: Vec<u64>,
+        requests: Vec<Option<u64>>,
+    },
+    /// Everything at once (MLPerf Offline).
+    Offline {
+        requests: Vec<Option<u64>>,
+    },
 }
 
 #[derive(Debug, Clone, Default)]

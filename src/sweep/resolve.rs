@@ -60,7 +60,14 @@ const ENGINE_FIELDS: &[&str] = &[
     "hf-cache",
 ];
 const TASK_FIELDS: &[&str] = &["kind", "dataset", "samples", "shots", "system"];
-const SCENARIO_KINDS: &[&str] = &["single", "batch", "server"];
+const SCENARIO_KINDS: &[&str] = &[
+    "single",
+    "batch",
+    "server",
+    "rate",
+    "concurrency",
+    "offline",
+];
 const MATRIX_FIELDS: &[&str] = &[
     "model",
     "quantization",
@@ -1181,6 +1188,9 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
         Some("single") => &["kind", "requests"],
         Some("batch") => &["kind", "batch-size", "batches"],
         Some("server") => &["kind", "users", "rate", "duration"],
+        Some("rate") => &["kind", "rate", "burstiness", "duration", "ramp-from"],
+        Some("concurrency") => &["kind", "concurrency", "requests"],
+        Some("offline") => &["kind", "requests"],
         Some(other) => {
             let help = did_you_mean(other, SCENARIO_KINDS.iter().copied())
                 .unwrap_or_else(|| known_list(SCENARIO_KINDS.iter().copied()));
@@ -1271,6 +1281,63 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
                 duration_s,
             }
         }
+        "rate" => {
+            let need = |field: &str, min: f64, max: f64, help: &str, ctx: &mut Ctx| match Ctx::first(
+                &f, field,
+            ) {
+                Some(n) => ctx.nums(n, min, max),
+                None => {
+                    ctx.err_help(
+                        node.name.span,
+                        format!("`rate` scenario needs `{field}`"),
+                        format!("missing `{field}`"),
+                        help,
+                    );
+                    Vec::new()
+                }
+            };
+            let rate = need(
+                "rate",
+                1e-6,
+                1e7,
+                "requests per second in total, e.g. `rate 4`",
+                ctx,
+            );
+            let duration_s = need(
+                "duration",
+                0.001,
+                7.0 * 86_400.0,
+                "seconds of traffic, e.g. `duration 60`",
+                ctx,
+            );
+            let burstiness = Ctx::first(&f, "burstiness")
+                .map(|n| ctx.nums(n, 0.01, 1000.0))
+                .unwrap_or_else(|| vec![1.0]);
+            let ramp_from = Ctx::first(&f, "ramp-from").and_then(|n| ctx.one_num(n, 0.0, 1e7));
+            ScenarioSpec::Rate {
+                rate,
+                burstiness,
+                duration_s,
+                ramp_from,
+            }
+        }
+        "concurrency" => {
+            let concurrency = required_ints("concurrency", 1, 1_000_000, ctx);
+            let requests = match Ctx::first(&f, "requests") {
+                Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
+                None => vec![None],
+            };
+            ScenarioSpec::Concurrency {
+                concurrency,
+                requests,
+            }
+        }
+        "offline" => ScenarioSpec::Offline {
+            requests: match Ctx::first(&f, "requests") {
+                Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
+                None => vec![None],
+            },
+        },
         _ => unreachable!("kind checked above"),
     };
     Some(Scenario { name: name?, spec })

@@ -84,6 +84,80 @@ pub(crate) fn server_schedule(
     out
 }
 
+/// Arrival schedule of the rate scenario: one stream at `rate` requests/s in total (linearly
+/// ramped from `ramp_from` when given), gaps gamma-distributed with shape `burstiness`
+/// (1 = Poisson), for `duration_s`; prompts in one seeded order.
+pub(crate) fn rate_schedule(
+    rate: f64,
+    burstiness: f64,
+    duration_s: f64,
+    ramp_from: Option<f64>,
+    n_samples: usize,
+    seed: u64,
+) -> Vec<Planned> {
+    let mut r = SplitMix64::derive(seed, "rate/arrivals");
+    let mut order: Vec<usize> = (0..n_samples).collect();
+    SplitMix64::derive(seed, "rate/order").shuffle(&mut order);
+    let mut out = Vec::new();
+    let mut t = 0.0;
+    loop {
+        let now_rate = match ramp_from {
+            Some(r0) => r0 + (rate - r0) * (t / duration_s).min(1.0),
+            None => rate,
+        }
+        .max(rate * 1e-3);
+        // Gamma(k, 1/(k·λ)) has mean 1/λ and coefficient of variation 1/√k.
+        t += r.gamma(burstiness, 1.0 / (burstiness * now_rate));
+        if t >= duration_s {
+            break;
+        }
+        out.push(Planned {
+            at: Duration::from_secs_f64(t),
+            user: None,
+            sample: order[out.len() % n_samples],
+        });
+    }
+    out
+}
+
+/// Runs planned arrivals open-loop: each request is sent at its time, whatever the others do.
+async fn open_loop<C: InferenceClient>(
+    client: &Arc<C>,
+    plan: Vec<Planned>,
+    samples: &[Sample],
+    clock: RunClock,
+    cancel: &Cancel,
+    progress: &ProgressBar,
+    out: &mut Outcome,
+) {
+    progress.set_length(plan.len() as u64);
+    let start = Instant::now() + Duration::from_millis(20);
+    let mut set = JoinSet::new();
+    for (id, p) in plan.into_iter().enumerate() {
+        let req = request(id as u32, p.user, p.sample, samples);
+        let c = client.clone();
+        let at = start + p.at;
+        set.spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            c.stream(req, at, clock).await
+        });
+    }
+    loop {
+        tokio::select! {
+            next = set.join_next() => match next {
+                Some(Ok((r, c))) => {
+                    progress.inc(1);
+                    out.requests.push(r);
+                    out.chunks.extend(c);
+                }
+                Some(Err(e)) => panic!("request task failed: {e}"),
+                None => break,
+            },
+            _ = cancel.cancelled() => { out.cancelled = true; set.abort_all(); break; }
+        }
+    }
+}
+
 /// Number of measured requests a scenario sends (for progress; the server's is its schedule).
 pub(crate) fn expected_requests(instance: &ScenarioInstance, n_samples: usize) -> u64 {
     match instance {
@@ -97,6 +171,15 @@ pub(crate) fn expected_requests(instance: &ScenarioInstance, n_samples: usize) -
             rate,
             duration_s,
         } => (*users as f64 * rate / 60.0 * duration_s).round() as u64,
+        ScenarioInstance::Rate {
+            rate,
+            duration_s,
+            ramp_from,
+            ..
+        } => (ramp_from.map_or(*rate, |r0| (r0 + rate) / 2.0) * duration_s).round() as u64,
+        ScenarioInstance::Concurrency { requests, .. } | ScenarioInstance::Offline { requests } => {
+            requests.unwrap_or(n_samples as u64)
+        }
     }
 }
 
@@ -172,22 +255,53 @@ pub(crate) async fn run<C: InferenceClient>(
             duration_s,
         } => {
             let plan = server_schedule(*users, *rate, *duration_s, n, seed);
-            progress.set_length(plan.len() as u64);
-            let start = Instant::now() + Duration::from_millis(20);
+            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+        }
+        ScenarioInstance::Rate {
+            rate,
+            burstiness,
+            duration_s,
+            ramp_from,
+        } => {
+            let plan = rate_schedule(*rate, *burstiness, *duration_s, *ramp_from, n, seed);
+            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+        }
+        ScenarioInstance::Offline { requests } => {
+            let plan = (0..requests.unwrap_or(n as u64) as usize)
+                .map(|i| Planned {
+                    at: Duration::ZERO,
+                    user: None,
+                    sample: i % n,
+                })
+                .collect();
+            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+        }
+        ScenarioInstance::Concurrency {
+            concurrency,
+            requests,
+        } => {
+            // Closed loop: start N, and start the next one each time one returns.
+            let total = requests.unwrap_or(n as u64);
+            let mut next = 0u64;
             let mut set = JoinSet::new();
-            for (id, p) in plan.into_iter().enumerate() {
-                let req = request(id as u32, p.user, p.sample, &samples);
+            let launch = |set: &mut JoinSet<_>, next: &mut u64| {
+                let req = request(*next as u32, None, *next as usize % n, &samples);
                 let c = client.clone();
-                let at = start + p.at;
-                set.spawn(async move {
-                    tokio::time::sleep_until(at.into()).await;
-                    c.stream(req, at, clock).await
-                });
+                *next += 1;
+                set.spawn(async move { c.stream(req, Instant::now(), clock).await });
+            };
+            while next < total.min(*concurrency) {
+                launch(&mut set, &mut next);
             }
             loop {
                 tokio::select! {
-                    next = set.join_next() => match next {
-                        Some(Ok(res)) => keep(&mut out, res),
+                    done = set.join_next() => match done {
+                        Some(Ok(res)) => {
+                            keep(&mut out, res);
+                            if next < total {
+                                launch(&mut set, &mut next);
+                            }
+                        }
                         Some(Err(e)) => panic!("request task failed: {e}"),
                         None => break,
                     },
@@ -203,6 +317,142 @@ pub(crate) async fn run<C: InferenceClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_schedule_has_the_asked_rate_burstiness_and_ramp() {
+        for k in [0.5, 1.0, 4.0] {
+            let p = rate_schedule(50.0, k, 200.0, None, 10, 5);
+            let n = p.len() as f64;
+            assert!(
+                (n - 10_000.0).abs() < 400.0,
+                "k={k}: {n} arrivals for 10 000 expected"
+            );
+            let gaps: Vec<f64> = p
+                .windows(2)
+                .map(|w| (w[1].at - w[0].at).as_secs_f64())
+                .collect();
+            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            let sd =
+                (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+            assert!(
+                (sd / mean - 1.0 / k.sqrt()).abs() < 0.08 / k.sqrt(),
+                "k={k} cv {}",
+                sd / mean
+            );
+        }
+        // A linear ramp 0 → 20/s over 100 s: half as many arrivals as a flat 20/s, and the
+        // second half of the time holds three quarters of them.
+        let p = rate_schedule(20.0, 1.0, 100.0, Some(0.0), 10, 9);
+        assert!((p.len() as f64 - 1000.0).abs() < 100.0, "{}", p.len());
+        let late = p.iter().filter(|x| x.at >= Duration::from_secs(50)).count() as f64;
+        assert!(
+            (late / p.len() as f64 - 0.75).abs() < 0.05,
+            "{}",
+            late / p.len() as f64
+        );
+        assert_eq!(
+            p,
+            rate_schedule(20.0, 1.0, 100.0, Some(0.0), 10, 9),
+            "seeded"
+        );
+    }
+
+    /// A test double counting how many requests are in flight at once.
+    struct Counting {
+        now: std::sync::atomic::AtomicUsize,
+        peak: std::sync::atomic::AtomicUsize,
+    }
+
+    impl InferenceClient for Counting {
+        async fn stream(
+            &self,
+            req: GenRequest,
+            scheduled: Instant,
+            clock: RunClock,
+        ) -> (RequestRecord, Vec<ChunkRecord>) {
+            use std::sync::atomic::Ordering::SeqCst;
+            let n = self.now.fetch_add(1, SeqCst) + 1;
+            self.peak.fetch_max(n, SeqCst);
+            tokio::time::sleep(Duration::from_millis(5 + (req.id as u64 % 3) * 5)).await;
+            self.now.fetch_sub(1, SeqCst);
+            let t = clock.ns(Instant::now());
+            (
+                RequestRecord {
+                    id: req.id,
+                    scheduled_ns: clock.ns(scheduled),
+                    sent_ns: Some(clock.ns(scheduled)),
+                    end_ns: t,
+                    ..Default::default()
+                },
+                vec![],
+            )
+        }
+    }
+
+    fn samples(n: usize) -> Arc<Vec<Sample>> {
+        Arc::new(
+            (0..n)
+                .map(|i| Sample {
+                    id: format!("s{i}"),
+                    system: None,
+                    prompt: "p".into(),
+                    reference: "A".into(),
+                    groups: Default::default(),
+                })
+                .collect(),
+        )
+    }
+
+    #[tokio::test]
+    async fn closed_loop_keeps_exactly_n_in_flight_and_offline_sends_all_at_once() {
+        let (_tx, cancel) = Cancel::new();
+        let client = Arc::new(Counting {
+            now: 0.into(),
+            peak: 0.into(),
+        });
+        let inst = ScenarioInstance::Concurrency {
+            concurrency: 4,
+            requests: Some(40),
+        };
+        let out = run(
+            client.clone(),
+            &inst,
+            samples(7),
+            1,
+            RunClock::start(),
+            cancel.clone(),
+            ProgressBar::hidden(),
+        )
+        .await;
+        assert_eq!(out.requests.len(), 40);
+        assert_eq!(client.peak.load(std::sync::atomic::Ordering::SeqCst), 4);
+        assert_eq!(
+            out.requests.iter().map(|r| r.id).collect::<Vec<_>>(),
+            (0..40).collect::<Vec<_>>()
+        );
+
+        let client = Arc::new(Counting {
+            now: 0.into(),
+            peak: 0.into(),
+        });
+        let out = run(
+            client.clone(),
+            &ScenarioInstance::Offline { requests: Some(25) },
+            samples(7),
+            1,
+            RunClock::start(),
+            cancel,
+            ProgressBar::hidden(),
+        )
+        .await;
+        assert_eq!(out.requests.len(), 25);
+        assert_eq!(client.peak.load(std::sync::atomic::Ordering::SeqCst), 25);
+        let first = out.requests.iter().map(|r| r.scheduled_ns).min().unwrap();
+        assert!(
+            out.requests.iter().all(|r| r.scheduled_ns == first),
+            "all scheduled at one instant"
+        );
+    }
 
     #[test]
     fn server_schedule_is_seeded_per_user_and_bounded_by_duration() {

@@ -41,6 +41,34 @@ impl SplitMix64 {
         -(1.0 - self.next_f64()).ln() / rate
     }
 
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.next_f64();
+        let u2 = self.next_f64();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// Gamma(shape, scale) (Marsaglia–Tsang; shapes below 1 by the U^(1/shape) boost).
+    pub fn gamma(&mut self, shape: f64, scale: f64) -> f64 {
+        if shape < 1.0 {
+            let u = 1.0 - self.next_f64();
+            return self.gamma(shape + 1.0, scale) * u.powf(1.0 / shape);
+        }
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = 1.0 - self.next_f64();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v * scale;
+            }
+        }
+    }
+
     /// Fisher–Yates shuffle.
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
@@ -68,6 +96,24 @@ mod tests {
         let n = 200_000;
         let mean: f64 = (0..n).map(|_| r.exponential(4.0)).sum::<f64>() / n as f64;
         assert!((mean - 0.25).abs() < 0.005, "mean {mean}");
+    }
+
+    #[test]
+    fn gamma_gaps_have_the_asked_mean_and_burstiness() {
+        // Gaps of a rate-4/s process with gamma shape k: mean 0.25 s, CV 1/sqrt(k).
+        for k in [0.25, 1.0, 4.0] {
+            let mut r = SplitMix64::new(11);
+            let n = 200_000;
+            let gaps: Vec<f64> = (0..n).map(|_| r.gamma(k, 1.0 / (k * 4.0))).collect();
+            let mean = gaps.iter().sum::<f64>() / n as f64;
+            let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+            assert!((mean - 0.25).abs() < 0.25 * 0.02, "k={k} mean {mean}");
+            let cv = sd / mean;
+            assert!(
+                (cv - 1.0 / k.sqrt()).abs() < 0.05 / k.sqrt(),
+                "k={k} cv {cv}"
+            );
+        }
     }
 
     #[test]
