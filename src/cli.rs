@@ -61,4 +61,33 @@ pub(crate) enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Benchmark bench360 itself: client against a scripted loopback server, planner, cached
+    /// apply, Parquet writing (results as Markdown, for BENCHMARKS.md).
+    Selfbench {
+        /// Concurrent streams to measure at.
+        #[arg(long, value_delimiter = ',', default_value = "1,64,256,1024")]
+        streams: Vec<usize>,
+        /// Seconds of load per stream count.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Tokens per scripted response.
+        #[arg(long, default_value_t = 64)]
+        tokens: u32,
+        /// Scripted time to first token and between tokens, ms.
+        #[arg(long, default_value_t = 20.0)]
+        ttft_ms: f64,
+        #[arg(long, default_value_t = 5.0)]
+        itl_ms: f64,
+        /// Nodes to plan and runs to re-apply from a full cache.
+        #[arg(long, default_value_t = 100_000)]
+        plan_nodes: usize,
+        #[arg(long, default_value_t = 1000)]
+        cached_runs: usize,
+        /// Chunk rows to write to Parquet.
+        #[arg(long, default_value_t = 2_000_000)]
+        parquet_rows: usize,
+        /// Run the scripted streaming server on this port (used by selfbench itself).
+        #[arg(long, hide = true)]
+        serve: Option<u16>,
+    },
 }

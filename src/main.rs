@@ -7,6 +7,7 @@ mod engine;
 mod exec;
 mod plan;
 mod report;
+mod selfbench;
 mod store;
 mod sweep;
 mod task;
@@ -298,6 +299,34 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 let (c, r, b) = plan::render::counts(&plan, &st);
                 println!("\n{}: {c} cached, {r} to run, {b} blocked", plan.sweep);
             }
+            Ok(0)
+        }
+        Command::Selfbench {
+            streams,
+            seconds,
+            tokens,
+            ttft_ms,
+            itl_ms,
+            plan_nodes,
+            cached_runs,
+            parquet_rows,
+            serve,
+        } => {
+            if let Some(port) = serve {
+                selfbench::serve(port, tokens, ttft_ms, itl_ms)?;
+                return Ok(0);
+            }
+            let md = selfbench::run(selfbench::Params {
+                streams,
+                seconds,
+                tokens,
+                ttft_ms,
+                itl_ms,
+                plan_nodes,
+                cached_runs,
+                parquet_rows,
+            })?;
+            print!("{md}");
             Ok(0)
         }
         Command::Gc { sweeps, dry_run } => {

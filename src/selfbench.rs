@@ -1,0 +1,447 @@
+//! `bench360 selfbench`: measures bench360 itself, so that its numbers are the engine's and
+//! not the client's. A scripted streaming server (a separate bench360 process, so its CPU is
+//! not the client's) answers every request with a fixed schedule — first token `ttft` after
+//! the request arrived, then one token every `itl` — and the client's measurements are
+//! compared with that ground truth at several stream counts. Also timed: planning a large
+//! DAG, re-applying a fully cached sweep, and writing chunk rows to Parquet.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::{HttpClient, RunClock};
+use crate::plan::expand::ScenarioInstance;
+use crate::report::stats::Dist;
+
+pub(crate) struct Params {
+    pub streams: Vec<usize>,
+    pub seconds: f64,
+    pub tokens: u32,
+    pub ttft_ms: f64,
+    pub itl_ms: f64,
+    pub plan_nodes: usize,
+    pub cached_runs: usize,
+    pub parquet_rows: usize,
+}
+
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: lim is a valid out-pointer; setrlimit only raises the soft limit to the hard one.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// The scripted server: runs until killed.
+pub(crate) fn serve(port: u16, tokens: u32, ttft_ms: f64, itl_ms: f64) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    raise_fd_limit();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        loop {
+            let (mut sock, _) = listener.accept().await?;
+            let _ = sock.set_nodelay(true);
+            tokio::spawn(async move {
+                let mut buf = Vec::with_capacity(4096);
+                let mut tmp = [0u8; 4096];
+                // Read the request head and body.
+                loop {
+                    let n = match sock.read(&mut tmp).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    buf.extend_from_slice(&tmp[..n]);
+                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok()))
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                // The schedule starts when the request has fully arrived.
+                let t0 = tokio::time::Instant::now();
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                let mut out = String::from(head);
+                out.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n");
+                if sock.write_all(out.as_bytes()).await.is_err() {
+                    return;
+                }
+                for k in 0..tokens {
+                    let at = t0 + Duration::from_secs_f64((ttft_ms + k as f64 * itl_ms) / 1000.0);
+                    tokio::time::sleep_until(at).await;
+                    let ev = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"}}]}\n\n";
+                    if sock.write_all(ev.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                let tail = format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"
+                );
+                let _ = sock.write_all(tail.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    })
+}
+
+fn cpu_s() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: u is a valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .map(|p| p * 4096.0 / 1e6)
+        .unwrap_or(0.0)
+}
+
+fn samples(n: usize) -> Arc<Vec<crate::task::Sample>> {
+    Arc::new(
+        (0..n)
+            .map(|i| crate::task::Sample {
+                id: format!("s{i}"),
+                system: None,
+                prompt: "Say something.".into(),
+                reference: "A".into(),
+                groups: Default::default(),
+            })
+            .collect(),
+    )
+}
+
+struct StreamResult {
+    streams: usize,
+    requests: usize,
+    failed: usize,
+    chunks: u64,
+    wall_s: f64,
+    cpu_s: f64,
+    rss_per_stream_kb: f64,
+    ttft_err: Dist,
+    itl_err: Dist,
+}
+
+async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<StreamResult> {
+    let per_request_s = (p.ttft_ms + p.itl_ms * p.tokens.saturating_sub(1) as f64) / 1000.0;
+    let rounds = (p.seconds / per_request_s).ceil().max(1.0) as u64;
+    let requests = streams as u64 * rounds;
+    let sampling = crate::sweep::Sampling {
+        max_tokens: p.tokens,
+        temperature: 0.0,
+        top_p: 1.0,
+        stop: vec![],
+    };
+    let client = Arc::new(HttpClient::new(
+        base,
+        crate::sweep::Api::Chat,
+        "scripted",
+        sampling,
+        Duration::from_secs(120),
+        None,
+        false,
+    )?);
+    let (_tx, cancel) = crate::workload::Cancel::new();
+    let base_rss = rss_mb();
+    let peak = Arc::new(AtomicU64::new(base_rss.to_bits()));
+    let done = Arc::new(AtomicBool::new(false));
+    let (pk, dn) = (peak.clone(), done.clone());
+    let watcher = std::thread::spawn(move || {
+        while !dn.load(Ordering::Relaxed) {
+            let now = rss_mb();
+            if now > f64::from_bits(pk.load(Ordering::Relaxed)) {
+                pk.store(now.to_bits(), Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let cpu0 = cpu_s();
+    let t0 = Instant::now();
+    let inst = ScenarioInstance::Concurrency {
+        concurrency: streams as u64,
+        requests: Some(requests),
+    };
+    let out = crate::workload::run(
+        client,
+        &inst,
+        samples(16),
+        1,
+        RunClock::start(),
+        cancel,
+        indicatif::ProgressBar::hidden(),
+    )
+    .await;
+    let wall_s = t0.elapsed().as_secs_f64();
+    let cpu = cpu_s() - cpu0;
+    done.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let ok: Vec<_> = out.requests.iter().filter(|r| r.ok()).collect();
+    let ttft_err = Dist::of(
+        ok.iter()
+            .filter_map(|r| crate::report::stats::ttft_ms(r))
+            .map(|t| t - p.ttft_ms)
+            .collect(),
+    );
+    let mut last = std::collections::HashMap::new();
+    let mut itl = Vec::new();
+    for c in out
+        .chunks
+        .iter()
+        .filter(|c| c.kind == crate::client::ChunkKind::Content)
+    {
+        if let Some(prev) = last.insert(c.request_id, c.t_ns) {
+            itl.push((c.t_ns - prev) as f64 / 1e6 - p.itl_ms);
+        }
+    }
+    Ok(StreamResult {
+        streams,
+        requests: out.requests.len(),
+        failed: out.requests.len() - ok.len(),
+        chunks: out
+            .chunks
+            .iter()
+            .filter(|c| c.kind == crate::client::ChunkKind::Content)
+            .count() as u64,
+        wall_s,
+        cpu_s: cpu,
+        rss_per_stream_kb: (f64::from_bits(peak.load(Ordering::Relaxed)) - base_rss).max(0.0)
+            * 1000.0
+            / streams as f64,
+        ttft_err,
+        itl_err: Dist::of(itl),
+    })
+}
+
+/// Plans a sweep of about `nodes` nodes (runs + scores); returns (nodes, parse s, plan s).
+fn bench_plan(nodes: usize) -> anyhow::Result<(usize, f64, f64)> {
+    let runs = (nodes / 2).max(1);
+    let sizes: Vec<String> = (1..=runs).map(|i| i.to_string()).collect();
+    let text = format!(
+        "sweep \"plan-bench\" {{ seed 1; }}\nmodel \"m\" {{ id \"org/m\"; }}\nengine \"e\" {{ kind \"openai\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }}\ntask \"t\" {{ kind \"mmlu\"; dataset \"/nonexistent\"; }}\nscenario \"b\" {{ kind \"batch\"; batch-size {}; }}\n",
+        sizes.join(" ")
+    );
+    let t0 = Instant::now();
+    let sweep = crate::sweep::parse("plan-bench.kdl", &text, std::path::Path::new("/"), &|_| {
+        None
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let parse_s = t0.elapsed().as_secs_f64();
+    let mut facts = crate::plan::Facts::default();
+    for f in crate::plan::required_files(&sweep) {
+        facts.files.insert(f, Ok("hash".into()));
+    }
+    facts
+        .artifacts
+        .insert("e".into(), Ok("endpoint:http://127.0.0.1:9".into()));
+    let t1 = Instant::now();
+    let plan = crate::plan::build(&sweep, &facts).map_err(anyhow::Error::msg)?;
+    struct Empty;
+    impl crate::plan::History for Empty {
+        fn past(&self, _: &str) -> Option<crate::plan::Past> {
+            None
+        }
+        fn last_key(&self, _: &str, _: &str) -> Option<String> {
+            None
+        }
+    }
+    let st = crate::plan::statuses(&plan, &Empty);
+    let plan_s = t1.elapsed().as_secs_f64();
+    Ok((st.len(), parse_s, plan_s))
+}
+
+/// A real `bench360 apply` (a new process) of a sweep of `runs` runs whose every node is
+/// recorded as finished: the cost of deciding that nothing has to run.
+fn bench_cached_apply(runs: usize) -> anyhow::Result<f64> {
+    let dir = std::env::temp_dir().join(format!("bench360-selfbench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("data"))?;
+    let item = r#"{"id": "x/test/0", "subject": "x", "subcategory": "x", "category": "STEM", "question": "q", "choices": ["1", "2", "3", "4"], "answer": "A"}"#;
+    std::fs::write(dir.join("data/test.jsonl"), format!("{item}\n"))?;
+    std::fs::write(dir.join("data/dev.jsonl"), format!("{item}\n"))?;
+    let sizes: Vec<String> = (1..=runs).map(|i| i.to_string()).collect();
+    let sweep_path = dir.join("cached.kdl");
+    std::fs::write(
+        &sweep_path,
+        format!(
+            "sweep \"cached\" {{ seed 1; }}\nmodel \"m\" {{ id \"org/m\"; }}\nengine \"e\" {{ kind \"openai\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }}\ntask \"t\" {{ kind \"mmlu\"; dataset \"data\"; }}\nscenario \"b\" {{ kind \"batch\"; batch-size {}; }}\n",
+            sizes.join(" ")
+        ),
+    )?;
+    let cache = dir.join("cache");
+    let store = crate::store::Store::open(&cache)?;
+    let (sweep, _) = crate::sweep::load(&sweep_path)?;
+    let facts = crate::store::facts::gather(&store, &sweep);
+    let plan = crate::plan::build(&sweep, &facts).map_err(anyhow::Error::msg)?;
+    for n in plan.graph.node_weights() {
+        std::fs::create_dir_all(store.object_dir(&n.key))?;
+        store.write_record(&crate::store::Record {
+            format: crate::store::STORE_FORMAT,
+            key: n.key.clone(),
+            kind: n.kind.as_str().into(),
+            label: n.label.clone(),
+            sweep: plan.sweep.clone(),
+            status: crate::store::RecordStatus::Finished,
+            host: crate::store::hostname(),
+            pid: std::process::id(),
+            started_at: crate::store::now_rfc3339(),
+            finished_at: None,
+            duration_s: None,
+            cause: None,
+            inputs: n.inputs.clone(),
+            outputs: serde_json::Value::Null,
+        })?;
+    }
+    let exe = std::env::current_exe()?;
+    let t0 = Instant::now();
+    let out = std::process::Command::new(exe)
+        .arg("--cache")
+        .arg(&cache)
+        .arg("apply")
+        .arg(&sweep_path)
+        .output()?;
+    let s = t0.elapsed().as_secs_f64();
+    let text = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(
+        out.status.success() && text.contains("0 ran"),
+        "cached apply did not run nothing: {text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(s)
+}
+
+fn bench_parquet(rows: usize) -> anyhow::Result<f64> {
+    let chunks: Vec<crate::client::ChunkRecord> = (0..rows)
+        .map(|i| crate::client::ChunkRecord {
+            request_id: (i / 64) as u32,
+            index: (i % 64) as u32,
+            t_ns: i as i64 * 1000,
+            kind: crate::client::ChunkKind::Content,
+            chars: 4,
+            tokens: None,
+        })
+        .collect();
+    let cols = crate::plan::Columns {
+        sweep: "s".into(),
+        model: "m".into(),
+        quantization: "q".into(),
+        engine: "e".into(),
+        engine_kind: "llama.cpp".into(),
+        task: "t".into(),
+        scenario: "x".into(),
+        scenario_kind: "batch".into(),
+        scenario_params: "{}".into(),
+        max_tokens: 64,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 0,
+        repeat: 0,
+    };
+    let path =
+        std::env::temp_dir().join(format!("bench360-selfbench-{}.parquet", std::process::id()));
+    let t0 = Instant::now();
+    crate::trace::write_chunks(&path, "key", &cols, &chunks)?;
+    let s = t0.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&path);
+    Ok(rows as f64 / s)
+}
+
+pub(crate) fn run(p: Params) -> anyhow::Result<String> {
+    raise_fd_limit();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut server = std::process::Command::new(std::env::current_exe()?)
+        .args([
+            "selfbench",
+            "--serve",
+            &port.to_string(),
+            "--tokens",
+            &p.tokens.to_string(),
+        ])
+        .args([
+            "--ttft-ms",
+            &p.ttft_ms.to_string(),
+            "--itl-ms",
+            &p.itl_ms.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        anyhow::ensure!(
+            t.elapsed() < Duration::from_secs(10),
+            "scripted server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let base = format!("http://127.0.0.1:{port}");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut results = Vec::new();
+    for &n in &p.streams {
+        eprintln!("selfbench: {n} concurrent streams for ~{} s", p.seconds);
+        results.push(rt.block_on(measure(&base, &p, n))?);
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let mut md = format!(
+        "Machine: {} ({} cores). Scripted server (separate process): first token {} ms after the request, then one token every {} ms, {} tokens; one connection per request.\n\n",
+        crate::store::facts::machine_fingerprint().get("cpu").cloned().unwrap_or_default(),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        p.ttft_ms,
+        p.itl_ms,
+        p.tokens
+    );
+    md.push_str("| streams | requests (failed) | chunks/s | requests/s | client CPU ms / 1000 chunks | client CPU cores | memory / stream KB | TTFT error p50 / p99 ms | ITL error p50 / p99 ms |\n|---|---|---|---|---|---|---|---|---|\n");
+    for r in &results {
+        let _ = writeln!(
+            md,
+            "| {} | {} ({}) | {:.0} | {:.1} | {:.1} | {:.2} | {:.1} | {:.3} / {:.3} | {:.3} / {:.3} |",
+            r.streams,
+            r.requests,
+            r.failed,
+            r.chunks as f64 / r.wall_s,
+            r.requests as f64 / r.wall_s,
+            r.cpu_s * 1000.0 / (r.chunks.max(1) as f64 / 1000.0),
+            r.cpu_s / r.wall_s,
+            r.rss_per_stream_kb,
+            r.ttft_err.p50.unwrap_or(f64::NAN),
+            r.ttft_err.p99.unwrap_or(f64::NAN),
+            r.itl_err.p50.unwrap_or(f64::NAN),
+            r.itl_err.p99.unwrap_or(f64::NAN),
+        );
+    }
+    let (nodes, parse_s, plan_s) = bench_plan(p.plan_nodes)?;
+    let cached_s = bench_cached_apply(p.cached_runs)?;
+    let rows_per_s = bench_parquet(p.parquet_rows)?;
+    let _ = write!(
+        md,
+        "\n| what | result |\n|---|---|\n| plan {nodes} nodes (expand, keys, seal, statuses) | {:.3} s (+ {:.3} s to parse the sweep) |\n| `apply` of a fully cached sweep of {} runs (new process: parse, hash, plan, report) | {:.3} s |\n| chunk rows to Parquet ({} rows) | {:.2} M rows/s |\n",
+        plan_s,
+        parse_s,
+        p.cached_runs,
+        cached_s,
+        p.parquet_rows,
+        rows_per_s / 1e6
+    );
+    Ok(md)
+}
