@@ -102,6 +102,25 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
         let d = &r.data;
         match &d.stats {
             Some(s) => {
+                let mut notes = Vec::new();
+                if s.client_behind {
+                    notes.push(format!(
+                        "client lagged (send − schedule p99 {:.0} ms)",
+                        s.queue_ms.p99.unwrap_or(0.0)
+                    ));
+                }
+                if d.telemetry.as_ref().is_some_and(|t| t.client_cpu_saturated) {
+                    notes.push("client CPU saturated".to_string());
+                }
+                let label = if notes.is_empty() {
+                    esc(&d.label)
+                } else {
+                    format!(
+                        r#"{} <span class="bad">⚠ {}: the client, not the engine, may have limited this run</span>"#,
+                        esc(&d.label),
+                        esc(&notes.join("; "))
+                    )
+                };
                 let slo_cell = match r.meets_slo {
                     Some(true) => r#"<span class="ok">✓</span>"#.to_string(),
                     Some(false) => format!(
@@ -114,7 +133,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                 let _ = write!(
                     h,
                     "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo_cell}</td></tr>",
-                    esc(&d.label),
+                    label,
                     s.ok,
                     s.requests,
                     ci(s.ttft_ms.p50, r.ttft_p50_ci, 1),

@@ -374,6 +374,10 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 ),
                 ("goodput_rps", f(r.goodput_rps)),
                 ("client_behind", Cell::Bool(s.map(|s| s.client_behind))),
+                (
+                    "client_cpu_saturated",
+                    Cell::Bool(t.map(|t| t.client_cpu_saturated)),
+                ),
                 ("accuracy", f(d.metrics.get("accuracy").copied())),
                 ("accuracy_ci_low", lo(r.accuracy_ci)),
                 ("accuracy_ci_high", hi(r.accuracy_ci)),

@@ -479,6 +479,10 @@ pub(crate) struct Summary {
     pub host_cpu_mean_pct: Option<f64>,
     pub host_mem_peak_mb: Option<f64>,
     pub bench360_cpu_mean_pct: Option<f64>,
+    /// bench360's own CPU averaged ≥ 90 % of the machine's cores during the window: the
+    /// load generator, not the engine, may have limited the run.
+    #[serde(default)]
+    pub client_cpu_saturated: bool,
     pub running_peak: Option<f64>,
     pub waiting_peak: Option<f64>,
     pub kv_cache_peak_pct: Option<f64>,
@@ -674,6 +678,10 @@ pub(crate) fn summarize(
     out.host_cpu_mean_pct = mp(Source::Host, "host", |x| x.cpu_pct).map(|x| x.0);
     out.host_mem_peak_mb = mp(Source::Host, "host", |x| x.mem_used_mb).map(|x| x.1);
     out.bench360_cpu_mean_pct = mp(Source::Bench360, "bench360", |x| x.cpu_pct).map(|x| x.0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1) as f64;
+    out.client_cpu_saturated = out.bench360_cpu_mean_pct.is_some_and(|c| c >= 90.0 * cores);
     out.running_peak = mp(Source::Engine, "engine", |x| x.running).map(|x| x.1);
     out.waiting_peak = mp(Source::Engine, "engine", |x| x.waiting).map(|x| x.1);
     out.kv_cache_peak_pct = mp(Source::Engine, "engine", |x| x.kv_cache_pct).map(|x| x.1);
@@ -757,6 +765,7 @@ mod tests {
         assert_eq!(s.gpu_util_mean_pct, Some(50.0));
         assert_eq!(d.peak_w, Some(200.0));
         assert!((d.power_integral_j.unwrap() - 800.0).abs() < 1e-6, "{d:?}");
+        assert!(!s.client_cpu_saturated);
     }
 
     #[test]
@@ -776,6 +785,24 @@ mod tests {
             (None, None, None)
         );
         assert!(s.notes[0].starts_with("no NVIDIA GPU"));
+        // A starved client is flagged: bench360 itself at 100 % of every core.
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1) as f64;
+        let busy: Vec<Sample> = (0..=10)
+            .map(|i| Sample {
+                t_ns: i * 100 * MS,
+                source: Source::Bench360,
+                device: "bench360".into(),
+                cpu_pct: Some(100.0 * cores),
+                ..Default::default()
+            })
+            .collect();
+        let c = Collected {
+            samples: busy,
+            ..Default::default()
+        };
+        assert!(summarize(&c, &cfg, None, (0, 1000 * MS), &[], &[], None).client_cpu_saturated);
     }
 
     #[test]
