@@ -187,6 +187,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
         RunClock::start(),
         cancel,
         indicatif::ProgressBar::hidden(),
+        &[],
     )
     .await;
     let wall_s = t0.elapsed().as_secs_f64();

@@ -556,8 +556,18 @@ scenario "closed" {
 scenario "all-at-once" {
     kind "offline"
     requests 4
+}
+scenario "replayed" {
+    kind "replay"
+    trace "trace.jsonl"
+    speed 2
 }"#;
-    let (_dir, cache, sweep) = setup("more-scenarios", "", scenarios, "");
+    let (dir, cache, sweep) = setup("more-scenarios", "", scenarios, "");
+    std::fs::write(
+        dir.path().join("trace.jsonl"),
+        "{\"t\": 0.0, \"output_tokens\": 2}\n{\"t\": 0.4, \"output_tokens\": 3}\n{\"t\": 0.8, \"output_tokens\": 2}\n",
+    )
+    .unwrap();
     let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let stats = |label: &str| -> serde_json::Value {
@@ -584,6 +594,17 @@ scenario "all-at-once" {
     );
     let offline = stats("run smollm2:q4_1@llama mmlu all-at-once");
     assert_eq!(offline["ok"], 4, "{offline}");
+    // The replay sends the trace's requests with its output lengths as max tokens.
+    let replayed = stats("run smollm2:q4_1@llama mmlu replayed");
+    assert_eq!(
+        (replayed["requests"].as_u64(), replayed["ok"].as_u64()),
+        (Some(3), Some(3)),
+        "{replayed}"
+    );
+    assert!(
+        replayed["output_tokens"].as_u64().unwrap() <= 7,
+        "{replayed}"
+    );
     let bursty = stats("run smollm2:q4_1@llama mmlu bursty");
     assert!(bursty["requests"].as_u64().unwrap() >= 2, "{bursty}");
     // Per-token ITL exists and, with one token per llama.cpp chunk, is close to ITL.

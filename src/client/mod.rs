@@ -45,6 +45,8 @@ pub(crate) struct GenRequest {
     pub sample_id: String,
     pub system: Option<String>,
     pub prompt: String,
+    /// Overrides the sampling's max tokens for this request (replayed traces).
+    pub max_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -163,7 +165,7 @@ impl HttpClient {
     fn body(&self, req: &GenRequest) -> Value {
         let mut body = json!({
             "model": self.model,
-            "max_tokens": self.sampling.max_tokens,
+            "max_tokens": req.max_tokens.unwrap_or(self.sampling.max_tokens),
             "temperature": self.sampling.temperature,
             "top_p": self.sampling.top_p,
             "stream": true,
@@ -505,6 +507,7 @@ mod tests {
             sample_id: "s".into(),
             system: None,
             prompt: "hi".into(),
+            max_tokens: None,
         }
     }
 

@@ -388,6 +388,7 @@ impl Executor<'_> {
                         sample_id: s.id.clone(),
                         system: s.system.clone(),
                         prompt: s.prompt.clone(),
+                        max_tokens: None,
                     };
                     let (rec, _) = client.stream(req, Instant::now(), clock).await;
                     if w == 0 {
@@ -480,6 +481,18 @@ impl Executor<'_> {
                 return log_pos;
             }
         };
+        let replay = match &spec.config.instance {
+            crate::plan::expand::ScenarioInstance::Replay { trace, .. } => {
+                match workload::load_trace(Path::new(trace)) {
+                    Ok(items) => items,
+                    Err(e) => {
+                        self.fail_recorded(node, e);
+                        return log_pos;
+                    }
+                }
+            }
+            _ => Vec::new(),
+        };
         let j = Journal::start(self.store, self.plan, node);
         let bar = self.progress.run_bar(
             &label,
@@ -517,6 +530,7 @@ impl Executor<'_> {
                 clock,
                 self.cancel.clone(),
                 bar.clone(),
+                &replay,
             )
             .await
         };

@@ -38,6 +38,11 @@ pub(crate) enum ScenarioInstance {
     Offline {
         requests: Option<u64>,
     },
+    Replay {
+        /// The trace file, resolved against the sweep's folder.
+        trace: String,
+        speed: f64,
+    },
 }
 
 /// Number of values of each parameter of a declared scenario (axes have more than one).
@@ -77,6 +82,7 @@ fn axis_sizes(spec: &ScenarioSpec) -> Vec<(&'static str, usize)> {
             ("requests", requests.len()),
         ],
         ScenarioSpec::Offline { requests } => vec![("requests", requests.len())],
+        ScenarioSpec::Replay { speed, .. } => vec![("speed", speed.len())],
     }
 }
 
@@ -89,6 +95,7 @@ impl ScenarioInstance {
             ScenarioInstance::Rate { .. } => "rate",
             ScenarioInstance::Concurrency { .. } => "concurrency",
             ScenarioInstance::Offline { .. } => "offline",
+            ScenarioInstance::Replay { .. } => "replay",
         }
     }
 
@@ -147,6 +154,10 @@ impl ScenarioInstance {
                 put("requests", fmt_opt(requests));
             }
             ScenarioInstance::Offline { requests } => put("requests", fmt_opt(requests)),
+            ScenarioInstance::Replay { trace, speed } => {
+                put("trace", trace.clone());
+                put("speed", speed.to_string());
+            }
         }
         m
     }
@@ -156,7 +167,7 @@ fn fmt_opt(v: &Option<u64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "all".into())
 }
 
-fn instances(spec: &ScenarioSpec) -> Vec<ScenarioInstance> {
+fn instances(spec: &ScenarioSpec, sweep: &Sweep) -> Vec<ScenarioInstance> {
     let mut out = Vec::new();
     match spec {
         ScenarioSpec::Single { requests } => {
@@ -229,6 +240,15 @@ fn instances(spec: &ScenarioSpec) -> Vec<ScenarioInstance> {
         ScenarioSpec::Offline { requests } => {
             for r in requests {
                 out.push(ScenarioInstance::Offline { requests: *r });
+            }
+        }
+        ScenarioSpec::Replay { trace, speed } => {
+            let path = sweep.resolve_path(&trace.value).display().to_string();
+            for s in speed {
+                out.push(ScenarioInstance::Replay {
+                    trace: path.clone(),
+                    speed: *s,
+                });
             }
         }
     }
@@ -339,7 +359,7 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
             for &engine in &engines {
                 for &task in &tasks {
                     for &scenario in &scenarios {
-                        for instance in instances(&sweep.scenarios[scenario].spec) {
+                        for instance in instances(&sweep.scenarios[scenario].spec, sweep) {
                             for &mt in &max_tokens {
                                 for &t in &temperature {
                                     for &p in &top_p {

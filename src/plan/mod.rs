@@ -52,6 +52,11 @@ pub(crate) fn required_files(sweep: &Sweep) -> Vec<PathBuf> {
             out.push(f);
         }
     }
+    for s in &sweep.scenarios {
+        if let crate::sweep::ScenarioSpec::Replay { trace, .. } = &s.spec {
+            out.push(sweep.resolve_path(&trace.value));
+        }
+    }
     out.sort();
     out.dedup();
     out
@@ -425,6 +430,17 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
             }
         }
         inputs.insert("scenario.kind".into(), cfg.instance.kind().into());
+        if let expand::ScenarioInstance::Replay { trace, .. } = &cfg.instance {
+            match facts.file(&PathBuf::from(trace)) {
+                Ok(h) => {
+                    inputs.insert("scenario.trace-content".into(), h);
+                }
+                Err(e) => {
+                    inputs.insert("scenario.trace-content".into(), "unreadable".into());
+                    blocked_by.get_or_insert(e);
+                }
+            }
+        }
         for (k, v) in cfg.instance.params() {
             inputs.insert(format!("scenario.{k}"), v);
         }

@@ -214,6 +214,12 @@ pub(crate) enum ScenarioSpec {
     Offline {
         requests: Vec<Option<u64>>,
     },
+    /// Arrival times (and output lengths) from a trace file, optionally sped up.
+    Replay {
+        /// Path as written (relative to the sweep file).
+        trace: Spanned<String>,
+        speed: Vec<f64>,
+    },
 }
 
 #[derive(Debug, Clone, Default)]

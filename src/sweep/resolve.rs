@@ -67,6 +67,7 @@ const SCENARIO_KINDS: &[&str] = &[
     "rate",
     "concurrency",
     "offline",
+    "replay",
 ];
 const MATRIX_FIELDS: &[&str] = &[
     "model",
@@ -1191,6 +1192,7 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
         Some("rate") => &["kind", "rate", "burstiness", "duration", "ramp-from"],
         Some("concurrency") => &["kind", "concurrency", "requests"],
         Some("offline") => &["kind", "requests"],
+        Some("replay") => &["kind", "trace", "speed"],
         Some(other) => {
             let help = did_you_mean(other, SCENARIO_KINDS.iter().copied())
                 .unwrap_or_else(|| known_list(SCENARIO_KINDS.iter().copied()));
@@ -1330,6 +1332,24 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
             ScenarioSpec::Concurrency {
                 concurrency,
                 requests,
+            }
+        }
+        "replay" => {
+            let trace = match Ctx::first(&f, "trace").and_then(|n| ctx.one_str(n)) {
+                Some(t) => Some(Spanned::new(ctx.expand_env(&t), t.span)),
+                None => {
+                    if Ctx::first(&f, "trace").is_none() {
+                        ctx.err_help(node.name.span, "`replay` scenario needs `trace`", "missing `trace`", "a JSONL, CSV or Parquet file with arrival times `t` (seconds) and optionally `output_tokens`");
+                    }
+                    None
+                }
+            };
+            let speed = Ctx::first(&f, "speed")
+                .map(|n| ctx.nums(n, 0.001, 1000.0))
+                .unwrap_or_else(|| vec![1.0]);
+            ScenarioSpec::Replay {
+                trace: trace?,
+                speed,
             }
         }
         "offline" => ScenarioSpec::Offline {

@@ -49,6 +49,8 @@ pub(crate) struct Planned {
     pub at: Duration,
     pub user: Option<u32>,
     pub sample: usize,
+    /// Max tokens of this request when it differs from the sampling's (replayed traces).
+    pub max_tokens: Option<u32>,
 }
 
 /// Arrival schedule of the server scenario: per user, exponential gaps at `rate`/60 per
@@ -76,6 +78,7 @@ pub(crate) fn server_schedule(
                 at: Duration::from_secs_f64(t),
                 user: Some(u as u32),
                 sample: order[i % n_samples],
+                max_tokens: None,
             });
             i += 1;
         }
@@ -115,9 +118,98 @@ pub(crate) fn rate_schedule(
             at: Duration::from_secs_f64(t),
             user: None,
             sample: order[out.len() % n_samples],
+            max_tokens: None,
         });
     }
     out
+}
+
+/// One request of a replayed trace.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TraceItem {
+    /// Arrival, seconds from the trace's start.
+    pub t: f64,
+    /// Output length to ask for (the request's max tokens), when the trace gives it.
+    pub output_tokens: Option<u32>,
+}
+
+/// Reads a trace: JSONL (objects), CSV (header row) or Parquet, each with a `t` field in
+/// seconds and an optional `output_tokens`. Errors name the file and line.
+pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, String> {
+    let name = path.display().to_string();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let mut items = Vec::new();
+    let item = |t: Option<f64>, out: Option<f64>, line: usize| -> Result<TraceItem, String> {
+        let t = t
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| format!("{name}:{line}: `t` must be a number of seconds ≥ 0"))?;
+        let output_tokens = match out {
+            Some(o) if o.is_finite() && o >= 1.0 => Some(o as u32),
+            Some(_) => return Err(format!("{name}:{line}: `output_tokens` must be ≥ 1")),
+            None => None,
+        };
+        Ok(TraceItem { t, output_tokens })
+    };
+    match ext.as_str() {
+        "jsonl" | "json" => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let v: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| format!("{name}:{}: {e}", i + 1))?;
+                items.push(item(
+                    v.get("t").and_then(|x| x.as_f64()),
+                    v.get("output_tokens").and_then(|x| x.as_f64()),
+                    i + 1,
+                )?);
+            }
+        }
+        "csv" => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+            let mut lines = text.lines().enumerate();
+            let header: Vec<&str> = lines
+                .next()
+                .map(|(_, h)| h.split(',').map(str::trim).collect())
+                .unwrap_or_default();
+            let col = |n: &str| header.iter().position(|h| *h == n);
+            let (ti, oi) = (
+                col("t").ok_or_else(|| format!("{name}:1: no `t` column"))?,
+                col("output_tokens"),
+            );
+            for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {
+                let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+                let num = |k: usize| cells.get(k).and_then(|c| c.parse::<f64>().ok());
+                items.push(item(num(ti), oi.and_then(num), i + 1)?);
+            }
+        }
+        "parquet" => {
+            let cols = crate::trace::read_numeric(path, &["t", "output_tokens"])
+                .map_err(|e| format!("cannot read {name}: {e}"))?;
+            let out = cols.get("output_tokens").cloned().unwrap_or_default();
+            for (i, t) in cols["t"].iter().enumerate() {
+                items.push(item(*t, out.get(i).copied().flatten(), i + 1)?);
+            }
+        }
+        other => {
+            return Err(format!(
+                "{name}: unknown trace format `.{other}` (use .jsonl, .csv or .parquet)"
+            ))
+        }
+    }
+    if items.is_empty() {
+        return Err(format!("{name}: the trace has no requests"));
+    }
+    items.sort_by(|a, b| a.t.total_cmp(&b.t));
+    Ok(items)
 }
 
 /// Runs planned arrivals open-loop: each request is sent at its time, whatever the others do.
@@ -134,7 +226,8 @@ async fn open_loop<C: InferenceClient>(
     let start = Instant::now() + Duration::from_millis(20);
     let mut set = JoinSet::new();
     for (id, p) in plan.into_iter().enumerate() {
-        let req = request(id as u32, p.user, p.sample, samples);
+        let mut req = request(id as u32, p.user, p.sample, samples);
+        req.max_tokens = p.max_tokens;
         let c = client.clone();
         let at = start + p.at;
         set.spawn(async move {
@@ -177,6 +270,7 @@ pub(crate) fn expected_requests(instance: &ScenarioInstance, n_samples: usize) -
             ramp_from,
             ..
         } => (ramp_from.map_or(*rate, |r0| (r0 + rate) / 2.0) * duration_s).round() as u64,
+        ScenarioInstance::Replay { .. } => n_samples as u64,
         ScenarioInstance::Concurrency { requests, .. } | ScenarioInstance::Offline { requests } => {
             requests.unwrap_or(n_samples as u64)
         }
@@ -192,10 +286,16 @@ fn request(id: u32, user: Option<u32>, sample_index: usize, samples: &[Sample]) 
         sample_id: s.id.clone(),
         system: s.system.clone(),
         prompt: s.prompt.clone(),
+        max_tokens: None,
     }
 }
 
-/// Runs one scenario to completion (or cancellation) on the given client.
+/// Runs one scenario to completion (or cancellation) on the given client. `replay` holds the
+/// trace of a replay scenario (read by the caller, so that a bad trace fails before any
+/// request), empty otherwise.
+// Each argument is a different concern of one run (what, to whom, when, how to stop, how to
+// show it); bundling them would only move the list into a struct built once per call.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run<C: InferenceClient>(
     client: Arc<C>,
     instance: &ScenarioInstance,
@@ -204,6 +304,7 @@ pub(crate) async fn run<C: InferenceClient>(
     clock: RunClock,
     cancel: Cancel,
     progress: ProgressBar,
+    replay: &[TraceItem],
 ) -> Outcome {
     let mut out = Outcome::default();
     let n = samples.len();
@@ -272,6 +373,23 @@ pub(crate) async fn run<C: InferenceClient>(
                     at: Duration::ZERO,
                     user: None,
                     sample: i % n,
+                    max_tokens: None,
+                })
+                .collect();
+            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+        }
+        ScenarioInstance::Replay { speed, .. } => {
+            // Arrival times scaled by the speed; prompts from the task, in a seeded order.
+            let mut order: Vec<usize> = (0..n).collect();
+            SplitMix64::derive(seed, "replay/order").shuffle(&mut order);
+            let plan: Vec<Planned> = replay
+                .iter()
+                .enumerate()
+                .map(|(i, it)| Planned {
+                    at: Duration::from_secs_f64(it.t / speed),
+                    user: None,
+                    sample: order[i % n],
+                    max_tokens: it.output_tokens,
                 })
                 .collect();
             open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
@@ -317,6 +435,47 @@ pub(crate) async fn run<C: InferenceClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traces_load_from_jsonl_csv_and_parquet_and_errors_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = dir.path().join("t.jsonl");
+        std::fs::write(&j, "{\"t\": 0.5, \"output_tokens\": 7}\n{\"t\": 0.1}\n").unwrap();
+        let items = load_trace(&j).unwrap();
+        assert_eq!(
+            items,
+            vec![
+                TraceItem {
+                    t: 0.1,
+                    output_tokens: None
+                },
+                TraceItem {
+                    t: 0.5,
+                    output_tokens: Some(7)
+                }
+            ]
+        );
+        let c = dir.path().join("t.csv");
+        std::fs::write(&c, "t,prompt_tokens,output_tokens\n0.0,10,3\n1.5,20,4\n").unwrap();
+        assert_eq!(
+            load_trace(&c).unwrap()[1],
+            TraceItem {
+                t: 1.5,
+                output_tokens: Some(4)
+            }
+        );
+        std::fs::write(&c, "t,output_tokens\n0.0,3\nsoon,4\n").unwrap();
+        let e = load_trace(&c).unwrap_err();
+        assert!(
+            e.ends_with("t.csv:3: `t` must be a number of seconds ≥ 0"),
+            "{e}"
+        );
+        std::fs::write(&j, "{\"t\": 0.5}\n{broken\n").unwrap();
+        assert!(load_trace(&j).unwrap_err().contains("t.jsonl:2:"));
+        assert!(load_trace(&dir.path().join("t.txt"))
+            .unwrap_err()
+            .contains("unknown trace format"));
+    }
 
     #[test]
     fn rate_schedule_has_the_asked_rate_burstiness_and_ramp() {
@@ -422,6 +581,7 @@ mod tests {
             RunClock::start(),
             cancel.clone(),
             ProgressBar::hidden(),
+            &[],
         )
         .await;
         assert_eq!(out.requests.len(), 40);
@@ -443,6 +603,7 @@ mod tests {
             RunClock::start(),
             cancel,
             ProgressBar::hidden(),
+            &[],
         )
         .await;
         assert_eq!(out.requests.len(), 25);
