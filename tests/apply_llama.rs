@@ -10,24 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn setup(
-    name: &str,
-    extra_engine: &str,
-    scenarios: &str,
-    matrix: &str,
-) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
-    let e = engine();
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
-    let sweep = dir.path().join(format!("{name}.kdl"));
-    std::fs::write(
-        &sweep,
-        small_sweep(&e, name, extra_engine, scenarios, matrix),
-    )
-    .unwrap();
-    (dir, cache, sweep)
-}
-
 fn will_run(plan: &serde_json::Value) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = plan["nodes"]
         .as_array()
@@ -43,10 +25,6 @@ fn will_run(plan: &serde_json::Value) -> Vec<(String, String)> {
         .collect();
     v.sort();
     v
-}
-
-fn python() -> String {
-    setting("python.env", "BENCH360_PYTHON", "scripts/setup-python.sh")
 }
 
 #[test]
@@ -183,38 +161,6 @@ fn apply_runs_everything_then_nothing_then_only_what_changed() {
     ] {
         assert!(ex.contains(input), "{input} missing from:\n{ex}");
     }
-}
-
-fn wait_for_started_run(cache: &Path, label_part: &str, timeout: Duration) {
-    let t = Instant::now();
-    loop {
-        if cache.join("records").is_dir()
-            && records(cache).iter().any(|r| {
-                r["kind"] == "run"
-                    && r["status"] == "started"
-                    && r["label"].as_str().unwrap().contains(label_part)
-            })
-        {
-            return;
-        }
-        assert!(
-            t.elapsed() < timeout,
-            "no run `{label_part}` started within {timeout:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn spawn_apply(cache: &Path, sweep: &Path) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
-        .arg("--cache")
-        .arg(cache)
-        .arg("apply")
-        .arg(sweep)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
 }
 
 const LONG_SERVER: &str = r#"scenario "single" {

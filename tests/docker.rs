@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -74,24 +74,19 @@ fn docker_engine(repo: &str, tag: &str, extra: &str) -> String {
     )
 }
 
+/// `common::setup` with the matrix naming the `box` engine unless the test names engines.
 fn setup(
     name: &str,
     engine: &str,
     scenarios: &str,
     matrix: &str,
 ) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let e = common::engine();
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
-    let sweep = dir.path().join(format!("{name}.kdl"));
-    // The matrix names its engines unless the test does.
     let matrix = if matrix.contains("engine ") {
         matrix.to_string()
     } else {
         format!("    engine \"box\"\n{matrix}")
     };
-    std::fs::write(&sweep, small_sweep(&e, name, engine, scenarios, &matrix)).unwrap();
-    (dir, cache, sweep)
+    common::setup(name, engine, scenarios, &matrix)
 }
 
 #[test]
@@ -332,38 +327,6 @@ fn container_faults_are_recorded_with_their_causes() {
     );
 }
 
-fn spawn_apply(cache: &Path, sweep: &Path) -> std::process::Child {
-    Command::new(assert_cmd::cargo::cargo_bin("bench360"))
-        .arg("--cache")
-        .arg(cache)
-        .arg("apply")
-        .arg(sweep)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn wait_started(cache: &Path, part: &str) {
-    let t = Instant::now();
-    loop {
-        if cache.join("records").is_dir()
-            && records(cache).iter().any(|r| {
-                r["kind"] == "run"
-                    && r["status"] == "started"
-                    && r["label"].as_str().unwrap().contains(part)
-            })
-        {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(90),
-            "no run `{part}` started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 const LONG: &str = r#"scenario "server" {
     kind "server"
     users 2
@@ -382,7 +345,7 @@ fn a_container_killed_mid_run_fails_the_run_and_an_orphan_is_removed_next_time()
     );
     // The engine dies during the run: the run fails with the container's cause.
     let mut child = spawn_apply(&cache, &sweep);
-    wait_started(&cache, "server");
+    wait_for_started_run(&cache, "server", Duration::from_secs(90));
     std::thread::sleep(Duration::from_secs(1));
     let names = containers("dock-kill");
     assert_eq!(names.len(), 1, "{names:?}");
@@ -404,7 +367,7 @@ fn a_container_killed_mid_run_fails_the_run_and_an_orphan_is_removed_next_time()
 
     // bench360 itself is killed: its container stays behind until the next apply.
     let mut child = spawn_apply(&cache, &sweep);
-    wait_started(&cache, "server");
+    wait_for_started_run(&cache, "server", Duration::from_secs(90));
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(

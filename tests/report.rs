@@ -21,10 +21,6 @@ scenario "server" {
     duration 3
 }"#;
 
-fn python() -> String {
-    setting("python.env", "BENCH360_PYTHON", "scripts/setup-python.sh")
-}
-
 #[test]
 fn a_multi_configuration_report_answers_and_opens_in_a_browser() {
     let e = engine();

@@ -18,7 +18,7 @@ use bollard::Docker;
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::{catalog, fill, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
+use super::{catalog, fill, tail_of, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
 use crate::sweep::Launch;
 
 pub(crate) const LABEL_KEY: &str = "bench360.key";
@@ -136,18 +136,6 @@ pub(crate) async fn pull(
     result
 }
 
-fn pid_alive(pid: &str) -> bool {
-    pid.parse::<u32>().is_ok_and(|p| {
-        std::fs::read_to_string(format!("/proc/{p}/stat"))
-            .ok()
-            .and_then(|s| {
-                s.rsplit_once(')')
-                    .map(|(_, r)| r.split_whitespace().next() != Some("Z"))
-            })
-            .unwrap_or(false)
-    })
-}
-
 /// Removes containers labelled by bench360 on this host whose apply is no longer running.
 pub(crate) async fn remove_orphans(d: &Docker) -> Result<Vec<String>, String> {
     let filters: HashMap<&str, Vec<&str>> = HashMap::from([("label", vec![LABEL_KEY])]);
@@ -163,12 +151,13 @@ pub(crate) async fn remove_orphans(d: &Docker) -> Result<Vec<String>, String> {
     let mut removed = Vec::new();
     for c in list {
         let labels = c.labels.unwrap_or_default();
-        let owned = labels.get(LABEL_HOST) == Some(&host)
-            && labels
-                .get(LABEL_PID)
-                .is_some_and(|p| pid_alive(p) && p != &std::process::id().to_string());
-        let ours_here = labels.get(LABEL_HOST) == Some(&host);
-        if ours_here && !owned {
+        // Containers of other hosts belong to their appliers; here, a container is owned
+        // while the apply that labelled it runs (and is not this one, which starts clean).
+        let owned = labels
+            .get(LABEL_PID)
+            .and_then(|p| p.parse::<u32>().ok())
+            .is_some_and(|p| crate::store::pid_alive(p) && p != std::process::id());
+        if labels.get(LABEL_HOST) == Some(&host) && !owned {
             let name = c.names.and_then(|n| n.first().cloned()).unwrap_or_default();
             let id = c.id.unwrap_or_default();
             let opts = RemoveContainerOptionsBuilder::default().force(true).build();
@@ -287,12 +276,6 @@ async fn exit_cause(d: &Docker, name: &str) -> String {
         }
         Err(e) => format!("container gone ({e})"),
     }
-}
-
-fn tail_of(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 impl Launcher for DockerLauncher {

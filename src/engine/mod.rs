@@ -118,7 +118,8 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-fn tail_of(path: &Path, lines: usize) -> String {
+/// The last `lines` lines of a log file (empty when unreadable), for failure causes.
+pub(crate) fn tail_of(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")

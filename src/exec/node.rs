@@ -123,12 +123,6 @@ fn copy_log_since(log: &Path, from: u64, dest: &Path) -> u64 {
     from + buf.len() as u64
 }
 
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(10)..].join("\n")
-}
-
 impl Executor<'_> {
     pub(super) async fn pull(&mut self, i: NodeIndex) {
         let engine_name = self.plan.graph[i]
@@ -440,7 +434,10 @@ impl Executor<'_> {
             if let Some(cause) = engine.exited() {
                 self.fail_recorded(
                     node,
-                    format!("{cause}; last log lines:\n{}", log_tail(&log)),
+                    format!(
+                        "{cause}; last log lines:\n{}",
+                        crate::engine::tail_of(&log, 10)
+                    ),
                 );
                 continue;
             }
@@ -545,7 +542,10 @@ impl Executor<'_> {
             return log_pos;
         }
         if let Some(cause) = engine.exited() {
-            let cause = format!("{cause} during the run; last log lines:\n{}", log_tail(log));
+            let cause = format!(
+                "{cause} during the run; last log lines:\n{}",
+                crate::engine::tail_of(log, 10)
+            );
             j.failed(&cause);
             self.fail(node, cause);
             return log_pos;
@@ -558,11 +558,6 @@ impl Executor<'_> {
             (Some(a), Some(b)) if b > a => (a, b),
             _ => (idle_end, clock.ns(Instant::now())),
         };
-        let wraps: Vec<(String, f64)> = telemetry::procfs::rapl_domains()
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|d| d.wrap_mj.map(|w| (d.name, w)))
-            .collect();
         let model_bytes =
             plan::weights_path(self.sweep, self.plan.deployments[d].at).and_then(|p| bytes_of(&p));
         let tsum = telemetry::summarize(
@@ -570,7 +565,6 @@ impl Executor<'_> {
             &tcfg,
             (idle_end > idle_start && !tcfg.idle.is_zero()).then_some((idle_start, idle_end)),
             window,
-            &wraps,
             &outcome.requests,
             model_bytes,
         );

@@ -77,7 +77,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// A process that exists and is not a zombie (a killed process whose parent has not reaped
 /// it still has a /proc entry).
-fn pid_alive(pid: u32) -> bool {
+pub(crate) fn pid_alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name, which may itself contain spaces.
         Ok(stat) => {

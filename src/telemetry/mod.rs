@@ -111,6 +111,8 @@ struct Output {
 
 /// Samplers running in their own threads until [`Collector::stop`].
 pub(crate) struct Collector {
+    /// RAPL counter ranges (device, mJ at which it wraps), for accounting.
+    wraps: Vec<(String, f64)>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<Output>>,
     notes: Arc<Mutex<Vec<String>>>,
@@ -243,6 +245,10 @@ impl Collector {
             Err(why) => note(format!("no CPU energy: RAPL unavailable ({why})")),
         }
         let rapl = rapl.unwrap_or_default();
+        let wraps = rapl
+            .iter()
+            .filter_map(|d| d.wrap_mj.map(|w| (d.name.clone(), w)))
+            .collect();
         let mut tree = targets.engine_pid.map(procfs::ProcessTreeMeter::new);
         if tree.is_none() {
             note("engine CPU/RAM not sampled: the engine is not a local process".into());
@@ -357,6 +363,7 @@ impl Collector {
             }
         }
         Collector {
+            wraps,
             stop,
             threads,
             notes,
@@ -384,6 +391,7 @@ impl Collector {
         c.samples.sort_by_key(|s| s.t_ns);
         c.prom.sort_by_key(|p| p.0);
         c.notes = std::mem::take(&mut *self.notes.lock().expect("notes lock"));
+        c.wraps = self.wraps;
         c
     }
 }
@@ -430,6 +438,8 @@ pub(crate) struct Collected {
     pub prom: Vec<(i64, prom::PromSample)>,
     pub notes: Vec<String>,
     pub costs: Vec<SamplerCost>,
+    /// RAPL counter ranges by device, mJ.
+    pub wraps: Vec<(String, f64)>,
 }
 
 /// Energy of one device (GPU or CPU package) over the run window.
@@ -558,13 +568,12 @@ fn device_energy(
 }
 
 /// Turns a run's samples into its telemetry summary. `idle` and `window` are [start, end] on
-/// the run clock (ns); `wraps` gives RAPL counter ranges by device.
+/// the run clock (ns); RAPL counter ranges come with the samples (`Collected::wraps`).
 pub(crate) fn summarize(
     c: &Collected,
     cfg: &Config,
     idle: Option<(i64, i64)>,
     window: (i64, i64),
-    wraps: &[(String, f64)],
     requests: &[RequestRecord],
     model_bytes: Option<u64>,
 ) -> Summary {
@@ -602,7 +611,7 @@ pub(crate) fn summarize(
         ));
     }
     for p in &packages {
-        let wrap = wraps.iter().find(|(d, _)| d == p).map(|(_, w)| *w);
+        let wrap = c.wraps.iter().find(|(d, _)| d == p).map(|(_, w)| *w);
         out.devices.extend(device_energy(
             s,
             Source::Rapl,
@@ -748,7 +757,6 @@ mod tests {
             &cfg,
             Some((0, 1900 * MS)),
             (2000 * MS, 6000 * MS),
-            &[],
             &reqs,
             Some(500_000_000),
         );
@@ -778,7 +786,7 @@ mod tests {
             interval: Duration::from_millis(100),
             idle: Duration::ZERO,
         };
-        let s = summarize(&c, &cfg, None, (0, 1000 * MS), &[], &[], None);
+        let s = summarize(&c, &cfg, None, (0, 1000 * MS), &[], None);
         assert_eq!(s.energy_source, "none");
         assert_eq!(
             (s.energy_j, s.j_per_output_token, s.gpu_mem_mean_mb),
@@ -802,7 +810,7 @@ mod tests {
             samples: busy,
             ..Default::default()
         };
-        assert!(summarize(&c, &cfg, None, (0, 1000 * MS), &[], &[], None).client_cpu_saturated);
+        assert!(summarize(&c, &cfg, None, (0, 1000 * MS), &[], None).client_cpu_saturated);
     }
 
     #[test]

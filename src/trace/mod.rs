@@ -380,6 +380,14 @@ pub(crate) fn write_scores(
     t.write(path)
 }
 
+/// The record batches of a Parquet file.
+fn batches(path: &Path) -> anyhow::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    Ok(
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?
+            .build()?,
+    )
+}
+
 /// Reads numeric (and boolean) columns of a Parquet file as f64 (nulls as None). Columns
 /// missing from the file come back empty.
 pub(crate) fn read_numeric(
@@ -389,12 +397,9 @@ pub(crate) fn read_numeric(
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float64Type, Int64Type, UInt32Type};
     use arrow_array::Array;
-    let file = File::open(path)?;
-    let reader =
-        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
     let mut out: std::collections::BTreeMap<String, Vec<Option<f64>>> =
         names.iter().map(|n| (n.to_string(), Vec::new())).collect();
-    for batch in reader {
+    for batch in batches(path)? {
         let batch = batch?;
         for n in names {
             let Some(col) = batch.column_by_name(n) else {
@@ -426,12 +431,9 @@ pub(crate) fn read_strings(
 ) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<String>>>> {
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
-    let file = File::open(path)?;
-    let reader =
-        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
     let mut out: std::collections::BTreeMap<String, Vec<Option<String>>> =
         names.iter().map(|n| (n.to_string(), Vec::new())).collect();
-    for batch in reader {
+    for batch in batches(path)? {
         let batch = batch?;
         for n in names {
             let Some(col) = batch.column_by_name(n) else {

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
@@ -176,4 +177,62 @@ pub fn records(cache: &Path) -> Vec<serde_json::Value> {
             serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap()
         })
         .collect()
+}
+
+/// A sweep file of `small_sweep` in a fresh temp dir: (dir, cache path, sweep path).
+pub fn setup(
+    name: &str,
+    extra_engine: &str,
+    scenarios: &str,
+    matrix: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let e = engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sweep = dir.path().join(format!("{name}.kdl"));
+    std::fs::write(
+        &sweep,
+        small_sweep(&e, name, extra_engine, scenarios, matrix),
+    )
+    .unwrap();
+    (dir, cache, sweep)
+}
+
+/// `bench360 apply` in the background (to be killed or interrupted by the test).
+pub fn spawn_apply(cache: &Path, sweep: &Path) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+        .arg("--cache")
+        .arg(cache)
+        .arg("apply")
+        .arg(sweep)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until a run whose label contains `label_part` has a `started` record.
+pub fn wait_for_started_run(cache: &Path, label_part: &str, timeout: Duration) {
+    let t = Instant::now();
+    loop {
+        if cache.join("records").is_dir()
+            && records(cache).iter().any(|r| {
+                r["kind"] == "run"
+                    && r["status"] == "started"
+                    && r["label"].as_str().unwrap().contains(label_part)
+            })
+        {
+            return;
+        }
+        assert!(
+            t.elapsed() < timeout,
+            "no run `{label_part}` started within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The Python with pyarrow and duckdb (scripts/setup-python.sh).
+pub fn python() -> String {
+    setting("python.env", "BENCH360_PYTHON", "scripts/setup-python.sh")
 }
