@@ -90,4 +90,17 @@ pub(crate) enum Command {
         #[arg(long, hide = true)]
         serve: Option<u16>,
     },
+    /// Score predictions with one of bench360's metrics, outside any sweep: JSONL in
+    /// (FILE or stdin), JSONL out. rouge: {id, prediction, reference} → rouge1, rouge2,
+    /// rougeL, rougeLsum (F, stemmed; Lsum over newline-separated sentences). squad:
+    /// {id, prediction, answers: [..]} → exact, f1 (official SQuAD v2). sql: {id, prediction,
+    /// reference, database} → execution_accuracy, exact_match, error (read-only sandbox).
+    Metric {
+        #[arg(value_parser = ["rouge", "squad", "sql"])]
+        metric: String,
+        file: Option<PathBuf>,
+        /// Time limit of one SQL statement, seconds.
+        #[arg(long, default_value_t = 5.0)]
+        sql_timeout: f64,
+    },
 }

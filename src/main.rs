@@ -301,6 +301,26 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
+        Command::Metric {
+            metric,
+            file,
+            sql_timeout,
+        } => {
+            let input: Box<dyn std::io::BufRead> = match &file {
+                Some(f) => Box::new(std::io::BufReader::new(
+                    std::fs::File::open(f)
+                        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", f.display()))?,
+                )),
+                None => Box::new(std::io::stdin().lock()),
+            };
+            task::metric_cli(
+                &metric,
+                input,
+                &mut std::io::stdout().lock(),
+                std::time::Duration::from_secs_f64(sql_timeout),
+            )?;
+            Ok(0)
+        }
         Command::Selfbench {
             streams,
             seconds,

@@ -122,7 +122,7 @@ fn samples(n: usize) -> Arc<Vec<crate::task::Sample>> {
                 system: None,
                 prompt: "Say something.".into(),
                 reference: "A".into(),
-                groups: Default::default(),
+                ..Default::default()
             })
             .collect(),
     )

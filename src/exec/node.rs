@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use petgraph::graph::NodeIndex;
-use rayon::prelude::*;
 use serde_json::json;
 
 use super::Executor;
@@ -233,12 +232,9 @@ impl Executor<'_> {
             return Ok(s.clone());
         }
         let def = &self.sweep.tasks[task];
-        let s = task::load(
-            def,
-            &self.sweep.resolve_path(&def.dataset.value),
-            self.sweep.seed,
-        )
-        .map_err(|e| e.to_string())?;
+        let s = task::of(self.sweep, task)
+            .load(self.sweep.seed)
+            .map_err(|e| e.to_string())?;
         if s.is_empty() {
             return Err(format!("task `{}` has no samples", def.name.value));
         }
@@ -267,11 +263,12 @@ impl Executor<'_> {
         engine: &impl RunningEngine,
         d: usize,
         sampling: crate::sweep::Sampling,
+        mode: Option<crate::sweep::Api>,
     ) -> Result<HttpClient, String> {
         let e = &self.sweep.engines[self.plan.deployments[d].at.engine];
         HttpClient::new(
             engine.base_url(),
-            e.api,
+            mode.unwrap_or(e.api),
             engine.served_model(),
             sampling,
             Duration::from_secs_f64(self.sweep.defaults.request_timeout_s),
@@ -367,7 +364,8 @@ impl Executor<'_> {
         let mut warm_failures = Vec::new();
         if let Some(samples) = &warm_samples {
             let sampling = self.sweep.defaults.sampling.clone();
-            if let Ok(client) = self.client(&engine, d, sampling) {
+            let mode = self.sweep.tasks[first_task].mode;
+            if let Ok(client) = self.client(&engine, d, sampling, mode) {
                 let n = self.sweep.defaults.warmup.max(u32::from(need_cold));
                 for w in 0..n {
                     if self.cancel.is_cancelled() {
@@ -471,7 +469,8 @@ impl Executor<'_> {
                 return log_pos;
             }
         };
-        let client = match self.client(engine, d, spec.config.sampling.clone()) {
+        let mode = self.sweep.tasks[spec.config.task].mode;
+        let client = match self.client(engine, d, spec.config.sampling.clone(), mode) {
             Ok(c) => Arc::new(c),
             Err(e) => {
                 self.fail_recorded(node, e);
@@ -617,7 +616,7 @@ impl Executor<'_> {
         let j = Journal::start(self.store, self.plan, i);
         let run_key = &self.plan.graph[spec.node].key;
         let key = self.plan.graph[i].key.clone();
-        let kind = self.sweep.tasks[spec.config.task].kind;
+        let imp = task::of(self.sweep, spec.config.task);
         let result = (|| -> Result<serde_json::Value, String> {
             let samples = self.samples_of(spec.config.task)?;
             let text =
@@ -636,19 +635,17 @@ impl Executor<'_> {
                 })?;
                 rows.push((o["request_id"].as_u64().unwrap_or(0) as u32, sample, None));
             }
-            // Scoring is CPU work: spread it over cores.
-            let scored: Vec<Option<Score>> = outputs
-                .par_iter()
-                .zip(rows.par_iter())
-                .map(|(o, (_, sample, _))| {
-                    o["ok"]
-                        .as_bool()
-                        .unwrap_or(false)
-                        .then(|| task::score(kind, sample, o["output"].as_str().unwrap_or("")))
-                })
+            // Only successful requests are scored; failed ones are counted apart.
+            let ok: Vec<usize> = (0..outputs.len())
+                .filter(|&i| outputs[i]["ok"].as_bool().unwrap_or(false))
                 .collect();
-            for (row, s) in rows.iter_mut().zip(scored) {
-                row.2 = s;
+            let items: Vec<(&Sample, &str)> = ok
+                .iter()
+                .map(|&i| (rows[i].1, outputs[i]["output"].as_str().unwrap_or("")))
+                .collect();
+            let scored = imp.score(&items)?;
+            for (&i, s) in ok.iter().zip(scored) {
+                rows[i].2 = Some(s);
             }
             let pairs: Vec<(&Sample, &Score)> = rows
                 .iter()
@@ -660,13 +657,23 @@ impl Executor<'_> {
                 .iter()
                 .map(|(id, s, sc)| (*id, *s, sc.as_ref()))
                 .collect();
-            crate::trace::write_scores(&tmp.join("scores.parquet"), &key, &spec.columns, &refs)
-                .map_err(|e| e.to_string())?;
+            crate::trace::write_scores(
+                &tmp.join("scores.parquet"),
+                &key,
+                run_key,
+                &spec.columns,
+                &refs,
+            )
+            .map_err(|e| e.to_string())?;
             write_json(&tmp.join("metrics.json"), &metrics).map_err(|e| e.to_string())?;
             self.store
                 .commit_object(&tmp, &key)
                 .map_err(|e| e.to_string())?;
-            Ok(json!({"accuracy": metrics.get("accuracy"), "scored": metrics.get("scored")}))
+            Ok(json!({
+                "primary": imp.primary(),
+                "quality": metrics.get("quality"),
+                "scored": metrics.get("scored"),
+            }))
         })();
         match result {
             Ok(out) => match j.finish(out) {
@@ -874,11 +881,11 @@ fn run_data(
             data.itl_ms.push((t - prev) / 1e6);
         }
     }
-    data.correct = crate::trace::read_numeric(
+    data.scores = crate::trace::read_numeric(
         &store.object_dir(&score_key).join("scores.parquet"),
-        &["correct"],
+        &["score"],
     )
-    .map(|m| m["correct"].iter().flatten().copied().collect())
+    .map(|m| m["score"].iter().flatten().copied().collect())
     .unwrap_or_default();
     // GPU power and memory over the window, summed over devices per sample time.
     let tele = num(
@@ -945,12 +952,17 @@ pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::sweep::Swe
                 .unwrap_or_else(|| key.clone())
         }
     };
+    let primaries: Vec<&'static str> = (0..sweep.tasks.len())
+        .map(|t| task::of(sweep, t).primary())
+        .collect();
     let rows: Vec<crate::report::summary::Row> = plan
         .runs
         .iter()
         .map(|spec| {
+            let mut data = run_data(store, plan, spec, &resolve);
+            data.primary = primaries[spec.config.task].to_string();
             crate::report::summary::derive(
-                run_data(store, plan, spec, &resolve),
+                data,
                 &sweep.slo,
                 sweep.cost.as_ref(),
             )

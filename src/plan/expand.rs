@@ -358,6 +358,17 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
             }
             for &engine in &engines {
                 for &task in &tasks {
+                    // A task's own max-tokens and stop replace the sweep's.
+                    let t_def = &sweep.tasks[task];
+                    let max_tokens = match t_def.max_tokens {
+                        Some(x) => vec![x],
+                        None => max_tokens.clone(),
+                    };
+                    let stop = if t_def.stop.is_empty() {
+                        d.stop.clone()
+                    } else {
+                        t_def.stop.clone()
+                    };
                     for &scenario in &scenarios {
                         for instance in instances(&sweep.scenarios[scenario].spec, sweep) {
                             for &mt in &max_tokens {
@@ -375,7 +386,7 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                                                     max_tokens: mt,
                                                     temperature: t,
                                                     top_p: p,
-                                                    stop: d.stop.clone(),
+                                                    stop: stop.clone(),
                                                 },
                                                 repeat,
                                             };

@@ -47,10 +47,9 @@ pub(crate) fn required_files(sweep: &Sweep) -> Vec<PathBuf> {
             out.push(p);
         }
     }
-    for t in &sweep.tasks {
-        for f in task::dataset_files(t.kind, &sweep.resolve_path(&t.dataset.value)) {
-            out.push(f);
-        }
+    for t in 0..sweep.tasks.len() {
+        out.extend(task::of(sweep, t).files());
+        out.extend(task::scoring_files(sweep, t));
     }
     for s in &sweep.scenarios {
         if let crate::sweep::ScenarioSpec::Replay { trace, .. } = &s.spec {
@@ -214,6 +213,14 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
     let mut deployments: Vec<Deployment> = Vec::new();
     let mut pulls: BTreeMap<usize, NodeIndex> = BTreeMap::new();
     let mut runs = Vec::new();
+    // Per task, once: its implementation, files and scoring files.
+    let imps: Vec<Box<dyn task::Task>> = (0..sweep.tasks.len())
+        .map(|t| task::of(sweep, t))
+        .collect();
+    let task_files: Vec<Vec<PathBuf>> = imps.iter().map(|i| i.files()).collect();
+    let scoring_files: Vec<Vec<PathBuf>> = (0..sweep.tasks.len())
+        .map(|t| task::scoring_files(sweep, t))
+        .collect();
 
     for cfg in &configs {
         let at = cfg.deployment();
@@ -392,8 +399,8 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
         inputs.insert("node".into(), "run".into());
         inputs.insert("deployment".into(), deployment_key);
         inputs.insert(
-            "engine.api".into(),
-            serde_json::to_string(&engine.api).expect("enum"),
+            "api".into(),
+            serde_json::to_string(&task.mode.unwrap_or(engine.api)).expect("enum"),
         );
         inputs.insert(
             "task.kind".into(),
@@ -408,18 +415,24 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
             "task.system".into(),
             task.system.clone().unwrap_or_default(),
         );
-        inputs.insert(
-            "task.template".into(),
-            hash_str(task::template_source(task.kind)),
-        );
+        let imp = &imps[cfg.task];
+        inputs.insert("task.template".into(), hash_str(&imp.template()));
         let mut blocked_by = None;
         let dir = sweep.resolve_path(&task.dataset.value);
-        for f in task::dataset_files(task.kind, &dir) {
+        for f in &task_files[cfg.task] {
             let name = f
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            match facts.file(&f) {
+                .strip_prefix(&dir)
+                .unwrap_or(f)
+                .to_string_lossy()
+                .into_owned();
+            let name = if name.is_empty() {
+                f.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            } else {
+                name
+            };
+            match facts.file(f) {
                 Ok(h) => {
                     inputs.insert(format!("task.dataset.{name}"), h);
                 }
@@ -488,7 +501,14 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
         let mut sinputs = KeyInputs::new();
         sinputs.insert("node".into(), "score".into());
         sinputs.insert("run".into(), run_key);
-        sinputs.insert("metric".into(), task::metric_id(task.kind).into());
+        sinputs.insert("metric".into(), imp.metric());
+        for f in &scoring_files[cfg.task] {
+            let h = facts
+                .file(f)
+                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            let name = f.strip_prefix(&sweep.base_dir).unwrap_or(f);
+            sinputs.insert(format!("scoring-file.{}", name.display()), h);
+        }
         let score = b.add(
             Node {
                 kind: NodeKind::Score,

@@ -97,7 +97,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
 
     // Every run.
     let currency = cost.map(|c| c.currency.clone()).unwrap_or_default();
-    h.push_str(r#"<h2>Runs</h2><p>Latencies in ms; brackets are 95 % bootstrap intervals over requests. Failed requests are counted apart and excluded from latencies.</p><table id="runs"><tr><th>run</th><th>ok / n</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>ITL p50</th><th>E2E p95</th><th>tok/s</th><th>goodput req/s</th><th>accuracy</th><th>J/token</th><th>cost/query</th><th>SLO</th></tr>"#);
+    h.push_str(r#"<h2>Runs</h2><p>Latencies in ms; brackets are 95 % bootstrap intervals over requests. Failed requests are counted apart and excluded from latencies. Quality is each task's primary metric (MMLU accuracy, SQuAD v2 F1, ROUGE-L F, Spider execution accuracy, a custom task's first metric).</p><table id="runs"><tr><th>run</th><th>ok / n</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>ITL p50</th><th>E2E p95</th><th>tok/s</th><th>goodput req/s</th><th>quality</th><th>J/token</th><th>cost/query</th><th>SLO</th></tr>"#);
     for r in rows {
         let d = &r.data;
         match &d.stats {
@@ -143,7 +143,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                     ci(s.e2e_ms.p95, r.e2e_p95_ci, 1),
                     n(Some(s.output_tokens_per_s), 1),
                     n(r.goodput_rps, 2),
-                    ci(d.metrics.get("accuracy").copied(), r.accuracy_ci, 3),
+                    ci(d.metrics.get("quality").copied(), r.quality_ci, 3),
                     n(d.telemetry.as_ref().and_then(|t| t.j_per_output_token), 3),
                     r.cost_per_query.map(|c| format!("{c:.6} {}", esc(&currency))).unwrap_or_else(|| "–".into()),
                 );
@@ -188,6 +188,11 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
         }
     }
     for (task, rs) in &tasks {
+        let metric = rs
+            .first()
+            .map(|r| r.data.primary.clone())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "quality".into());
         type Get = fn(&Row) -> Option<f64>;
         let axes: [(&str, &str, Get); 2] = [
             ("TPOT p50 (ms)", "tpot", |r| {
@@ -203,7 +208,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                 .filter_map(|r| {
                     Some((
                         fx(r)?,
-                        *r.data.metrics.get("accuracy")?,
+                        *r.data.metrics.get("quality")?,
                         r.data.label.clone(),
                     ))
                 })
@@ -217,8 +222,8 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             // Accuracy's 95 % bootstrap interval as an error bar.
             all.errors = rs
                 .iter()
-                .filter(|r| fx(r).is_some() && r.data.metrics.contains_key("accuracy"))
-                .map(|r| r.accuracy_ci)
+                .filter(|r| fx(r).is_some() && r.data.metrics.contains_key("quality"))
+                .map(|r| r.quality_ci)
                 .collect();
             let mut fr = Series::new(
                 "Pareto frontier",
@@ -227,9 +232,9 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             );
             fr.labels = front.iter().map(|&i| pts[i].2.clone()).collect();
             let chart = Chart {
-                title: format!("{task}: accuracy vs. {xl}"),
+                title: format!("{task}: {metric} vs. {xl}"),
                 x_label: xl.into(),
-                y_label: "accuracy".into(),
+                y_label: metric.clone(),
                 series: vec![all, fr],
                 hlines: vec![],
             };

@@ -97,7 +97,7 @@ pub(crate) fn markdown(
                 triple(&s.e2e_ms),
                 format!("{:.1}", s.output_tokens_per_s),
                 format!("{:.2}", s.requests_per_s),
-                pct(r.metrics.get("accuracy")),
+                pct(r.metrics.get("quality")),
                 if s.client_behind {
                     format!("client lag p99 {}", ms(s.queue_ms.p99))
                 } else {
@@ -133,7 +133,7 @@ pub(crate) fn markdown(
             "E2E ms",
             "out tok/s",
             "req/s",
-            "accuracy",
+            "quality",
             "notes",
         ],
         &body,
@@ -341,7 +341,7 @@ pub(crate) fn terminal(rows: &[Row]) -> String {
                 format!("{} / {}", ms(s.tpot_ms.p50), ms(s.tpot_ms.p99)),
                 format!("{} / {}", ms(s.e2e_ms.p50), ms(s.e2e_ms.p99)),
                 format!("{:.1}", s.output_tokens_per_s),
-                pct(r.metrics.get("accuracy")),
+                pct(r.metrics.get("quality")),
             ],
             None => vec![
                 r.label.clone(),

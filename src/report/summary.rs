@@ -28,8 +28,10 @@ pub(crate) struct RunData {
     pub tpot_ms: Vec<f64>,
     pub e2e_ms: Vec<f64>,
     pub itl_ms: Vec<f64>,
-    /// Per scored request: 1 correct, 0 not.
-    pub correct: Vec<f64>,
+    /// Per scored request: the task's per-request score (1/0 for pass/fail metrics).
+    pub scores: Vec<f64>,
+    /// Name of the task's primary metric (what `quality` means).
+    pub primary: String,
     /// (seconds since window start, requests in flight).
     pub inflight: Vec<(f64, f64)>,
     /// (seconds since window start, W) summed over GPUs; and GPU memory in GB.
@@ -48,7 +50,7 @@ pub(crate) struct Row {
     pub ttft_p95_ci: Option<(f64, f64)>,
     pub e2e_p95_ci: Option<(f64, f64)>,
     pub tpot_p50_ci: Option<(f64, f64)>,
-    pub accuracy_ci: Option<(f64, f64)>,
+    pub quality_ci: Option<(f64, f64)>,
     /// Successful requests per second whose TTFT and E2E met the SLO thresholds.
     pub goodput_rps: Option<f64>,
     pub cost_per_query: Option<f64>,
@@ -94,7 +96,7 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
         ttft_p95_ci: bootstrap_ci(&data.ttft_ms, ROUNDS, seed ^ 1, p(95.0)),
         e2e_p95_ci: bootstrap_ci(&data.e2e_ms, ROUNDS, seed ^ 2, p(95.0)),
         tpot_p50_ci: bootstrap_ci(&data.tpot_ms, ROUNDS, seed ^ 3, p(50.0)),
-        accuracy_ci: bootstrap_ci(&data.correct, ROUNDS, seed ^ 4, mean_of),
+        quality_ci: bootstrap_ci(&data.scores, ROUNDS, seed ^ 4, mean_of),
         ..Default::default()
     };
     if let Some(s) = &data.stats {
@@ -185,7 +187,7 @@ pub(crate) fn recommend(rows: &[Row]) -> BTreeMap<String, Vec<Pick>> {
     type Objective = (&'static str, bool, fn(&Row) -> Option<f64>);
     let objectives: [Objective; 4] = [
         ("highest quality", true, |r| {
-            r.data.metrics.get("accuracy").copied()
+            r.data.metrics.get("quality").copied()
         }),
         ("lowest J/token", false, |r| {
             r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token)
@@ -378,9 +380,14 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     "client_cpu_saturated",
                     Cell::Bool(t.map(|t| t.client_cpu_saturated)),
                 ),
+                (
+                    "quality_metric",
+                    str_(Some(d.primary.clone()).filter(|p| !p.is_empty())),
+                ),
+                ("quality", f(d.metrics.get("quality").copied())),
                 ("accuracy", f(d.metrics.get("accuracy").copied())),
-                ("accuracy_ci_low", lo(r.accuracy_ci)),
-                ("accuracy_ci_high", hi(r.accuracy_ci)),
+                ("quality_ci_low", lo(r.quality_ci)),
+                ("quality_ci_high", hi(r.quality_ci)),
                 ("unparsed_rate", f(d.metrics.get("unparsed_rate").copied())),
                 ("energy_source", str_(t.map(|t| t.energy_source.clone()))),
                 ("energy_j", f(t.and_then(|t| t.energy_j))),
@@ -505,7 +512,7 @@ mod tests {
             columns: Some(cols),
             failure: (!ok).then(|| "boom".to_string()),
             stats: Some(stats),
-            metrics: BTreeMap::from([("accuracy".to_string(), acc)]),
+            metrics: BTreeMap::from([("quality".to_string(), acc)]),
             ttft_ms: vec![ttft_p95 / 2.0; 10],
             e2e_ms: vec![500.0; 10],
             ..Default::default()

@@ -158,20 +158,94 @@ pub(crate) enum PullPolicy {
 pub(crate) struct Task {
     pub name: Spanned<String>,
     pub kind: TaskKind,
+    /// A folder for the built-in tasks, a JSONL/CSV/Parquet file for custom ones.
     pub dataset: Spanned<String>,
     pub samples: Option<usize>,
     pub shots: u32,
     pub system: Option<String>,
+    /// Chat messages or a plain completion prompt; None: the engine's `api`.
+    pub mode: Option<Api>,
+    /// Overrides the sweep's `max-tokens` for this task's runs.
+    pub max_tokens: Option<u32>,
+    /// Overrides the sweep's `stop` for this task's runs (when not empty).
+    pub stop: Vec<String>,
+    /// Summarization: articles are cut to this many words in the prompt.
+    pub article_words: usize,
+    /// Time limit of one SQL statement when scoring.
+    pub sql_timeout_s: f64,
+    pub custom: Option<CustomTask>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum TaskKind {
     Mmlu,
+    SquadV2,
+    Summarization,
+    Text2Sql,
+    Custom,
 }
 
 impl TaskKind {
-    pub const ALL: &'static [(&'static str, TaskKind)] = &[("mmlu", TaskKind::Mmlu)];
+    pub const ALL: &'static [(&'static str, TaskKind)] = &[
+        ("mmlu", TaskKind::Mmlu),
+        ("squad_v2", TaskKind::SquadV2),
+        ("summarization", TaskKind::Summarization),
+        ("text2sql", TaskKind::Text2Sql),
+        ("custom", TaskKind::Custom),
+    ];
+}
+
+/// A user-defined task's prompt and scoring.
+#[derive(Debug, Clone)]
+pub(crate) struct CustomTask {
+    /// minijinja template over the row's fields.
+    pub template: Spanned<String>,
+    /// Field holding the reference (a string or a list of acceptable strings).
+    pub reference: Spanned<String>,
+    /// Field holding a unique id (default: the row's line).
+    pub id_field: Option<String>,
+    pub metrics: Vec<Spanned<Metric>>,
+    /// Regex whose group 1 (or whole match) is the answer the metrics compare.
+    pub extract: Option<Spanned<String>>,
+    /// External scorer: command and arguments (JSONL on stdin, JSONL on stdout).
+    pub scorer: Option<Vec<String>>,
+    pub scorer_timeout_s: f64,
+    /// SQLite file for the `sql` metric (relative to the sweep file).
+    pub database: Option<Spanned<String>>,
+    /// Fields to report per-group metrics by.
+    pub group_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Metric {
+    ExactMatch,
+    F1,
+    Rouge,
+    Choice,
+    Contains,
+    Json,
+    Sql,
+}
+
+impl Metric {
+    pub const ALL: &'static [(&'static str, Metric)] = &[
+        ("exact_match", Metric::ExactMatch),
+        ("f1", Metric::F1),
+        ("rouge", Metric::Rouge),
+        ("choice", Metric::Choice),
+        ("contains", Metric::Contains),
+        ("json", Metric::Json),
+        ("sql", Metric::Sql),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Metric::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map(|(n, _)| *n)
+            .expect("every metric is listed")
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -8,9 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Deserialize;
 
-use super::{read_jsonl, DatasetError, Sample, Score};
-use crate::sweep::Task as TaskDef;
-use crate::workload::rng::SplitMix64;
+use super::{read_jsonl, DatasetError, Sample, Score, TaskDef};
 
 pub(crate) const TEMPLATE: &str = "mmlu/1\n\
 The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n\
@@ -84,11 +82,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             message: "no questions".into(),
         });
     }
-    let mut order: Vec<usize> = (0..test.len()).collect();
-    SplitMix64::derive(seed, "mmlu/order").shuffle(&mut order);
-    if let Some(n) = def.samples {
-        order.truncate(n);
-    }
+    let order = super::sample_order(test.len(), def.samples, seed, "mmlu/order");
     let mut out = Vec::with_capacity(order.len());
     for i in order {
         let item = &test[i];
@@ -126,7 +120,9 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             system: def.system.clone(),
             prompt,
             reference: item.answer.clone(),
+            references: vec![item.answer.clone()],
             groups,
+            extra: BTreeMap::new(),
         });
     }
     Ok(out)
@@ -168,9 +164,15 @@ pub(crate) fn extract_letter(output: &str) -> Option<char> {
 
 pub(crate) fn score(sample: &Sample, output: &str) -> Score {
     let letter = extract_letter(output);
+    let correct = letter.is_some_and(|l| sample.reference.starts_with(l));
+    let v = f64::from(u8::from(correct));
     Score {
-        correct: letter.is_some_and(|l| sample.reference.starts_with(l)),
+        score: v,
+        correct: Some(correct),
         extracted: letter.map(String::from),
+        parsed: Some(letter.is_some()),
+        metrics: BTreeMap::from([("accuracy".to_string(), v)]),
+        ..Score::default()
     }
 }
 
@@ -208,14 +210,7 @@ mod tests {
         let good = r#"{"id":"a/test/0","subject":"a","subcategory":"x","category":"STEM","question":"q","choices":["1","2","3","4"],"answer":"B"}"#;
         let bad = r#"{"id":"a/test/1","subject":"a","subcategory":"x","category":"STEM","question":"q","choices":["1","2","3","4"],"answer":"E"}"#;
         std::fs::write(dir.path().join("test.jsonl"), format!("{good}\n{bad}\n")).unwrap();
-        let def = TaskDef {
-            name: crate::sweep::Spanned::new("t".into(), (0..0).into()),
-            kind: crate::sweep::TaskKind::Mmlu,
-            dataset: crate::sweep::Spanned::new("x".into(), (0..0).into()),
-            samples: None,
-            shots: 0,
-            system: None,
-        };
+        let def = super::super::tests::def(crate::sweep::TaskKind::Mmlu, None);
         let err = load(&def, dir.path(), 1).unwrap_err().to_string();
         assert!(
             err.contains("test.jsonl:2:") && err.contains("\"E\""),
@@ -232,14 +227,8 @@ mod tests {
 
     #[test]
     fn prompts_carry_question_choices_and_shots() {
-        let def = TaskDef {
-            name: crate::sweep::Spanned::new("t".into(), (0..0).into()),
-            kind: crate::sweep::TaskKind::Mmlu,
-            dataset: crate::sweep::Spanned::new("x".into(), (0..0).into()),
-            samples: Some(5),
-            shots: 2,
-            system: None,
-        };
+        let mut def = super::super::tests::def(crate::sweep::TaskKind::Mmlu, Some(5));
+        def.shots = 2;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mmlu");
         let a = load(&def, &dir, 9).unwrap();
         assert_eq!(a.len(), 5);
@@ -258,14 +247,11 @@ mod tests {
     #[test]
     fn scores_against_the_reference_letter() {
         let s = Sample {
-            id: "x".into(),
-            system: None,
-            prompt: String::new(),
             reference: "B".into(),
-            groups: BTreeMap::new(),
+            ..Sample::default()
         };
-        assert!(score(&s, "Answer: B").correct);
-        assert!(!score(&s, "Answer: A").correct);
+        assert_eq!(score(&s, "Answer: B").correct, Some(true));
+        assert_eq!(score(&s, "Answer: A").correct, Some(false));
         assert_eq!(score(&s, "hmm").extracted, None);
     }
 }

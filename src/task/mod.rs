@@ -1,26 +1,51 @@
 //! Tasks: a task turns a dataset into prompts with references, and scores outputs against
-//! them. Loading reads files (the edge); scoring is pure.
+//! them. Loading reads files (the edge); scoring of the built-in metrics is pure. Scoring is
+//! its own node in the DAG, keyed by the run and the metric's identity, so a changed metric
+//! reruns only scoring and the report.
+//!
+//! The registry is [`TaskKind::ALL`] (names in the sweep) and [`of`] (the implementation of a
+//! declared task).
 
+pub(crate) mod custom;
 pub(crate) mod mmlu;
+pub(crate) mod porter;
+pub(crate) mod rouge;
+pub(crate) mod sql;
+pub(crate) mod squad;
+pub(crate) mod summarization;
+pub(crate) mod text2sql;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use rayon::prelude::*;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::sweep::{Task as TaskDef, TaskKind};
+pub(crate) use crate::sweep::Task as TaskDef;
+use crate::sweep::{Sweep, TaskKind};
+use crate::workload::rng::SplitMix64;
 
 /// One prompt with what it is scored against.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
 pub(crate) struct Sample {
     pub id: String,
     pub system: Option<String>,
     /// The user message (chat) or the whole prompt (completion).
     pub prompt: String,
+    /// The main reference (MMLU: the letter; SQuAD: the first gold answer, empty when
+    /// unanswerable; summaries: the highlights; SQL: the gold query).
     pub reference: String,
-    /// Grouping for per-group metrics (MMLU: subject and category).
+    /// Every acceptable reference (SQuAD: all gold answers; none when unanswerable).
+    #[serde(default)]
+    pub references: Vec<String>,
+    /// Grouping for per-group metrics (MMLU: subject and category; SQuAD: answerable).
     pub groups: BTreeMap<String, String>,
+    /// What a scorer needs beyond the references (text2sql: the database file; custom
+    /// tasks: the dataset row as JSON).
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Error)]
@@ -41,72 +66,385 @@ pub(crate) enum DatasetError {
 }
 
 /// A scored output.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub(crate) struct Score {
-    pub correct: bool,
-    /// What the scorer read out of the output (MMLU: the letter), if anything.
+    /// The task's per-request quality (its primary metric), 0..1 for every built-in metric.
+    pub score: f64,
+    /// Right or wrong, for metrics that are pass/fail (accuracy, exact match, execution).
+    pub correct: Option<bool>,
+    /// What the scorer read out of the output (a letter, an answer span, a SQL query).
     pub extracted: Option<String>,
+    /// Whether the expected form was found (None when the metric reads the output as is).
+    pub parsed: Option<bool>,
+    /// Every per-request metric by name.
+    pub metrics: BTreeMap<String, f64>,
+    /// Why the output scored as it did when something failed (a SQL error, say).
+    pub error: Option<String>,
+    /// The reference itself could not be evaluated: the request is left out of the means.
+    pub unscorable: bool,
 }
 
-pub(crate) fn dataset_files(kind: TaskKind, dir: &Path) -> Vec<PathBuf> {
-    match kind {
-        TaskKind::Mmlu => vec![dir.join("test.jsonl"), dir.join("dev.jsonl")],
+/// A declared task, ready to load and score.
+pub(crate) trait Task: Send + Sync {
+    /// Files whose content the task's prompts and references come from (part of run keys).
+    fn files(&self) -> Vec<PathBuf>;
+    /// Identity of the prompt construction (part of run keys).
+    fn template(&self) -> String;
+    /// Identity of the scoring method (part of score keys).
+    fn metric(&self) -> String;
+    /// Name of the per-request score (`Score::score`).
+    fn primary(&self) -> &'static str;
+    /// The samples, in the seeded order the scenarios draw from.
+    fn load(&self, seed: u64) -> Result<Vec<Sample>, DatasetError>;
+    /// Scores outputs (sample, output text), one score per item in order.
+    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, String>;
+}
+
+struct Builtin {
+    def: TaskDef,
+    dir: PathBuf,
+}
+
+impl Task for Builtin {
+    fn files(&self) -> Vec<PathBuf> {
+        match self.def.kind {
+            TaskKind::Mmlu => vec![self.dir.join("test.jsonl"), self.dir.join("dev.jsonl")],
+            TaskKind::SquadV2 => vec![self.dir.join("dev_subset.jsonl")],
+            TaskKind::Summarization => vec![self.dir.join("test_subset.jsonl")],
+            TaskKind::Text2Sql => text2sql::files(&self.dir),
+            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        }
+    }
+
+    fn template(&self) -> String {
+        let t = match self.def.kind {
+            TaskKind::Mmlu => mmlu::TEMPLATE,
+            TaskKind::SquadV2 => squad::TEMPLATE,
+            TaskKind::Summarization => summarization::TEMPLATE,
+            TaskKind::Text2Sql => text2sql::TEMPLATE,
+            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        };
+        if self.def.kind == TaskKind::Summarization {
+            format!("{t}\narticle-words={}", self.def.article_words)
+        } else {
+            t.to_string()
+        }
+    }
+
+    fn metric(&self) -> String {
+        match self.def.kind {
+            TaskKind::Mmlu => mmlu::METRIC.into(),
+            TaskKind::SquadV2 => squad::METRIC.into(),
+            TaskKind::Summarization => summarization::METRIC.into(),
+            TaskKind::Text2Sql => {
+                format!("{} timeout={}", text2sql::METRIC, self.def.sql_timeout_s)
+            }
+            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        }
+    }
+
+    fn primary(&self) -> &'static str {
+        match self.def.kind {
+            TaskKind::Mmlu => "accuracy",
+            TaskKind::SquadV2 => "f1",
+            TaskKind::Summarization => "rougeL",
+            TaskKind::Text2Sql => "execution_accuracy",
+            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        }
+    }
+
+    fn load(&self, seed: u64) -> Result<Vec<Sample>, DatasetError> {
+        match self.def.kind {
+            TaskKind::Mmlu => mmlu::load(&self.def, &self.dir, seed),
+            TaskKind::SquadV2 => squad::load(&self.def, &self.dir, seed),
+            TaskKind::Summarization => summarization::load(&self.def, &self.dir, seed),
+            TaskKind::Text2Sql => text2sql::load(&self.def, &self.dir, seed),
+            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        }
+    }
+
+    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, String> {
+        let one: fn(&Sample, &str) -> Score = match self.def.kind {
+            TaskKind::Mmlu => mmlu::score,
+            TaskKind::SquadV2 => squad::score,
+            TaskKind::Summarization => summarization::score,
+            TaskKind::Text2Sql => {
+                return Ok(text2sql::score_all(
+                    items,
+                    Duration::from_secs_f64(self.def.sql_timeout_s),
+                ))
+            }
+            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        };
+        Ok(items.par_iter().map(|(s, o)| one(s, o)).collect())
     }
 }
 
-/// Text of the prompt template; its hash is part of every run key.
-pub(crate) fn template_source(kind: TaskKind) -> &'static str {
-    match kind {
-        TaskKind::Mmlu => mmlu::TEMPLATE,
+struct Custom {
+    def: TaskDef,
+    path: PathBuf,
+    /// The sweep file's folder: the scorer runs there and its paths are relative to it.
+    base: PathBuf,
+}
+
+impl Task for Custom {
+    fn files(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn template(&self) -> String {
+        let c = self.custom();
+        format!(
+            "custom/1\n{}\nreference={} id={:?}",
+            c.template.value, c.reference.value, c.id_field
+        )
+    }
+
+    fn metric(&self) -> String {
+        let c = self.custom();
+        let metrics: Vec<&str> = c.metrics.iter().map(|m| m.value.name()).collect();
+        format!(
+            "custom-metrics/1 {metrics:?} extract={:?} scorer={:?} timeout={} database={:?} group-by={:?} sql-timeout={}",
+            c.extract.as_ref().map(|e| &e.value),
+            c.scorer,
+            c.scorer_timeout_s,
+            c.database.as_ref().map(|d| &d.value),
+            c.group_by,
+            self.def.sql_timeout_s,
+        )
+    }
+
+    fn primary(&self) -> &'static str {
+        custom::primary(self.custom())
+    }
+
+    fn load(&self, seed: u64) -> Result<Vec<Sample>, DatasetError> {
+        custom::load(&self.def, self.custom(), &self.path, seed)
+    }
+
+    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, String> {
+        let c = self.custom();
+        if let Some(cmd) = &c.scorer {
+            return custom::run_scorer(
+                cmd,
+                &self.base,
+                Duration::from_secs_f64(c.scorer_timeout_s),
+                items,
+            );
+        }
+        let timeout = Duration::from_secs_f64(self.def.sql_timeout_s);
+        let sandbox = match &c.database {
+            Some(db) => Some(sql::Sandbox::open(&self.base.join(&db.value), timeout)?),
+            None => None,
+        };
+        // One connection is not shared across threads: SQL tasks score in order.
+        if sandbox.is_some() {
+            return Ok(items
+                .iter()
+                .map(|(s, o)| custom::score_builtin(c, s, o, sandbox.as_ref()))
+                .collect());
+        }
+        Ok(items
+            .par_iter()
+            .map(|(s, o)| custom::score_builtin(c, s, o, None))
+            .collect())
     }
 }
 
-/// Identity of the scoring method; part of every score key.
-pub(crate) fn metric_id(kind: TaskKind) -> &'static str {
-    match kind {
-        TaskKind::Mmlu => mmlu::METRIC,
+impl Custom {
+    fn custom(&self) -> &crate::sweep::CustomTask {
+        self.def
+            .custom
+            .as_ref()
+            .expect("a custom task has its custom part")
     }
 }
 
-/// Loads the task's samples, in the seeded order the scenarios draw from.
-pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, DatasetError> {
+/// The implementation of the sweep's task number `t`.
+pub(crate) fn of(sweep: &Sweep, t: usize) -> Box<dyn Task> {
+    let def = sweep.tasks[t].clone();
+    let path = sweep.resolve_path(&def.dataset.value);
     match def.kind {
-        TaskKind::Mmlu => mmlu::load(def, dir, seed),
+        TaskKind::Custom => Box::new(Custom {
+            def,
+            path,
+            base: sweep.base_dir.clone(),
+        }),
+        _ => Box::new(Builtin { def, dir: path }),
     }
 }
 
-pub(crate) fn score(kind: TaskKind, sample: &Sample, output: &str) -> Score {
-    match kind {
-        TaskKind::Mmlu => mmlu::score(sample, output),
+/// Files a task's scoring depends on beyond the run's outputs (an external scorer's script, a
+/// custom task's database).
+pub(crate) fn scoring_files(sweep: &Sweep, t: usize) -> Vec<PathBuf> {
+    let def = &sweep.tasks[t];
+    match &def.custom {
+        Some(c) => {
+            let base = sweep.base_dir.clone();
+            let mut f = custom::scorer_files(c, &base);
+            if let Some(db) = &c.database {
+                f.push(base.join(&db.value));
+            }
+            f
+        }
+        None => Vec::new(),
     }
 }
 
-/// Aggregate metrics over scored requests: overall accuracy and per group.
+/// The evaluated items: a seeded permutation of the dataset, cut to `samples`.
+pub(crate) fn sample_order(
+    len: usize,
+    samples: Option<usize>,
+    seed: u64,
+    stream: &str,
+) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..len).collect();
+    SplitMix64::derive(seed, stream).shuffle(&mut order);
+    if let Some(n) = samples {
+        order.truncate(n);
+    }
+    order
+}
+
+/// Few-shot examples for item `item`: drawn (seeded by the item's id) from the dataset's
+/// items that are not evaluated, or — when every item is evaluated — from the others; never
+/// the item itself.
+pub(crate) fn shot_indices(
+    len: usize,
+    evaluated: &[usize],
+    item: usize,
+    shots: u32,
+    seed: u64,
+    id: &str,
+) -> Vec<usize> {
+    if shots == 0 {
+        return Vec::new();
+    }
+    let taken: std::collections::HashSet<usize> = evaluated.iter().copied().collect();
+    let mut pool: Vec<usize> = (0..len).filter(|i| !taken.contains(i)).collect();
+    if pool.len() < shots as usize {
+        pool = (0..len).filter(|&i| i != item).collect();
+    }
+    SplitMix64::derive(seed, &format!("shots/{id}")).shuffle(&mut pool);
+    pool.truncate(shots as usize);
+    pool
+}
+
+/// Aggregate metrics over scored requests: `quality` (mean of the per-request score), the
+/// mean of every per-request metric, `scored`, `unparsed_rate` where outputs are parsed,
+/// `error_rate`, and per group `<metric>.<group>.<value>`.
 pub(crate) fn aggregate(scored: &[(&Sample, &Score)]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
+    let scored: Vec<&(&Sample, &Score)> = scored.iter().filter(|(_, s)| !s.unscorable).collect();
     if scored.is_empty() {
         return out;
     }
     let n = scored.len() as f64;
-    let correct = scored.iter().filter(|(_, s)| s.correct).count() as f64;
-    out.insert("accuracy".into(), correct / n);
     out.insert("scored".into(), n);
     out.insert(
-        "unparsed_rate".into(),
-        scored.iter().filter(|(_, s)| s.extracted.is_none()).count() as f64 / n,
+        "quality".into(),
+        scored.iter().map(|(_, s)| s.score).sum::<f64>() / n,
     );
-    let mut groups: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    for (sample, s) in scored {
-        for (g, v) in &sample.groups {
-            let e = groups.entry(format!("accuracy.{g}.{v}")).or_default();
-            e.0 += s.correct as u8 as f64;
+    let parsed: Vec<bool> = scored.iter().filter_map(|(_, s)| s.parsed).collect();
+    if !parsed.is_empty() {
+        out.insert(
+            "unparsed_rate".into(),
+            parsed.iter().filter(|p| !**p).count() as f64 / parsed.len() as f64,
+        );
+    }
+    out.insert(
+        "error_rate".into(),
+        scored.iter().filter(|(_, s)| s.error.is_some()).count() as f64 / n,
+    );
+    let mut sums: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (sample, s) in &scored {
+        for (m, v) in &s.metrics {
+            let e = sums.entry(m.clone()).or_default();
+            e.0 += v;
             e.1 += 1.0;
+            for (g, gv) in &sample.groups {
+                let e = sums.entry(format!("{m}.{g}.{gv}")).or_default();
+                e.0 += v;
+                e.1 += 1.0;
+            }
         }
     }
-    for (k, (c, n)) in groups {
-        out.insert(k, c / n);
+    for (k, (sum, n)) in sums {
+        out.insert(k, sum / n);
     }
     out
+}
+
+/// `bench360 metric`: scores JSONL predictions with one metric (see the CLI help).
+pub(crate) fn metric_cli(
+    metric: &str,
+    input: Box<dyn std::io::BufRead>,
+    out: &mut dyn std::io::Write,
+    sql_timeout: Duration,
+) -> anyhow::Result<()> {
+    use serde_json::{json, Value};
+    let mut sandboxes: BTreeMap<String, Result<sql::Sandbox, String>> = BTreeMap::new();
+    for (i, line) in std::io::BufRead::lines(input).enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&line)
+            .map_err(|e| anyhow::anyhow!("input line {}: {e}", i + 1))?;
+        let field = |k: &str| -> anyhow::Result<String> {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| anyhow::anyhow!("input line {}: no string `{k}`", i + 1))
+        };
+        let id = v.get("id").cloned().unwrap_or(Value::Null);
+        let pred = field("prediction")?;
+        let res = match metric {
+            "rouge" => {
+                let r = rouge::score(&field("reference")?, &pred);
+                json!({"id": id, "rouge1": r.rouge1.f, "rouge2": r.rouge2.f,
+                       "rougeL": r.rouge_l.f, "rougeLsum": r.rouge_lsum.f})
+            }
+            "squad" => {
+                let answers: Vec<String> = v
+                    .get("answers")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| anyhow::anyhow!("input line {}: no `answers` list", i + 1))?
+                    .iter()
+                    .filter_map(|a| a.as_str().map(str::to_string))
+                    .collect();
+                let (em, f1) = squad::score_answers(&answers, &pred);
+                json!({"id": id, "exact": em, "f1": f1})
+            }
+            "sql" => {
+                let db = field("database")?;
+                let sb = sandboxes
+                    .entry(db.clone())
+                    .or_insert_with(|| sql::Sandbox::open(Path::new(&db), sql_timeout));
+                let sample = Sample {
+                    reference: field("reference")?,
+                    extra: BTreeMap::from([("database".to_string(), db)]),
+                    ..Sample::default()
+                };
+                let s = match sb {
+                    Ok(sb) => text2sql::score_with(sb, &sample, &pred),
+                    Err(e) => Score {
+                        error: Some(e.clone()),
+                        unscorable: true,
+                        ..Score::default()
+                    },
+                };
+                json!({"id": id,
+                       "execution_accuracy": s.metrics.get("execution_accuracy"),
+                       "exact_match": s.metrics.get("exact_match"),
+                       "extracted": s.extracted, "error": s.error})
+            }
+            other => anyhow::bail!("unknown metric `{other}`"),
+        };
+        serde_json::to_writer(&mut *out, &res)?;
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned>(
@@ -129,4 +467,71 @@ pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned>(
         out.push(v);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::sweep::Spanned;
+
+    pub(crate) fn def(kind: TaskKind, samples: Option<usize>) -> TaskDef {
+        TaskDef {
+            name: Spanned::new("t".into(), (0..0).into()),
+            kind,
+            dataset: Spanned::new("x".into(), (0..0).into()),
+            samples,
+            shots: 0,
+            system: None,
+            mode: None,
+            max_tokens: None,
+            stop: Vec::new(),
+            article_words: 400,
+            sql_timeout_s: 5.0,
+            custom: None,
+        }
+    }
+
+    #[test]
+    fn aggregates_means_splits_and_leaves_unscorable_out() {
+        let a = Sample {
+            groups: BTreeMap::from([("answerable".to_string(), "has_answer".to_string())]),
+            ..Sample::default()
+        };
+        let b = Sample {
+            groups: BTreeMap::from([("answerable".to_string(), "no_answer".to_string())]),
+            ..Sample::default()
+        };
+        let s = |v: f64| Score {
+            score: v,
+            metrics: BTreeMap::from([("f1".to_string(), v)]),
+            ..Score::default()
+        };
+        let bad = Score {
+            unscorable: true,
+            ..Score::default()
+        };
+        let (s1, s2, s3) = (s(1.0), s(0.5), s(0.0));
+        let m = aggregate(&[(&a, &s1), (&a, &s2), (&b, &s3), (&b, &bad)]);
+        assert_eq!(m["scored"], 3.0);
+        assert_eq!(m["quality"], 0.5);
+        assert_eq!(m["f1"], 0.5);
+        assert_eq!(m["f1.answerable.has_answer"], 0.75);
+        assert_eq!(m["f1.answerable.no_answer"], 0.0);
+        assert!(!m.contains_key("unparsed_rate"));
+    }
+
+    #[test]
+    fn shots_never_include_the_item_and_prefer_unevaluated_items() {
+        let evaluated = [0, 1, 2];
+        for item in evaluated {
+            let s = shot_indices(10, &evaluated, item, 3, 1, &item.to_string());
+            assert_eq!(s.len(), 3);
+            assert!(s.iter().all(|i| !evaluated.contains(i)));
+        }
+        let all: Vec<usize> = (0..4).collect();
+        let s = shot_indices(4, &all, 2, 3, 1, "x");
+        assert_eq!(s.len(), 3);
+        assert!(!s.contains(&2));
+        assert_eq!(s, shot_indices(4, &all, 2, 3, 1, "x"), "seeded");
+    }
 }

@@ -328,14 +328,20 @@ pub(crate) fn write_engine_metrics(
     t.write(path)
 }
 
-/// `scores.parquet` (score node): one row per scored request.
+/// `scores.parquet` (score node): one row per request of the run, joined to
+/// `requests.parquet` by (`run_key`, `request_id`). Fixed columns, then one Float64 column per
+/// metric the task reports per request (e.g. `accuracy`; `exact`, `f1`; `rouge1`…`rougeLsum`;
+/// `execution_accuracy`, `exact_match`) and one string column `group_<name>` per grouping
+/// (e.g. `group_subject`, `group_answerable`). Failed requests have null scores.
 pub(crate) fn write_scores(
     path: &Path,
     node_key: &str,
+    run_key: &str,
     c: &Columns,
     rows: &[(u32, &Sample, Option<&Score>)],
 ) -> anyhow::Result<()> {
     let mut t = Table::new(rows.len(), node_key, c);
+    t.str("run_key", vec![Some(run_key.to_string()); rows.len()], false);
     t.u32(
         "request_id",
         rows.iter().map(|r| Some(r.0)).collect(),
@@ -358,26 +364,108 @@ pub(crate) fn write_scores(
             .collect(),
         true,
     );
+    fn scorable<'a>(r: &(u32, &Sample, Option<&'a Score>)) -> Option<&'a Score> {
+        r.2.filter(|s| !s.unscorable)
+    }
+    t.f64(
+        "score",
+        rows.iter().map(|r| scorable(r).map(|s| s.score)).collect(),
+        true,
+    );
     t.bool(
         "correct",
-        rows.iter().map(|r| r.2.map(|s| s.correct)).collect(),
+        rows.iter().map(|r| scorable(r).and_then(|s| s.correct)).collect(),
+        true,
+    );
+    t.bool(
+        "parsed",
+        rows.iter().map(|r| r.2.and_then(|s| s.parsed)).collect(),
         true,
     );
     t.str(
-        "subject",
-        rows.iter()
-            .map(|r| r.1.groups.get("subject").cloned())
-            .collect(),
+        "score_error",
+        rows.iter().map(|r| r.2.and_then(|s| s.error.clone())).collect(),
         true,
     );
-    t.str(
-        "category",
-        rows.iter()
-            .map(|r| r.1.groups.get("category").cloned())
-            .collect(),
-        true,
-    );
+    let metric_names: std::collections::BTreeSet<&String> = rows
+        .iter()
+        .filter_map(|r| r.2)
+        .flat_map(|s| s.metrics.keys())
+        .collect();
+    for m in metric_names {
+        t.f64(
+            m,
+            rows.iter()
+                .map(|r| scorable(r).and_then(|s| s.metrics.get(m).copied()))
+                .collect(),
+            true,
+        );
+    }
+    let group_names: std::collections::BTreeSet<&String> =
+        rows.iter().flat_map(|r| r.1.groups.keys()).collect();
+    for g in group_names {
+        t.str(
+            &format!("group_{g}"),
+            rows.iter().map(|r| r.1.groups.get(g).cloned()).collect(),
+            true,
+        );
+    }
     t.write(path)
+}
+
+/// The rows of a Parquet file as JSON objects (strings, numbers, booleans, lists of them),
+/// for user datasets.
+pub(crate) fn read_json_rows(
+    path: &Path,
+) -> anyhow::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_array::{Array, ArrayRef};
+    use arrow_schema::DataType as D;
+    use serde_json::Value;
+    fn cell(a: &ArrayRef, i: usize) -> anyhow::Result<Value> {
+        if a.is_null(i) {
+            return Ok(Value::Null);
+        }
+        Ok(match a.data_type() {
+            D::Utf8 => Value::from(a.as_string::<i32>().value(i)),
+            D::LargeUtf8 => Value::from(a.as_string::<i64>().value(i)),
+            D::Utf8View => Value::from(a.as_string_view().value(i)),
+            D::Boolean => Value::from(a.as_boolean().value(i)),
+            D::Int8 => Value::from(a.as_primitive::<Int8Type>().value(i)),
+            D::Int16 => Value::from(a.as_primitive::<Int16Type>().value(i)),
+            D::Int32 => Value::from(a.as_primitive::<Int32Type>().value(i)),
+            D::Int64 => Value::from(a.as_primitive::<Int64Type>().value(i)),
+            D::UInt8 => Value::from(a.as_primitive::<UInt8Type>().value(i)),
+            D::UInt16 => Value::from(a.as_primitive::<UInt16Type>().value(i)),
+            D::UInt32 => Value::from(a.as_primitive::<UInt32Type>().value(i)),
+            D::UInt64 => Value::from(a.as_primitive::<UInt64Type>().value(i)),
+            D::Float32 => Value::from(a.as_primitive::<Float32Type>().value(i)),
+            D::Float64 => Value::from(a.as_primitive::<Float64Type>().value(i)),
+            D::List(_) => {
+                let l = a.as_list::<i32>().value(i);
+                Value::Array((0..l.len()).map(|j| cell(&l, j)).collect::<Result<_, _>>()?)
+            }
+            D::LargeList(_) => {
+                let l = a.as_list::<i64>().value(i);
+                Value::Array((0..l.len()).map(|j| cell(&l, j)).collect::<Result<_, _>>()?)
+            }
+            other => anyhow::bail!("column type {other} is not supported in datasets"),
+        })
+    }
+    let mut out = Vec::new();
+    for batch in batches(path)? {
+        let batch = batch?;
+        let schema = batch.schema();
+        for i in 0..batch.num_rows() {
+            let mut row = serde_json::Map::new();
+            for (f, col) in schema.fields().iter().zip(batch.columns()) {
+                row.insert(f.name().clone(), cell(col, i)?);
+            }
+            out.push(row);
+        }
+    }
+    Ok(out)
 }
 
 /// The record batches of a Parquet file.

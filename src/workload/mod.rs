@@ -556,7 +556,7 @@ mod tests {
                     system: None,
                     prompt: "p".into(),
                     reference: "A".into(),
-                    groups: Default::default(),
+                    ..Default::default()
                 })
                 .collect(),
         )
