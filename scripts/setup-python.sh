@@ -1,22 +1,43 @@
 #!/usr/bin/env bash
-# Creates (once) a virtual environment with pyarrow and duckdb for the tests that read
-# bench360's Parquet tables from Python. Keyed by the requirements' hash, so a change of pins
-# makes a new one; reused otherwise. Prints `export BENCH360_PYTHON=…` and writes it to
-# $BENCH360_HOME/python.env.
+# Creates (once) a virtual environment with the Python packages the tests use: pyarrow and duckdb
+# to read bench360's Parquet tables, rouge-score and transformers' SQuAD v2 metrics as the
+# reference implementations that tests/python/ref_rouge.py and ref_squad.py run. Everything is
+# pinned with hashes (requirements-test.txt: wheels only; requirements-test-sdist.txt: the
+# sdist-only rouge-score, built offline against the pinned setuptools). Keyed by the hash of both
+# requirement files, so a change of pins makes a new one; reused otherwise. Prints
+# `export BENCH360_PYTHON=…` and writes it to $BENCH360_HOME/python.env.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 req="$here/requirements-test.txt"
+req_sdist="$here/requirements-test-sdist.txt"
 HOME_DIR="${BENCH360_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/bench360}"
 PY="${PYTHON:-python3}"
-tag=$(cat "$req" | sha256sum | cut -c1-12)
+tag=$(cat "$req" "$req_sdist" | sha256sum | cut -c1-12)
 venv="$HOME_DIR/venv-test-$tag"
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
   echo "[setup-python] creating $venv" >&2
   rm -rf "$venv"
   mkdir -p "$HOME_DIR"
   "$PY" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary :all: --require-hashes -r "$req" >&2
-  "$venv/bin/python" -c "import pyarrow, duckdb" >&2
+  pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes)
+  # 1. Wheels only (this also puts the pinned setuptools in place for step 2).
+  "${pip[@]}" --only-binary :all: -r "$req" >&2
+  # 2. The sdist-only packages, built in the venv itself: no build isolation, so pip fetches no
+  #    unpinned build tools; --use-pep517 so the build goes through setuptools' own backend.
+  "${pip[@]}" --no-binary :all: --no-build-isolation --use-pep517 -r "$req_sdist" >&2
+  # Import check, and one ROUGE score, which must work offline (no nltk data is needed for
+  # rouge_score's tokenizer and Porter stemmer). transformers is not imported as a package (its
+  # dependencies are not installed): ref_squad.py loads the one file that holds the SQuAD metrics.
+  "$venv/bin/python" - >&2 <<'PYEOF'
+import importlib.util, os
+import pyarrow, duckdb, numpy, nltk, absl, six
+from nltk.stem import porter
+from rouge_score import rouge_scorer
+s = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
+assert s.score("the cat sat", "The cats sat.")["rouge1"].fmeasure == 1.0
+tf = importlib.util.find_spec("transformers")
+assert os.path.isfile(os.path.join(tf.submodule_search_locations[0], "data", "metrics", "squad_metrics.py"))
+PYEOF
   touch "$venv/.complete"
 else
   echo "[setup-python] present: $venv" >&2
