@@ -32,13 +32,13 @@ fn run_python(script: &str, input: &str) -> Vec<Value> {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    // Written from a thread: the script answers line by line, so reading and writing must
+    // overlap or both sides block on full pipes.
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(data.as_bytes()));
     let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
     assert!(
         out.status.success(),
         "{script}: {}",
