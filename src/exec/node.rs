@@ -146,6 +146,9 @@ impl Executor<'_> {
                         Duration::from_secs(30),
                         tokio::process::Command::new(&path)
                             .args(entry.version_args)
+                            // The engine's own environment (e.g. PYTHONPATH of a carried
+                            // Python engine), so the probe sees what the engine will.
+                            .envs(engine.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                             .kill_on_drop(true)
                             .output(),
                     )
@@ -584,6 +587,9 @@ impl Executor<'_> {
                 .collect();
             std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n")?;
             write_json(&tmp.join("stats.json"), &run_stats)?;
+            if let Some(sat) = &outcome.saturation {
+                write_json(&tmp.join("saturation.json"), sat)?;
+            }
             write_json(&tmp.join("telemetry.json"), &tsum)?;
             crate::trace::write_telemetry(&tmp.join("telemetry.parquet"), &key, &spec.columns, &collected.samples).map_err(io)?;
             if !collected.prom.is_empty() {

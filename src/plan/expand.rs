@@ -43,6 +43,17 @@ pub(crate) enum ScenarioInstance {
         trace: String,
         speed: f64,
     },
+    Saturation {
+        start: f64,
+        factor: f64,
+        max_rate: f64,
+        step_s: f64,
+        precision: f64,
+        burstiness: f64,
+        ttft_p95: Option<f64>,
+        e2e_p95: Option<f64>,
+        max_error_rate: f64,
+    },
 }
 
 /// Number of values of each parameter of a declared scenario (axes have more than one).
@@ -83,6 +94,7 @@ fn axis_sizes(spec: &ScenarioSpec) -> Vec<(&'static str, usize)> {
         ],
         ScenarioSpec::Offline { requests } => vec![("requests", requests.len())],
         ScenarioSpec::Replay { speed, .. } => vec![("speed", speed.len())],
+        ScenarioSpec::Saturation { .. } => vec![],
     }
 }
 
@@ -96,6 +108,7 @@ impl ScenarioInstance {
             ScenarioInstance::Concurrency { .. } => "concurrency",
             ScenarioInstance::Offline { .. } => "offline",
             ScenarioInstance::Replay { .. } => "replay",
+            ScenarioInstance::Saturation { .. } => "saturation",
         }
     }
 
@@ -157,6 +170,27 @@ impl ScenarioInstance {
             ScenarioInstance::Replay { trace, speed } => {
                 put("trace", trace.clone());
                 put("speed", speed.to_string());
+            }
+            ScenarioInstance::Saturation {
+                start,
+                factor,
+                max_rate,
+                step_s,
+                precision,
+                burstiness,
+                ttft_p95,
+                e2e_p95,
+                max_error_rate,
+            } => {
+                put("start", start.to_string());
+                put("factor", factor.to_string());
+                put("max-rate", max_rate.to_string());
+                put("step-duration", step_s.to_string());
+                put("precision", precision.to_string());
+                put("burstiness", burstiness.to_string());
+                put("ttft-p95", ttft_p95.map_or("none".into(), |v| v.to_string()));
+                put("e2e-p95", e2e_p95.map_or("none".into(), |v| v.to_string()));
+                put("max-error-rate", max_error_rate.to_string());
             }
         }
         m
@@ -242,6 +276,28 @@ fn instances(spec: &ScenarioSpec, sweep: &Sweep) -> Vec<ScenarioInstance> {
                 out.push(ScenarioInstance::Offline { requests: *r });
             }
         }
+        ScenarioSpec::Saturation {
+            start,
+            factor,
+            max_rate,
+            step_s,
+            precision,
+            burstiness,
+            ttft_p95,
+            e2e_p95,
+            max_error_rate,
+        } => out.push(ScenarioInstance::Saturation {
+            start: *start,
+            factor: *factor,
+            max_rate: *max_rate,
+            step_s: *step_s,
+            precision: *precision,
+            burstiness: *burstiness,
+            // The scenario's own thresholds, else the sweep's SLO.
+            ttft_p95: ttft_p95.or(sweep.slo.ttft_p95),
+            e2e_p95: e2e_p95.or(sweep.slo.e2e_p95),
+            max_error_rate: *max_error_rate,
+        }),
         ScenarioSpec::Replay { trace, speed } => {
             let path = sweep.resolve_path(&trace.value).display().to_string();
             for s in speed {

@@ -292,6 +292,15 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
                     }
                 }
                 inputs.insert("engine.parallel".into(), engine.parallel.to_string());
+                // Both change the launch command of engines that take them.
+                inputs.insert(
+                    "engine.gpu-memory".into(),
+                    engine.gpu_memory.to_string(),
+                );
+                inputs.insert(
+                    "engine.dtype".into(),
+                    serde_json::to_string(&engine.dtype).expect("string"),
+                );
                 if let Some(g) = &engine.gpus {
                     inputs.insert(
                         "engine.gpus".into(),

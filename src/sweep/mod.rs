@@ -294,6 +294,21 @@ pub(crate) enum ScenarioSpec {
         trace: Spanned<String>,
         speed: Vec<f64>,
     },
+    /// The highest open-loop rate (requests/s) whose p95 TTFT and E2E hold: probes of
+    /// `step_s` seconds at `start`, `start·factor`, … until one fails or `max_rate`, then
+    /// bisection between the last passing and the first failing rate until they are within
+    /// `precision` (relative). SLO thresholds in seconds (None: the sweep's `slo`).
+    Saturation {
+        start: f64,
+        factor: f64,
+        max_rate: f64,
+        step_s: f64,
+        precision: f64,
+        burstiness: f64,
+        ttft_p95: Option<f64>,
+        e2e_p95: Option<f64>,
+        max_error_rate: f64,
+    },
 }
 
 #[derive(Debug, Clone, Default)]

@@ -100,6 +100,7 @@ const SCENARIO_KINDS: &[&str] = &[
     "concurrency",
     "offline",
     "replay",
+    "saturation",
 ];
 const MATRIX_FIELDS: &[&str] = &[
     "model",
@@ -741,6 +742,23 @@ pub(super) fn resolve(
             base_dir: base_dir.to_path_buf(),
         };
         check_compatibility(&mut ctx, &sweep);
+        for s in &sweep.scenarios {
+            if let ScenarioSpec::Saturation {
+                ttft_p95: None,
+                e2e_p95: None,
+                ..
+            } = s.spec
+            {
+                if sweep.slo.ttft_p95.is_none() && sweep.slo.e2e_p95.is_none() {
+                    ctx.err_help(
+                        s.name.span,
+                        "a `saturation` scenario needs latency thresholds",
+                        "no `ttft-p95` or `e2e-p95` here or in `slo`",
+                        "add `ttft-p95 2.0` (seconds) to the scenario, or an `slo` block",
+                    );
+                }
+            }
+        }
         if ctx.problems.is_empty() {
             return Ok(sweep);
         }
@@ -1413,6 +1431,18 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
         Some("server") => &["kind", "users", "rate", "duration"],
         Some("rate") => &["kind", "rate", "burstiness", "duration", "ramp-from"],
         Some("concurrency") => &["kind", "concurrency", "requests"],
+        Some("saturation") => &[
+            "kind",
+            "start",
+            "factor",
+            "max-rate",
+            "step-duration",
+            "precision",
+            "burstiness",
+            "ttft-p95",
+            "e2e-p95",
+            "max-error-rate",
+        ],
         Some("offline") => &["kind", "requests"],
         Some("replay") => &["kind", "trace", "speed"],
         Some(other) => {
@@ -1543,6 +1573,38 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
                 burstiness,
                 duration_s,
                 ramp_from,
+            }
+        }
+        "saturation" => {
+            let num = |name: &str, min: f64, max: f64, ctx: &mut Ctx| {
+                Ctx::first(&f, name).and_then(|n| ctx.one_num(n, min, max))
+            };
+            let start = num("start", 0.001, 1e7, ctx).unwrap_or(1.0);
+            let factor = num("factor", 1.05, 100.0, ctx).unwrap_or(2.0);
+            let max_rate = num("max-rate", 0.001, 1e7, ctx).unwrap_or(1000.0);
+            let step_s = num("step-duration", 0.1, 86_400.0, ctx).unwrap_or(10.0);
+            let precision = num("precision", 0.001, 1.0, ctx).unwrap_or(0.05);
+            let burstiness = num("burstiness", 0.01, 1000.0, ctx).unwrap_or(1.0);
+            let ttft_p95 = num("ttft-p95", 0.0001, 86_400.0, ctx);
+            let e2e_p95 = num("e2e-p95", 0.0001, 86_400.0, ctx);
+            let max_error_rate = num("max-error-rate", 0.0, 1.0, ctx).unwrap_or(0.01);
+            if max_rate < start {
+                ctx.err(
+                    node.name.span,
+                    format!("`max-rate` {max_rate} is below `start` {start}"),
+                    "this scenario",
+                );
+            }
+            ScenarioSpec::Saturation {
+                start,
+                factor,
+                max_rate,
+                step_s,
+                precision,
+                burstiness,
+                ttft_p95,
+                e2e_p95,
+                max_error_rate,
             }
         }
         "concurrency" => {

@@ -82,12 +82,14 @@ const RUNNING: &[(&str, f64)] = &[
     ("llamacpp:requests_processing", 1.0),
     ("vllm:num_requests_running", 1.0),
     ("sglang:num_running_reqs", 1.0),
+    ("lmdeploy:num_requests_running", 1.0),
     ("tgi_batch_current_size", 1.0),
 ];
 const WAITING: &[(&str, f64)] = &[
     ("llamacpp:requests_deferred", 1.0),
     ("vllm:num_requests_waiting", 1.0),
     ("sglang:num_queue_reqs", 1.0),
+    ("lmdeploy:num_requests_waiting", 1.0),
     ("tgi_queue_size", 1.0),
 ];
 /// All of these are fractions in [0, 1] (vLLM's `_perc` names included).
@@ -96,6 +98,7 @@ const KV_CACHE: &[(&str, f64)] = &[
     ("vllm:kv_cache_usage_perc", 100.0),
     ("vllm:gpu_cache_usage_perc", 100.0),
     ("sglang:token_usage", 100.0),
+    ("lmdeploy:gpu_cache_usage_perc", 100.0),
 ];
 
 fn pick(

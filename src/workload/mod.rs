@@ -41,7 +41,157 @@ pub(crate) struct Outcome {
     pub requests: Vec<RequestRecord>,
     pub chunks: Vec<ChunkRecord>,
     pub cancelled: bool,
+    /// Saturation scenario: the search's probes and its answer.
+    pub saturation: Option<Saturation>,
 }
+
+/// One probe of a saturation search: an open-loop load at `rate` for the step's duration.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub(crate) struct Probe {
+    pub rate: f64,
+    /// Request ids `first_request_id ..< first_request_id + requests` belong to this probe.
+    pub first_request_id: u32,
+    pub requests: usize,
+    pub ok: usize,
+    pub error_rate: f64,
+    pub ttft_p95_ms: Option<f64>,
+    pub e2e_p95_ms: Option<f64>,
+    /// Successful requests per second whose own TTFT and E2E met the thresholds.
+    pub goodput_rps: f64,
+    /// Successful requests per second actually completed over the probe's window.
+    pub achieved_rps: f64,
+    pub passed: bool,
+    /// Why it failed, when it did.
+    pub missed: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Default)]
+pub(crate) struct Saturation {
+    /// The highest rate that passed (None: even the first probe failed).
+    pub rate: Option<f64>,
+    /// The lowest rate that failed (None: every probe up to `max-rate` passed).
+    pub failed_at: Option<f64>,
+    pub ttft_p95_s: Option<f64>,
+    pub e2e_p95_s: Option<f64>,
+    pub max_error_rate: f64,
+    pub probes: Vec<Probe>,
+}
+
+/// Judges one probe's requests against the thresholds (seconds).
+pub(crate) fn judge_probe(
+    rate: f64,
+    first_request_id: u32,
+    reqs: &[RequestRecord],
+    ttft_p95_s: Option<f64>,
+    e2e_p95_s: Option<f64>,
+    max_error_rate: f64,
+) -> Probe {
+    use crate::report::stats;
+    let ok: Vec<&RequestRecord> = reqs.iter().filter(|r| r.ok()).collect();
+    let mut ttft: Vec<f64> = ok.iter().filter_map(|r| stats::ttft_ms(r)).collect();
+    let mut e2e: Vec<f64> = ok.iter().map(|r| stats::e2e_ms(r)).collect();
+    let ttft_p95 = stats::pct_of(&mut ttft, 95.0);
+    let e2e_p95 = stats::pct_of(&mut e2e, 95.0);
+    let error_rate = if reqs.is_empty() {
+        0.0
+    } else {
+        (reqs.len() - ok.len()) as f64 / reqs.len() as f64
+    };
+    let window_s = {
+        let start = reqs.iter().map(|r| r.scheduled_ns).min().unwrap_or(0);
+        let end = reqs.iter().map(|r| r.end_ns).max().unwrap_or(0);
+        (end - start) as f64 / 1e9
+    };
+    let good = ok
+        .iter()
+        .filter(|r| {
+            ttft_p95_s.is_none_or(|x| stats::ttft_ms(r).is_some_and(|t| t <= x * 1000.0))
+                && e2e_p95_s.is_none_or(|x| stats::e2e_ms(r) <= x * 1000.0)
+        })
+        .count();
+    let mut missed = Vec::new();
+    if reqs.is_empty() {
+        missed.push("no requests".to_string());
+    }
+    if error_rate > max_error_rate {
+        missed.push(format!(
+            "errors {:.1} % > {:.1} %",
+            error_rate * 100.0,
+            max_error_rate * 100.0
+        ));
+    }
+    if let Some(x) = ttft_p95_s {
+        match ttft_p95 {
+            Some(v) if v <= x * 1000.0 => {}
+            Some(v) => missed.push(format!("TTFT p95 {v:.0} ms > {:.0} ms", x * 1000.0)),
+            None => missed.push("no TTFT measured".into()),
+        }
+    }
+    if let Some(x) = e2e_p95_s {
+        match e2e_p95 {
+            Some(v) if v <= x * 1000.0 => {}
+            Some(v) => missed.push(format!("E2E p95 {v:.0} ms > {:.0} ms", x * 1000.0)),
+            None => missed.push("no E2E measured".into()),
+        }
+    }
+    Probe {
+        rate,
+        first_request_id,
+        requests: reqs.len(),
+        ok: ok.len(),
+        error_rate,
+        ttft_p95_ms: ttft_p95,
+        e2e_p95_ms: e2e_p95,
+        goodput_rps: if window_s > 0.0 { good as f64 / window_s } else { 0.0 },
+        achieved_rps: if window_s > 0.0 { ok.len() as f64 / window_s } else { 0.0 },
+        passed: missed.is_empty(),
+        missed,
+    }
+}
+
+/// The next rate of a saturation search, or None when it is done: ramp by `factor` while
+/// probes pass (up to `max_rate`); after the first failure, bisect between the highest
+/// passing and the lowest failing rate until they are within `precision` of each other.
+pub(crate) fn next_rate(
+    probes: &[Probe],
+    start: f64,
+    factor: f64,
+    max_rate: f64,
+    precision: f64,
+) -> Option<f64> {
+    let Some(last) = probes.last() else {
+        return Some(start);
+    };
+    let lo = probes
+        .iter()
+        .filter(|p| p.passed)
+        .map(|p| p.rate)
+        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
+    let hi = probes
+        .iter()
+        .filter(|p| !p.passed)
+        .map(|p| p.rate)
+        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.min(r))));
+    match (lo, hi) {
+        // Even the first rate fails: nothing below it is probed (the answer is "< start").
+        (None, _) => None,
+        (Some(l), None) => {
+            if last.rate >= max_rate {
+                None
+            } else {
+                Some((l * factor).min(max_rate))
+            }
+        }
+        (Some(l), Some(h)) => {
+            if (h - l) / l <= precision {
+                None
+            } else {
+                Some((l + h) / 2.0)
+            }
+        }
+    }
+}
+
 
 /// One planned request: when (offset from the run start), who, which sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,6 +365,7 @@ pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, Strin
 /// Runs planned arrivals open-loop: each request is sent at its time, whatever the others do.
 async fn open_loop<C: InferenceClient>(
     client: &Arc<C>,
+    first_id: u32,
     plan: Vec<Planned>,
     samples: &[Sample],
     clock: RunClock,
@@ -226,7 +377,7 @@ async fn open_loop<C: InferenceClient>(
     let start = Instant::now() + Duration::from_millis(20);
     let mut set = JoinSet::new();
     for (id, p) in plan.into_iter().enumerate() {
-        let mut req = request(id as u32, p.user, p.sample, samples);
+        let mut req = request(first_id + id as u32, p.user, p.sample, samples);
         req.max_tokens = p.max_tokens;
         let c = client.clone();
         let at = start + p.at;
@@ -271,6 +422,8 @@ pub(crate) fn expected_requests(instance: &ScenarioInstance, n_samples: usize) -
             ..
         } => (ramp_from.map_or(*rate, |r0| (r0 + rate) / 2.0) * duration_s).round() as u64,
         ScenarioInstance::Replay { .. } => n_samples as u64,
+        // Unknown in advance: each probe sets its own length.
+        ScenarioInstance::Saturation { start, step_s, .. } => (start * step_s).round() as u64,
         ScenarioInstance::Concurrency { requests, .. } | ScenarioInstance::Offline { requests } => {
             requests.unwrap_or(n_samples as u64)
         }
@@ -356,7 +509,7 @@ pub(crate) async fn run<C: InferenceClient>(
             duration_s,
         } => {
             let plan = server_schedule(*users, *rate, *duration_s, n, seed);
-            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
         }
         ScenarioInstance::Rate {
             rate,
@@ -365,7 +518,7 @@ pub(crate) async fn run<C: InferenceClient>(
             ramp_from,
         } => {
             let plan = rate_schedule(*rate, *burstiness, *duration_s, *ramp_from, n, seed);
-            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
         }
         ScenarioInstance::Offline { requests } => {
             let plan = (0..requests.unwrap_or(n as u64) as usize)
@@ -376,7 +529,7 @@ pub(crate) async fn run<C: InferenceClient>(
                     max_tokens: None,
                 })
                 .collect();
-            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
         }
         ScenarioInstance::Replay { speed, .. } => {
             // Arrival times scaled by the speed; prompts from the task, in a seeded order.
@@ -392,7 +545,60 @@ pub(crate) async fn run<C: InferenceClient>(
                     max_tokens: it.output_tokens,
                 })
                 .collect();
-            open_loop(&client, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
+        }
+        ScenarioInstance::Saturation {
+            start,
+            factor,
+            max_rate,
+            step_s,
+            precision,
+            burstiness,
+            ttft_p95,
+            e2e_p95,
+            max_error_rate,
+        } => {
+            let mut sat = Saturation {
+                ttft_p95_s: *ttft_p95,
+                e2e_p95_s: *e2e_p95,
+                max_error_rate: *max_error_rate,
+                ..Saturation::default()
+            };
+            while let Some(rate) = next_rate(&sat.probes, *start, *factor, *max_rate, *precision) {
+                let first = out.requests.len();
+                let first_id = first as u32;
+                // Each probe its own seeded arrivals; the next starts once this one drained.
+                let probe_seed = seed ^ (sat.probes.len() as u64).wrapping_mul(0x9E37_79B9);
+                let plan = rate_schedule(rate, *burstiness, *step_s, None, n, probe_seed);
+                progress.set_message(format!("probe {:.3} req/s", rate));
+                open_loop(&client, first_id, plan, &samples, clock, &cancel, &progress, &mut out)
+                    .await;
+                if out.cancelled {
+                    break;
+                }
+                out.requests[first..].sort_by_key(|r| r.id);
+                sat.probes.push(judge_probe(
+                    rate,
+                    first_id,
+                    &out.requests[first..],
+                    *ttft_p95,
+                    *e2e_p95,
+                    *max_error_rate,
+                ));
+            }
+            sat.rate = sat
+                .probes
+                .iter()
+                .filter(|p| p.passed)
+                .map(|p| p.rate)
+                .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
+            sat.failed_at = sat
+                .probes
+                .iter()
+                .filter(|p| !p.passed)
+                .map(|p| p.rate)
+                .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.min(r))));
+            out.saturation = Some(sat);
         }
         ScenarioInstance::Concurrency {
             concurrency,
@@ -560,6 +766,198 @@ mod tests {
                 })
                 .collect(),
         )
+    }
+
+    /// A server of known capacity: `slots` requests served at once, each taking `service`;
+    /// the rest wait for a slot (so TTFT grows with the queue). Capacity = slots / service.
+    struct Capacity {
+        slots: tokio::sync::Semaphore,
+        service: Duration,
+    }
+
+    impl InferenceClient for Capacity {
+        async fn stream(
+            &self,
+            req: GenRequest,
+            scheduled: Instant,
+            clock: RunClock,
+        ) -> (RequestRecord, Vec<ChunkRecord>) {
+            let sent = clock.ns(Instant::now());
+            let _slot = self.slots.acquire().await.expect("open");
+            tokio::time::sleep(self.service).await;
+            let t = clock.ns(Instant::now());
+            (
+                RequestRecord {
+                    id: req.id,
+                    scheduled_ns: clock.ns(scheduled),
+                    sent_ns: Some(sent),
+                    first_token_ns: Some(t),
+                    last_token_ns: Some(t),
+                    end_ns: t,
+                    completion_tokens: Some(1),
+                    content_chunks: 1,
+                    chunks: 1,
+                    ..Default::default()
+                },
+                vec![],
+            )
+        }
+    }
+
+    fn probe(rate: f64, passed: bool) -> Probe {
+        Probe {
+            rate,
+            first_request_id: 0,
+            requests: 1,
+            ok: 1,
+            error_rate: 0.0,
+            ttft_p95_ms: None,
+            e2e_p95_ms: None,
+            goodput_rps: 0.0,
+            achieved_rps: 0.0,
+            passed,
+            missed: vec![],
+        }
+    }
+
+    #[test]
+    fn saturation_ramps_then_bisects() {
+        let next = |p: &[Probe]| next_rate(p, 1.0, 2.0, 100.0, 0.05);
+        assert_eq!(next(&[]), Some(1.0));
+        assert_eq!(next(&[probe(1.0, true)]), Some(2.0));
+        assert_eq!(next(&[probe(1.0, true), probe(2.0, true)]), Some(4.0));
+        let p = [probe(1.0, true), probe(2.0, true), probe(4.0, false)];
+        assert_eq!(next(&p), Some(3.0));
+        let p = [probe(1.0, true), probe(2.0, true), probe(4.0, false), probe(3.0, false)];
+        assert_eq!(next(&p), Some(2.5));
+        // Within 5 %: done.
+        let p = [probe(2.0, true), probe(2.05, false)];
+        assert_eq!(next(&p), None);
+        // The first probe fails: nothing below is probed.
+        assert_eq!(next(&[probe(1.0, false)]), None);
+        // Everything passes up to max-rate.
+        assert_eq!(next(&[probe(64.0, true)]), Some(100.0));
+        assert_eq!(next(&[probe(64.0, true), probe(100.0, true)]), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn saturation_finds_a_known_capacity_within_ten_percent() {
+        // 4 slots × 50 ms = 80 requests/s. Regular arrivals (burstiness 100: CV 0.1), so a
+        // queue forms only above capacity; the TTFT threshold allows little queueing.
+        let client = Arc::new(Capacity {
+            slots: tokio::sync::Semaphore::new(4),
+            service: Duration::from_millis(50),
+        });
+        let (_tx, cancel) = Cancel::new();
+        let inst = ScenarioInstance::Saturation {
+            start: 10.0,
+            factor: 2.0,
+            max_rate: 1000.0,
+            step_s: 2.0,
+            precision: 0.03,
+            burstiness: 100.0,
+            ttft_p95: Some(0.09),
+            e2e_p95: None,
+            max_error_rate: 0.0,
+        };
+        let out = run(
+            client,
+            &inst,
+            samples(8),
+            3,
+            RunClock::start(),
+            cancel,
+            ProgressBar::hidden(),
+            &[],
+        )
+        .await;
+        let sat = out.saturation.expect("a saturation result");
+        let found = sat.rate.expect("some rate passed");
+        assert!(
+            (found - 80.0).abs() / 80.0 <= 0.10,
+            "found {found:.1} req/s; probes: {:?}",
+            sat.probes
+                .iter()
+                .map(|p| (p.rate, p.passed, p.ttft_p95_ms))
+                .collect::<Vec<_>>()
+        );
+        // Every request belongs to exactly one probe, ids contiguous.
+        let total: usize = sat.probes.iter().map(|p| p.requests).sum();
+        assert_eq!(total, out.requests.len());
+        assert!(out.requests.iter().enumerate().all(|(i, r)| r.id as usize == i));
+    }
+
+    /// Blocks its executor thread before each send: a client starved of CPU.
+    struct Starved;
+
+    impl InferenceClient for Starved {
+        async fn stream(
+            &self,
+            req: GenRequest,
+            scheduled: Instant,
+            clock: RunClock,
+        ) -> (RequestRecord, Vec<ChunkRecord>) {
+            std::thread::sleep(Duration::from_millis(40));
+            let sent = clock.ns(Instant::now());
+            (
+                RequestRecord {
+                    id: req.id,
+                    scheduled_ns: clock.ns(scheduled),
+                    sent_ns: Some(sent),
+                    first_token_ns: Some(sent),
+                    last_token_ns: Some(sent),
+                    end_ns: sent,
+                    completion_tokens: Some(1),
+                    content_chunks: 1,
+                    ..Default::default()
+                },
+                vec![],
+            )
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_starved_client_is_flagged_as_behind() {
+        let (_tx, cancel) = Cancel::new();
+        // 50 requests/s for 1 s on one thread that each send blocks for 40 ms: sends fall
+        // further and further behind their schedule.
+        let inst = ScenarioInstance::Rate {
+            rate: 50.0,
+            burstiness: 1.0,
+            duration_s: 1.0,
+            ramp_from: None,
+        };
+        let out = run(
+            Arc::new(Starved),
+            &inst,
+            samples(8),
+            1,
+            RunClock::start(),
+            cancel,
+            ProgressBar::hidden(),
+            &[],
+        )
+        .await;
+        let stats = crate::report::stats::run_stats(&out.requests, &out.chunks);
+        assert!(stats.client_behind, "queue p99 {:?}", stats.queue_ms.p99);
+        // The same schedule on a client that does not block is not flagged.
+        let (_tx, cancel) = Cancel::new();
+        let fine = run(
+            Arc::new(Capacity {
+                slots: tokio::sync::Semaphore::new(1000),
+                service: Duration::from_millis(1),
+            }),
+            &inst,
+            samples(8),
+            1,
+            RunClock::start(),
+            cancel,
+            ProgressBar::hidden(),
+            &[],
+        )
+        .await;
+        let stats = crate::report::stats::run_stats(&fine.requests, &fine.chunks);
+        assert!(!stats.client_behind, "queue p99 {:?}", stats.queue_ms.p99);
     }
 
     #[tokio::test]
