@@ -178,6 +178,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
     let inst = ScenarioInstance::Concurrency {
         concurrency: streams as u64,
         requests: Some(requests),
+        early_stop: None,
     };
     let out = crate::workload::run(
         client,

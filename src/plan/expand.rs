@@ -13,6 +13,7 @@ use crate::sweep::{Sampling, ScenarioSpec, Sweep};
 pub(crate) enum ScenarioInstance {
     Single {
         requests: Option<u64>,
+        early_stop: Option<f64>,
     },
     Batch {
         batch_size: u64,
@@ -34,6 +35,7 @@ pub(crate) enum ScenarioInstance {
     Concurrency {
         concurrency: u64,
         requests: Option<u64>,
+        early_stop: Option<f64>,
     },
     Offline {
         requests: Option<u64>,
@@ -59,7 +61,7 @@ pub(crate) enum ScenarioInstance {
 /// Number of values of each parameter of a declared scenario (axes have more than one).
 fn axis_sizes(spec: &ScenarioSpec) -> Vec<(&'static str, usize)> {
     match spec {
-        ScenarioSpec::Single { requests } => vec![("requests", requests.len())],
+        ScenarioSpec::Single { requests, .. } => vec![("requests", requests.len())],
         ScenarioSpec::Batch {
             batch_size,
             batches,
@@ -88,6 +90,7 @@ fn axis_sizes(spec: &ScenarioSpec) -> Vec<(&'static str, usize)> {
         ScenarioSpec::Concurrency {
             concurrency,
             requests,
+            ..
         } => vec![
             ("concurrency", concurrency.len()),
             ("requests", requests.len()),
@@ -129,7 +132,15 @@ impl ScenarioInstance {
             m.insert(k.to_string(), v);
         };
         match self {
-            ScenarioInstance::Single { requests } => put("requests", fmt_opt(requests)),
+            ScenarioInstance::Single {
+                requests,
+                early_stop,
+            } => {
+                put("requests", fmt_opt(requests));
+                if let Some(w) = early_stop {
+                    put("early-stop", w.to_string());
+                }
+            }
             ScenarioInstance::Batch {
                 batch_size,
                 batches,
@@ -162,9 +173,13 @@ impl ScenarioInstance {
             ScenarioInstance::Concurrency {
                 concurrency,
                 requests,
+                early_stop,
             } => {
                 put("concurrency", concurrency.to_string());
                 put("requests", fmt_opt(requests));
+                if let Some(w) = early_stop {
+                    put("early-stop", w.to_string());
+                }
             }
             ScenarioInstance::Offline { requests } => put("requests", fmt_opt(requests)),
             ScenarioInstance::Replay { trace, speed } => {
@@ -204,9 +219,15 @@ fn fmt_opt(v: &Option<u64>) -> String {
 fn instances(spec: &ScenarioSpec, sweep: &Sweep) -> Vec<ScenarioInstance> {
     let mut out = Vec::new();
     match spec {
-        ScenarioSpec::Single { requests } => {
+        ScenarioSpec::Single {
+            requests,
+            early_stop,
+        } => {
             for r in requests {
-                out.push(ScenarioInstance::Single { requests: *r });
+                out.push(ScenarioInstance::Single {
+                    requests: *r,
+                    early_stop: *early_stop,
+                });
             }
         }
         ScenarioSpec::Batch {
@@ -261,12 +282,14 @@ fn instances(spec: &ScenarioSpec, sweep: &Sweep) -> Vec<ScenarioInstance> {
         ScenarioSpec::Concurrency {
             concurrency,
             requests,
+            early_stop,
         } => {
             for c in concurrency {
                 for r in requests {
                     out.push(ScenarioInstance::Concurrency {
                         concurrency: *c,
                         requests: *r,
+                        early_stop: *early_stop,
                     });
                 }
             }

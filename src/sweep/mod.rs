@@ -259,6 +259,8 @@ pub(crate) struct Scenario {
 pub(crate) enum ScenarioSpec {
     Single {
         requests: Vec<Option<u64>>,
+        /// Stop once the p95 E2E latency's 95 % confidence interval is this narrow (relative).
+        early_stop: Option<f64>,
     },
     Batch {
         batch_size: Vec<u64>,
@@ -283,6 +285,7 @@ pub(crate) enum ScenarioSpec {
     Concurrency {
         concurrency: Vec<u64>,
         requests: Vec<Option<u64>>,
+        early_stop: Option<f64>,
     },
     /// Everything at once (MLPerf Offline).
     Offline {

@@ -1426,11 +1426,11 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
     let kind_node = node.children.iter().find(|c| c.name.value == "kind");
     let kind = kind_node.and_then(|n| ctx.one_str(n));
     let allowed: &[&str] = match kind.as_ref().map(|k| k.value.as_str()) {
-        Some("single") => &["kind", "requests"],
+        Some("single") => &["kind", "requests", "early-stop"],
         Some("batch") => &["kind", "batch-size", "batches"],
         Some("server") => &["kind", "users", "rate", "duration"],
         Some("rate") => &["kind", "rate", "burstiness", "duration", "ramp-from"],
-        Some("concurrency") => &["kind", "concurrency", "requests"],
+        Some("concurrency") => &["kind", "concurrency", "requests", "early-stop"],
         Some("saturation") => &[
             "kind",
             "start",
@@ -1491,6 +1491,7 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
                 Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
                 None => vec![None],
             },
+            early_stop: Ctx::first(&f, "early-stop").and_then(|n| ctx.one_num(n, 0.001, 10.0)),
         },
         "batch" => {
             let batch_size = required_ints("batch-size", 1, 1_000_000, ctx);
@@ -1613,9 +1614,12 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
                 Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
                 None => vec![None],
             };
+            let early_stop =
+                Ctx::first(&f, "early-stop").and_then(|n| ctx.one_num(n, 0.001, 10.0));
             ScenarioSpec::Concurrency {
                 concurrency,
                 requests,
+                early_stop,
             }
         }
         "replay" => {

@@ -243,7 +243,8 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(700));
         let (cpu, rss, pids) = m.sample(t0.elapsed().as_nanos() as i64).unwrap();
         assert!(pids.len() >= 2, "{pids:?}");
-        assert!(cpu.unwrap() > 50.0, "busy child measured at {cpu:?} %");
+        // Well above zero even on a loaded machine (a spinning child gets its share).
+        assert!(cpu.unwrap() > 10.0, "busy child measured at {cpu:?} %");
         assert!(rss > 0.5, "rss {rss} MB");
         child.kill().unwrap();
         child.wait().unwrap();

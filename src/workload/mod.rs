@@ -43,6 +43,40 @@ pub(crate) struct Outcome {
     pub cancelled: bool,
     /// Saturation scenario: the search's probes and its answer.
     pub saturation: Option<Saturation>,
+    /// The run ended before its last request because its estimate was tight enough.
+    pub stopped_early: bool,
+}
+
+/// Early stop: true once the distribution-free 95 % confidence interval of the p95 E2E
+/// latency of the successful requests — order statistics x(j)..x(k) with
+/// j = ⌊nq − 1.96·√(nq(1−q))⌋, k = ⌈nq + 1.96·√(nq(1−q))⌉, q = 0.95 — exists (k ≤ n,
+/// which takes about 80 requests) and is at most `width` × the p95 estimate wide.
+pub(crate) fn tight_enough(requests: &[RequestRecord], width: f64) -> bool {
+    let mut v: Vec<f64> = requests
+        .iter()
+        .filter(|r| r.ok())
+        .map(crate::report::stats::e2e_ms)
+        .collect();
+    p95_interval(&mut v).is_some_and(|(lo, est, hi)| est > 0.0 && (hi - lo) / est <= width)
+}
+
+/// (lower bound, estimate, upper bound) of the p95 of `v`, as in [`tight_enough`].
+pub(crate) fn p95_interval(v: &mut [f64]) -> Option<(f64, f64, f64)> {
+    let n = v.len();
+    if n < 20 {
+        return None;
+    }
+    let q = 0.95;
+    let nf = n as f64;
+    let half = 1.96 * (nf * q * (1.0 - q)).sqrt();
+    let j = (nf * q - half).floor() as usize;
+    let k = (nf * q + half).ceil() as usize;
+    if j < 1 || k > n {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let est = crate::report::stats::pct_of(v, 95.0)?;
+    Some((v[j - 1], est, v[k - 1]))
 }
 
 /// One probe of a saturation search: an open-loop load at `rate` for the step's duration.
@@ -405,7 +439,7 @@ async fn open_loop<C: InferenceClient>(
 /// Number of measured requests a scenario sends (for progress; the server's is its schedule).
 pub(crate) fn expected_requests(instance: &ScenarioInstance, n_samples: usize) -> u64 {
     match instance {
-        ScenarioInstance::Single { requests } => requests.unwrap_or(n_samples as u64),
+        ScenarioInstance::Single { requests, .. } => requests.unwrap_or(n_samples as u64),
         ScenarioInstance::Batch {
             batch_size,
             batches,
@@ -467,13 +501,20 @@ pub(crate) async fn run<C: InferenceClient>(
         out.chunks.extend(c);
     };
     match instance {
-        ScenarioInstance::Single { requests } => {
+        ScenarioInstance::Single {
+            requests,
+            early_stop,
+        } => {
             let total = requests.unwrap_or(n as u64);
             for i in 0..total {
                 let req = request(i as u32, None, i as usize % n, &samples);
                 tokio::select! {
                     res = client.stream(req, Instant::now(), clock) => keep(&mut out, res),
                     _ = cancel.cancelled() => { out.cancelled = true; break; }
+                }
+                if early_stop.is_some_and(|w| tight_enough(&out.requests, w)) {
+                    out.stopped_early = true;
+                    break;
                 }
             }
         }
@@ -603,6 +644,7 @@ pub(crate) async fn run<C: InferenceClient>(
         ScenarioInstance::Concurrency {
             concurrency,
             requests,
+            early_stop,
         } => {
             // Closed loop: start N, and start the next one each time one returns.
             let total = requests.unwrap_or(n as u64);
@@ -622,7 +664,13 @@ pub(crate) async fn run<C: InferenceClient>(
                     done = set.join_next() => match done {
                         Some(Ok(res)) => {
                             keep(&mut out, res);
-                            if next < total {
+                            if !out.stopped_early
+                                && early_stop.is_some_and(|w| tight_enough(&out.requests, w))
+                            {
+                                // No new requests; those in flight finish and count.
+                                out.stopped_early = true;
+                            }
+                            if next < total && !out.stopped_early {
                                 launch(&mut set, &mut next);
                             }
                         }
@@ -821,6 +869,54 @@ mod tests {
     }
 
     #[test]
+    fn the_p95_interval_covers_the_true_p95_and_narrows() {
+        // Exponential latencies with mean 100 ms: true p95 = 100·ln 20 ≈ 299.6 ms.
+        let truth = 100.0 * 20f64.ln();
+        let mut covered = 0;
+        for s in 0..200u64 {
+            let mut rng = SplitMix64::new(s);
+            let mut v: Vec<f64> = (0..400).map(|_| rng.exponential(1.0 / 100.0)).collect();
+            let (lo, _, hi) = p95_interval(&mut v).unwrap();
+            covered += usize::from(lo <= truth && truth <= hi);
+        }
+        assert!((180..=200).contains(&covered), "covered {covered} of 200");
+        let mut few: Vec<f64> = (1..=50).map(f64::from).collect();
+        assert!(p95_interval(&mut few).is_none(), "50 samples cannot bound a p95");
+    }
+
+    #[tokio::test]
+    async fn closed_loop_stops_early_once_tight_and_never_sooner() {
+        let (_tx, cancel) = Cancel::new();
+        // Constant 10-20 ms latencies: the interval gets tight as soon as it exists.
+        let inst = ScenarioInstance::Concurrency {
+            concurrency: 4,
+            requests: Some(2000),
+            early_stop: Some(0.5),
+        };
+        let client = Arc::new(Counting {
+            now: 0.into(),
+            peak: 0.into(),
+        });
+        let out = run(
+            client,
+            &inst,
+            samples(8),
+            1,
+            RunClock::start(),
+            cancel,
+            ProgressBar::hidden(),
+            &[],
+        )
+        .await;
+        assert!(out.stopped_early);
+        assert!(
+            (70..400).contains(&out.requests.len()),
+            "{} requests",
+            out.requests.len()
+        );
+    }
+
+    #[test]
     fn saturation_ramps_then_bisects() {
         let next = |p: &[Probe]| next_rate(p, 1.0, 2.0, 100.0, 0.05);
         assert_eq!(next(&[]), Some(1.0));
@@ -970,6 +1066,7 @@ mod tests {
         let inst = ScenarioInstance::Concurrency {
             concurrency: 4,
             requests: Some(40),
+            early_stop: None,
         };
         let out = run(
             client.clone(),
