@@ -206,6 +206,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let (draft, _) = sweep::load(&path)?;
             let pulls = rt.block_on(prepare_containers(&draft));
             let (sweep, plan) = load_plan(&store, &path)?;
+            // Every task's dataset is read and checked before any engine starts: a bad line
+            // is reported with its file and line, and nothing runs.
+            let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
+            let mut bad = false;
+            for t in used {
+                if let Err(e) = task::of(&sweep, t).load(sweep.seed) {
+                    eprintln!("error: task `{}`: {e}", sweep.tasks[t].name.value);
+                    bad = true;
+                }
+            }
+            if bad {
+                eprintln!("nothing was run: fix the dataset(s) above and apply again");
+                return Ok(2);
+            }
             let summary = rt.block_on(async {
                 let (tx, cancel) = workload::Cancel::new();
                 tokio::spawn(async move {

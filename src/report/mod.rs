@@ -329,7 +329,7 @@ pub(crate) fn terminal(rows: &[Row]) -> String {
         "TPOT p50/p99 ms",
         "E2E p50/p99 ms",
         "tok/s",
-        "acc",
+        "quality",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()

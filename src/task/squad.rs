@@ -101,7 +101,10 @@ pub(crate) fn score_answers(golds: &[String], pred: &str) -> (f64, f64) {
 }
 
 static ANSWER_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^\s*(?:\*\*)?(?:final\s+)?answer\s*(?:\*\*)?\s*[:\-]\s*").expect("valid regex")
+    Regex::new(
+        r"(?i)^\s*(?:\*\*)?(?:the\s+)?(?:final\s+)?answer\b(?:\s+to\s+(?:the|this|your)\s+question)?\s*(?:\*\*)?\s*(?:is\b)?\s*[:\-]?\s*",
+    )
+    .expect("valid regex")
 });
 static NO_ANSWER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -256,6 +259,12 @@ mod tests {
         assert_eq!(extract_answer(" France\nBecause…"), "France");
         assert_eq!(extract_answer("Answer: \"Rollo\""), "Rollo");
         assert_eq!(extract_answer("**Answer:** Rollo"), "Rollo");
+        assert_eq!(
+            extract_answer("The answer to the question is: \"mineral\""),
+            "mineral"
+        );
+        assert_eq!(extract_answer("The answer is Paris"), "Paris");
+        assert_eq!(extract_answer("Answerable questions"), "Answerable questions");
         assert_eq!(extract_answer("unanswerable"), "");
         assert_eq!(extract_answer("Unanswerable."), "");
         assert_eq!(extract_answer("The context does not contain it"), "");
