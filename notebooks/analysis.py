@@ -19,12 +19,12 @@ def main(cache, sweep, out_svg):
     requests = os.path.join(cache, "objects", "*", "requests.parquet")
     con = duckdb.connect()
     runs = con.execute(
-        f"""select label, scenario_kind, ok, requests, ttft_p50_ms, ttft_p95_ms, output_tokens_per_s, accuracy
+        f"""select label, scenario_kind, ok, requests, ttft_p50_ms, ttft_p95_ms, output_tokens_per_s, quality
             from read_parquet('{summary}') where status = 'ok' order by ttft_p95_ms"""
     ).fetchall()
     print(f"{len(runs)} finished runs, fastest p95 TTFT first:")
     for label, kind, ok, n, p50, p95, tps, acc in runs:
-        print(f"  {label:60s} {kind:8s} {ok}/{n}  TTFT p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  {tps:7.1f} tok/s  accuracy {acc}")
+        print(f"  {label:60s} {kind:8s} {ok}/{n}  TTFT p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  {tps:7.1f} tok/s  quality {acc}")
     # The same percentiles recomputed from the raw traces of this sweep's runs.
     per_run = con.execute(
         f"""select r.node_key, s.label, count(*) n,

@@ -73,7 +73,7 @@ fn a_multi_configuration_report_answers_and_opens_in_a_browser() {
     let check = format!(
         r#"
 import duckdb
-q = "select label, accuracy, ttft_p95_ms from read_parquet('{p}') where status = 'ok' and meets_slo"
+q = "select label, quality, ttft_p95_ms from read_parquet('{p}') where status = 'ok' and meets_slo"
 rows = duckdb.connect().execute(q).fetchall()
 assert len(rows) == 4, rows
 best_acc = max(r[1] for r in rows)

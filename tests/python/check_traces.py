@@ -21,7 +21,9 @@ TELEMETRY = CONFIG + ["t_ns", "source", "device", "power_w", "energy_mj", "mem_u
                       "util_pct", "mem_util_pct", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "throttle_reasons",
                       "proc_gpu_mem_mb", "cpu_pct", "rss_mb", "running", "waiting", "kv_cache_pct"]
 ENGINE_METRICS = CONFIG + ["t_ns", "metric", "labels", "value"]
-SCORES = CONFIG + ["request_id", "sample_id", "reference", "extracted", "correct", "subject", "category"]
+# Fixed columns; then one float64 column per metric and one `group_<name>` column per grouping.
+SCORES = CONFIG + ["run_key", "request_id", "sample_id", "reference", "extracted", "score", "correct",
+                   "parsed", "score_error"]
 
 cache = sys.argv[1]
 objects = os.path.join(cache, "objects")
@@ -60,10 +62,20 @@ scores = sorted(glob.glob(os.path.join(objects, "*", "scores.parquet")))
 assert scores, "no scores.parquet"
 for path in scores:
     t = pq.read_table(path)
-    assert t.column_names == SCORES, t.column_names
+    assert t.column_names[:len(SCORES)] == SCORES, t.column_names
     metrics = json.load(open(os.path.join(os.path.dirname(path), "metrics.json")))
-    correct = [x for x in t.column("correct").to_pylist() if x is not None]
-    assert abs(sum(correct) / len(correct) - metrics["accuracy"]) < 1e-12
+    scored = [x for x in t.column("score").to_pylist() if x is not None]
+    assert abs(sum(scored) / len(scored) - metrics["quality"]) < 1e-12
+    for extra in t.column_names[len(SCORES):]:
+        if extra.startswith("group_"):
+            continue
+        vals = [x for x in t.column(extra).to_pylist() if x is not None]
+        assert abs(sum(vals) / len(vals) - metrics[extra]) < 1e-12, extra
+    # Every score row joins its request row.
+    run_keys = set(t.column("run_key").to_pylist())
+    assert len(run_keys) == 1
+    req = pq.read_table(os.path.join(objects, run_keys.pop(), "requests.parquet"))
+    assert sorted(req.column("request_id").to_pylist()) == sorted(t.column("request_id").to_pylist())
 print(f"scores: {len(scores)} files ok")
 n = con.execute(f"select count(*) from read_parquet('{os.path.join(objects, '*', 'chunks.parquet')}')").fetchone()[0]
 print(f"chunks: {n} rows ok")
