@@ -116,7 +116,10 @@ fn rouge_matches_rouge_score_with_stemming() {
             }
         }
     }
-    eprintln!("ROUGE: {n} pairs, largest difference {:e} ({})", worst.0, worst.1);
+    eprintln!(
+        "ROUGE: {n} pairs, largest difference {:e} ({})",
+        worst.0, worst.1
+    );
     assert!(worst.0 <= 0.002, "largest difference: {}", worst.1);
 }
 

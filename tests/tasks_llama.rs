@@ -109,30 +109,32 @@ fn four_tasks_and_custom_ones_score_per_request() {
     let o = bench(&cache, &["apply", sweep.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let r = ran(&o);
-    assert_eq!(r.iter().filter(|l| l.starts_with("score ")).count(), 6, "{r:?}");
+    assert_eq!(
+        r.iter().filter(|l| l.starts_with("score ")).count(),
+        6,
+        "{r:?}"
+    );
 
     // Per-request scores join the request rows; per-task metric columns; quality in the summary.
-    let check = format!(
-        r#"
+    let check = r#"
 import duckdb, json, sys
 c = duckdb.connect()
 cache = sys.argv[1]
 rows = c.execute(f"""
   select s.task, count(*), count(r.request_id), avg(s.score), min(s.score), max(s.score)
-  from read_parquet('{{cache}}/objects/*/scores.parquet', union_by_name=true) s
-  join read_parquet('{{cache}}/objects/*/requests.parquet', union_by_name=true) r
+  from read_parquet('{cache}/objects/*/scores.parquet', union_by_name=true) s
+  join read_parquet('{cache}/objects/*/requests.parquet', union_by_name=true) r
     on s.run_key = r.node_key and s.request_id = r.request_id
   group by 1 order by 1""").fetchall()
 print(json.dumps(rows))
-cols = {{}}
+cols = {}
 for t in ["mmlu", "squad", "cnn", "spider", "yesno", "scored"]:
-    cols[t] = [d[0] for d in c.execute(f"select * from read_parquet('{{cache}}/objects/*/scores.parquet', union_by_name=true) where task = '{{t}}' limit 0").description]
-summary = c.execute(f"select task, quality_metric, quality from read_parquet('{{cache}}/reports/tasks/summary.parquet') order by 1").fetchall()
+    cols[t] = [d[0] for d in c.execute(f"select * from read_parquet('{cache}/objects/*/scores.parquet', union_by_name=true) where task = '{t}' limit 0").description]
+summary = c.execute(f"select task, quality_metric, quality from read_parquet('{cache}/reports/tasks/summary.parquet') order by 1").fetchall()
 print(json.dumps(summary))
-"#
-    );
+"#;
     let out = std::process::Command::new(python())
-        .args(["-c", &check, cache.to_str().unwrap()])
+        .args(["-c", check, cache.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -147,7 +149,10 @@ print(json.dumps(summary))
     for row in &joined {
         assert_eq!(row[1], row[2], "every score row joins its request: {row}");
         let (lo, hi) = (row[4].as_f64().unwrap(), row[5].as_f64().unwrap());
-        assert!((0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi), "{row}");
+        assert!(
+            (0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi),
+            "{row}"
+        );
     }
     let summary: Vec<serde_json::Value> = serde_json::from_str(lines.next().unwrap()).unwrap();
     let metric = |t: &str| {
@@ -182,7 +187,10 @@ print(json.dumps(summary))
     let r = ran(&o);
     assert_eq!(r.len(), 2, "{r:?}");
     assert!(r[0].starts_with("report"), "{r:?}");
-    assert!(r[1].starts_with("score ") && r[1].contains(" scored "), "{r:?}");
+    assert!(
+        r[1].starts_with("score ") && r[1].contains(" scored "),
+        "{r:?}"
+    );
 
     // A broken row of the custom dataset: refused with file and line, nothing starts.
     std::fs::write(

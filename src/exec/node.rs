@@ -967,11 +967,7 @@ pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::sweep::Swe
         .map(|spec| {
             let mut data = run_data(store, plan, spec, &resolve);
             data.primary = primaries[spec.config.task].to_string();
-            crate::report::summary::derive(
-                data,
-                &sweep.slo,
-                sweep.cost.as_ref(),
-            )
+            crate::report::summary::derive(data, &sweep.slo, sweep.cost.as_ref())
         })
         .collect();
     let md_rows: Vec<Row> = rows

@@ -203,7 +203,10 @@ impl ScenarioInstance {
                 put("step-duration", step_s.to_string());
                 put("precision", precision.to_string());
                 put("burstiness", burstiness.to_string());
-                put("ttft-p95", ttft_p95.map_or("none".into(), |v| v.to_string()));
+                put(
+                    "ttft-p95",
+                    ttft_p95.map_or("none".into(), |v| v.to_string()),
+                );
                 put("e2e-p95", e2e_p95.map_or("none".into(), |v| v.to_string()));
                 put("max-error-rate", max_error_rate.to_string());
             }

@@ -214,9 +214,8 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
     let mut pulls: BTreeMap<usize, NodeIndex> = BTreeMap::new();
     let mut runs = Vec::new();
     // Per task, once: its implementation, files and scoring files.
-    let imps: Vec<Box<dyn task::Task>> = (0..sweep.tasks.len())
-        .map(|t| task::of(sweep, t))
-        .collect();
+    let imps: Vec<Box<dyn task::Task>> =
+        (0..sweep.tasks.len()).map(|t| task::of(sweep, t)).collect();
     let task_files: Vec<Vec<PathBuf>> = imps.iter().map(|i| i.files()).collect();
     let scoring_files: Vec<Vec<PathBuf>> = (0..sweep.tasks.len())
         .map(|t| task::scoring_files(sweep, t))
@@ -293,10 +292,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
                 }
                 inputs.insert("engine.parallel".into(), engine.parallel.to_string());
                 // Both change the launch command of engines that take them.
-                inputs.insert(
-                    "engine.gpu-memory".into(),
-                    engine.gpu_memory.to_string(),
-                );
+                inputs.insert("engine.gpu-memory".into(), engine.gpu_memory.to_string());
                 inputs.insert(
                     "engine.dtype".into(),
                     serde_json::to_string(&engine.dtype).expect("string"),
@@ -512,9 +508,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
         sinputs.insert("run".into(), run_key);
         sinputs.insert("metric".into(), imp.metric());
         for f in &scoring_files[cfg.task] {
-            let h = facts
-                .file(f)
-                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            let h = facts.file(f).unwrap_or_else(|e| format!("unreadable: {e}"));
             let name = f.strip_prefix(&sweep.base_dir).unwrap_or(f);
             sinputs.insert(format!("scoring-file.{}", name.display()), h);
         }

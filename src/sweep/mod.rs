@@ -288,9 +288,7 @@ pub(crate) enum ScenarioSpec {
         early_stop: Option<f64>,
     },
     /// Everything at once (MLPerf Offline).
-    Offline {
-        requests: Vec<Option<u64>>,
-    },
+    Offline { requests: Vec<Option<u64>> },
     /// Arrival times (and output lengths) from a trace file, optionally sped up.
     Replay {
         /// Path as written (relative to the sweep file).

@@ -1368,7 +1368,11 @@ fn resolve_custom(
     let extract = Ctx::first(f, "extract").and_then(|n| ctx.one_str(n));
     if let Some(e) = &extract {
         if let Err(err) = regex::Regex::new(&e.value) {
-            ctx.err(e.span, format!("`extract` is not a valid regex: {err}"), "this pattern");
+            ctx.err(
+                e.span,
+                format!("`extract` is not a valid regex: {err}"),
+                "this pattern",
+            );
         }
     }
     let scorer = Ctx::first(f, "scorer").map(|n| {
@@ -1614,8 +1618,7 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
                 Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
                 None => vec![None],
             };
-            let early_stop =
-                Ctx::first(&f, "early-stop").and_then(|n| ctx.one_num(n, 0.001, 10.0));
+            let early_stop = Ctx::first(&f, "early-stop").and_then(|n| ctx.one_num(n, 0.001, 10.0));
             ScenarioSpec::Concurrency {
                 concurrency,
                 requests,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::{mmlu, squad, sql, summarization, DatasetError, Sample, Score};
+use super::{mmlu, sql, squad, summarization, DatasetError, Sample, Score};
 use crate::sweep::{CustomTask, Metric, Task as TaskDef};
 
 /// One dataset row: where it is (1-based line of a JSONL/CSV file, row of a Parquet file) and
@@ -43,7 +43,10 @@ pub(crate) fn read_rows(path: &Path) -> Result<Vec<Row>, DatasetError> {
                     continue;
                 }
                 match serde_json::from_str::<Value>(line) {
-                    Ok(Value::Object(fields)) => out.push(Row { line: i + 1, fields }),
+                    Ok(Value::Object(fields)) => out.push(Row {
+                        line: i + 1,
+                        fields,
+                    }),
                     Ok(_) => {
                         return Err(DatasetError::Line {
                             path: p,
@@ -99,7 +102,10 @@ pub(crate) fn read_rows(path: &Path) -> Result<Vec<Row>, DatasetError> {
             .map(|rows| {
                 rows.into_iter()
                     .enumerate()
-                    .map(|(i, fields)| Row { line: i + 1, fields })
+                    .map(|(i, fields)| Row {
+                        line: i + 1,
+                        fields,
+                    })
                     .collect()
             })
             .map_err(|e| DatasetError::File {
@@ -196,7 +202,10 @@ pub(crate) fn load(
         }
         for g in &c.group_by {
             if !row.fields.contains_key(g) {
-                return Err(err(format!("no field `{g}` to group by (it has: {})", have())));
+                return Err(err(format!(
+                    "no field `{g}` to group by (it has: {})",
+                    have()
+                )));
             }
         }
         if let Some(id_field) = &c.id_field {
@@ -328,10 +337,8 @@ pub(crate) fn score_builtin(
                 };
                 s.parsed = Some(picked.is_some());
                 s.extracted = picked.clone();
-                let ok = picked.is_some_and(|p| {
-                    refs.iter()
-                        .any(|r| r.trim().eq_ignore_ascii_case(p.trim()))
-                });
+                let ok = picked
+                    .is_some_and(|p| refs.iter().any(|r| r.trim().eq_ignore_ascii_case(p.trim())));
                 ("choice_accuracy", f64::from(u8::from(ok)))
             }
             Metric::Json => ("valid_json", f64::from(u8::from(valid_json(output)))),
@@ -381,13 +388,7 @@ pub(crate) fn score_builtin(
     s.score = primary.unwrap_or(0.0);
     if matches!(
         c.metrics.first().map(|m| m.value),
-        Some(
-            Metric::ExactMatch
-                | Metric::Choice
-                | Metric::Contains
-                | Metric::Json
-                | Metric::Sql
-        )
+        Some(Metric::ExactMatch | Metric::Choice | Metric::Contains | Metric::Json | Metric::Sql)
     ) {
         s.correct = Some(s.score == 1.0);
     }
@@ -473,7 +474,9 @@ pub(crate) fn run_scorer(
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("the scorer ran past its {timeout:?} limit and was killed"));
+            return Err(format!(
+                "the scorer ran past its {timeout:?} limit and was killed"
+            ));
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -484,13 +487,10 @@ pub(crate) fn run_scorer(
         .map_err(|e| format!("cannot read the scorer's output: {e}"))?;
     let err = err_reader.join().unwrap_or_default();
     if !status.success() {
-        return Err(format!(
-            "the scorer exited with {status}: {}",
-            {
-                let lines: Vec<&str> = err.lines().collect();
-                lines[lines.len().saturating_sub(5)..].join("\n")
-            }
-        ));
+        return Err(format!("the scorer exited with {status}: {}", {
+            let lines: Vec<&str> = err.lines().collect();
+            lines[lines.len().saturating_sub(5)..].join("\n")
+        }));
     }
     let mut by_id: BTreeMap<String, Score> = BTreeMap::new();
     for (i, line) in out.lines().enumerate() {
@@ -619,7 +619,11 @@ mod tests {
             "{% for w in words %}{{ w|upper }} {% endfor %}",
             &[Metric::ExactMatch],
         );
-        std::fs::write(&j, "{\"id\":\"a\",\"words\":[\"x\",\"y\"],\"answer\":\"1\"}\n").unwrap();
+        std::fs::write(
+            &j,
+            "{\"id\":\"a\",\"words\":[\"x\",\"y\"],\"answer\":\"1\"}\n",
+        )
+        .unwrap();
         let s = load(&def(), &c, &j, 1).unwrap();
         assert_eq!(s[0].prompt, "X Y ");
     }
@@ -633,7 +637,12 @@ mod tests {
         };
         let c = custom(
             "x",
-            &[Metric::ExactMatch, Metric::F1, Metric::Contains, Metric::Json],
+            &[
+                Metric::ExactMatch,
+                Metric::F1,
+                Metric::Contains,
+                Metric::Json,
+            ],
         );
         let sc = score_builtin(&c, &s, " paris. ", None);
         assert_eq!(sc.metrics["exact_match"], 1.0);
@@ -645,9 +654,15 @@ mod tests {
         assert_eq!(sc.metrics["exact_match"], 0.0);
         assert_eq!(sc.metrics["contains"], 1.0);
         // "Parisian" does not contain the word "Paris".
-        assert_eq!(score_builtin(&c, &s, "Parisian", None).metrics["contains"], 0.0);
+        assert_eq!(
+            score_builtin(&c, &s, "Parisian", None).metrics["contains"],
+            0.0
+        );
         let j = custom("x", &[Metric::Json]);
-        assert_eq!(score_builtin(&j, &s, "```json\n{\"a\": 1}\n```", None).score, 1.0);
+        assert_eq!(
+            score_builtin(&j, &s, "```json\n{\"a\": 1}\n```", None).score,
+            1.0
+        );
         assert_eq!(score_builtin(&j, &s, "{\"a\": 1", None).score, 0.0);
         let mut ch = custom("x", &[Metric::Choice]);
         let b = Sample {
@@ -699,12 +714,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!((sc[0].score, sc[1].score), (1.0, 0.0));
-        assert_eq!(sc[0].metrics["scorer_leak"], 0.0, "HF_TOKEN must not reach it");
+        assert_eq!(
+            sc[0].metrics["scorer_leak"], 0.0,
+            "HF_TOKEN must not reach it"
+        );
         let slow = vec!["sleep".to_string(), "30".to_string()];
-        let e = run_scorer(&slow, dir.path(), Duration::from_millis(300), &[(&a, "x")])
-            .unwrap_err();
+        let e =
+            run_scorer(&slow, dir.path(), Duration::from_millis(300), &[(&a, "x")]).unwrap_err();
         assert!(e.contains("limit"), "{e}");
-        let fail = vec!["sh".to_string(), "-c".to_string(), "echo boom >&2; exit 3".to_string()];
+        let fail = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            "echo boom >&2; exit 3".to_string(),
+        ];
         let e = run_scorer(&fail, dir.path(), Duration::from_secs(5), &[(&a, "x")]).unwrap_err();
         assert!(e.contains("boom"), "{e}");
     }

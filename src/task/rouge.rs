@@ -153,10 +153,7 @@ fn rouge_lsum(reference: &[Vec<String>], prediction: &[Vec<String>]) -> Prf {
     }
     let mut hits = 0usize;
     for r in reference {
-        let mut union: Vec<usize> = prediction
-            .iter()
-            .flat_map(|p| lcs_indices(r, p))
-            .collect();
+        let mut union: Vec<usize> = prediction.iter().flat_map(|p| lcs_indices(r, p)).collect();
         union.sort_unstable();
         union.dedup();
         for i in union {

@@ -174,8 +174,9 @@ pub(crate) fn same_result(gold: &Rows, pred: &Rows, ordered: bool) -> bool {
 static FENCE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?s)```[ \t]*(?i:sql|sqlite)?[ \t]*\n?(.*?)```").expect("valid regex")
 });
-static OPEN_FENCE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?s)```[ \t]*(?i:sql|sqlite)?[ \t]*\n?(.*)$").expect("valid regex"));
+static OPEN_FENCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?s)```[ \t]*(?i:sql|sqlite)?[ \t]*\n?(.*)$").expect("valid regex")
+});
 static STATEMENT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?is)\b(select|with)\b.*").expect("valid regex"));
 
@@ -248,7 +249,9 @@ mod tests {
         let s = Sandbox::open(&db_path(), Duration::from_secs(5)).unwrap();
         let a = s.query("SELECT count(*) FROM singer").unwrap();
         assert_eq!(a, vec![vec![Value::Int(6)]]);
-        let gold = s.query("SELECT name FROM singer ORDER BY age DESC").unwrap();
+        let gold = s
+            .query("SELECT name FROM singer ORDER BY age DESC")
+            .unwrap();
         let rev = s.query("SELECT name FROM singer ORDER BY age ASC").unwrap();
         assert!(same_result(&gold, &rev, false), "same multiset");
         assert!(!same_result(&gold, &rev, true), "order differs");
@@ -260,7 +263,11 @@ mod tests {
         assert!(!same_result(&one, &two, false));
         // 1 and 1.0 are the same value; "1" is not.
         assert!(same_result(&one, &vec![vec![Value::Real(1.0)]], false));
-        assert!(!same_result(&one, &vec![vec![Value::Text("1".into())]], false));
+        assert!(!same_result(
+            &one,
+            &vec![vec![Value::Text("1".into())]],
+            false
+        ));
     }
 
     #[test]
@@ -308,7 +315,8 @@ mod tests {
             Some("select 1")
         );
         assert_eq!(
-            extract_sql("The query is SELECT name FROM singer WHERE name = 'a;b'; it works").as_deref(),
+            extract_sql("The query is SELECT name FROM singer WHERE name = 'a;b'; it works")
+                .as_deref(),
             Some("SELECT name FROM singer WHERE name = 'a;b'")
         );
         assert_eq!(extract_sql("```sql\nSELECT 1").as_deref(), Some("SELECT 1"));

@@ -33,7 +33,10 @@ fn py_space(c: char) -> bool {
 
 pub(crate) fn normalize_answer(s: &str) -> String {
     let lower = s.to_lowercase();
-    let no_punc: String = lower.chars().filter(|c| !PUNCTUATION.contains(*c)).collect();
+    let no_punc: String = lower
+        .chars()
+        .filter(|c| !PUNCTUATION.contains(*c))
+        .collect();
     let no_articles = ARTICLES.replace_all(&no_punc, " ");
     no_articles
         .split(py_space)
@@ -167,10 +170,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
         );
         for s in super::shot_indices(items.len(), &chosen, i, def.shots, seed, &item.id) {
             let shot = &items[s];
-            let answer = shot
-                .answers
-                .first()
-                .map_or("unanswerable", String::as_str);
+            let answer = shot.answers.first().map_or("unanswerable", String::as_str);
             prompt.push_str(&format!("{} {answer}\n\n", block(shot)));
         }
         prompt.push_str(&block(item));
@@ -264,7 +264,10 @@ mod tests {
             "mineral"
         );
         assert_eq!(extract_answer("The answer is Paris"), "Paris");
-        assert_eq!(extract_answer("Answerable questions"), "Answerable questions");
+        assert_eq!(
+            extract_answer("Answerable questions"),
+            "Answerable questions"
+        );
         assert_eq!(extract_answer("unanswerable"), "");
         assert_eq!(extract_answer("Unanswerable."), "");
         assert_eq!(extract_answer("The context does not contain it"), "");

@@ -17,7 +17,8 @@ pub(crate) const TEMPLATE: &str = "text2sql/1\n\
 Write one SQLite query that answers the question. Reply with the SQL query only.\n\n\
 {shots: Database schema/Question/SQL blocks}\n\
 Database schema:\n{CREATE TABLE per table, with primary and foreign keys}\n\nQuestion: {question}\nSQL:";
-pub(crate) const METRIC: &str = "spider-execution/1 (multiset rows, ordered iff gold has ORDER BY; sql extraction v1)";
+pub(crate) const METRIC: &str =
+    "spider-execution/1 (multiset rows, ordered iff gold has ORDER BY; sql extraction v1)";
 
 #[derive(Debug, Deserialize)]
 struct Item {
@@ -225,7 +226,9 @@ pub(crate) fn score_all(items: &[(&Sample, &str)], timeout: Duration) -> Vec<Sco
     for (i, s) in scored {
         out[i] = Some(s);
     }
-    out.into_iter().map(|s| s.expect("every item scored")).collect()
+    out.into_iter()
+        .map(|s| s.expect("every item scored"))
+        .collect()
 }
 
 pub(crate) fn score_with(sb: &Sandbox, sample: &Sample, output: &str) -> Score {
@@ -295,13 +298,15 @@ mod tests {
         assert_eq!(samples.len(), 972);
         let s = samples.iter().find(|s| s.id == "dev_0").unwrap();
         assert!(s.prompt.contains("CREATE TABLE singer ("), "{}", s.prompt);
-        assert!(s.prompt.contains("FOREIGN KEY (Singer_ID) REFERENCES singer(Singer_ID)"));
-        assert!(s.prompt.ends_with("Question: How many singers do we have?\nSQL:"));
+        assert!(s
+            .prompt
+            .contains("FOREIGN KEY (Singer_ID) REFERENCES singer(Singer_ID)"));
+        assert!(s
+            .prompt
+            .ends_with("Question: How many singers do we have?\nSQL:"));
         // The gold query scores 1 against itself on every question of the subset.
-        let items: Vec<(&Sample, &str)> = samples
-            .iter()
-            .map(|s| (s, s.reference.as_str()))
-            .collect();
+        let items: Vec<(&Sample, &str)> =
+            samples.iter().map(|s| (s, s.reference.as_str())).collect();
         let scores = score_all(&items, Duration::from_secs(10));
         let bad: Vec<_> = scores
             .iter()

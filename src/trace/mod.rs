@@ -341,7 +341,11 @@ pub(crate) fn write_scores(
     rows: &[(u32, &Sample, Option<&Score>)],
 ) -> anyhow::Result<()> {
     let mut t = Table::new(rows.len(), node_key, c);
-    t.str("run_key", vec![Some(run_key.to_string()); rows.len()], false);
+    t.str(
+        "run_key",
+        vec![Some(run_key.to_string()); rows.len()],
+        false,
+    );
     t.u32(
         "request_id",
         rows.iter().map(|r| Some(r.0)).collect(),
@@ -374,7 +378,9 @@ pub(crate) fn write_scores(
     );
     t.bool(
         "correct",
-        rows.iter().map(|r| scorable(r).and_then(|s| s.correct)).collect(),
+        rows.iter()
+            .map(|r| scorable(r).and_then(|s| s.correct))
+            .collect(),
         true,
     );
     t.bool(
@@ -384,7 +390,9 @@ pub(crate) fn write_scores(
     );
     t.str(
         "score_error",
-        rows.iter().map(|r| r.2.and_then(|s| s.error.clone())).collect(),
+        rows.iter()
+            .map(|r| r.2.and_then(|s| s.error.clone()))
+            .collect(),
         true,
     );
     let metric_names: std::collections::BTreeSet<&String> = rows
@@ -444,11 +452,19 @@ pub(crate) fn read_json_rows(
             D::Float64 => Value::from(a.as_primitive::<Float64Type>().value(i)),
             D::List(_) => {
                 let l = a.as_list::<i32>().value(i);
-                Value::Array((0..l.len()).map(|j| cell(&l, j)).collect::<Result<_, _>>()?)
+                Value::Array(
+                    (0..l.len())
+                        .map(|j| cell(&l, j))
+                        .collect::<Result<_, _>>()?,
+                )
             }
             D::LargeList(_) => {
                 let l = a.as_list::<i64>().value(i);
-                Value::Array((0..l.len()).map(|j| cell(&l, j)).collect::<Result<_, _>>()?)
+                Value::Array(
+                    (0..l.len())
+                        .map(|j| cell(&l, j))
+                        .collect::<Result<_, _>>()?,
+                )
             }
             other => anyhow::bail!("column type {other} is not supported in datasets"),
         })

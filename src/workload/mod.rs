@@ -176,8 +176,16 @@ pub(crate) fn judge_probe(
         error_rate,
         ttft_p95_ms: ttft_p95,
         e2e_p95_ms: e2e_p95,
-        goodput_rps: if window_s > 0.0 { good as f64 / window_s } else { 0.0 },
-        achieved_rps: if window_s > 0.0 { ok.len() as f64 / window_s } else { 0.0 },
+        goodput_rps: if window_s > 0.0 {
+            good as f64 / window_s
+        } else {
+            0.0
+        },
+        achieved_rps: if window_s > 0.0 {
+            ok.len() as f64 / window_s
+        } else {
+            0.0
+        },
         passed: missed.is_empty(),
         missed,
     }
@@ -225,7 +233,6 @@ pub(crate) fn next_rate(
         }
     }
 }
-
 
 /// One planned request: when (offset from the run start), who, which sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -397,6 +404,8 @@ pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, Strin
 }
 
 /// Runs planned arrivals open-loop: each request is sent at its time, whatever the others do.
+/// Request ids start at `first_id` (a saturation search numbers its probes' requests on).
+#[allow(clippy::too_many_arguments)]
 async fn open_loop<C: InferenceClient>(
     client: &Arc<C>,
     first_id: u32,
@@ -550,7 +559,10 @@ pub(crate) async fn run<C: InferenceClient>(
             duration_s,
         } => {
             let plan = server_schedule(*users, *rate, *duration_s, n, seed);
-            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(
+                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
+            )
+            .await;
         }
         ScenarioInstance::Rate {
             rate,
@@ -559,7 +571,10 @@ pub(crate) async fn run<C: InferenceClient>(
             ramp_from,
         } => {
             let plan = rate_schedule(*rate, *burstiness, *duration_s, *ramp_from, n, seed);
-            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(
+                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
+            )
+            .await;
         }
         ScenarioInstance::Offline { requests } => {
             let plan = (0..requests.unwrap_or(n as u64) as usize)
@@ -570,7 +585,10 @@ pub(crate) async fn run<C: InferenceClient>(
                     max_tokens: None,
                 })
                 .collect();
-            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(
+                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
+            )
+            .await;
         }
         ScenarioInstance::Replay { speed, .. } => {
             // Arrival times scaled by the speed; prompts from the task, in a seeded order.
@@ -586,7 +604,10 @@ pub(crate) async fn run<C: InferenceClient>(
                     max_tokens: it.output_tokens,
                 })
                 .collect();
-            open_loop(&client, 0, plan, &samples, clock, &cancel, &progress, &mut out).await;
+            open_loop(
+                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
+            )
+            .await;
         }
         ScenarioInstance::Saturation {
             start,
@@ -612,8 +633,10 @@ pub(crate) async fn run<C: InferenceClient>(
                 let probe_seed = seed ^ (sat.probes.len() as u64).wrapping_mul(0x9E37_79B9);
                 let plan = rate_schedule(rate, *burstiness, *step_s, None, n, probe_seed);
                 progress.set_message(format!("probe {:.3} req/s", rate));
-                open_loop(&client, first_id, plan, &samples, clock, &cancel, &progress, &mut out)
-                    .await;
+                open_loop(
+                    &client, first_id, plan, &samples, clock, &cancel, &progress, &mut out,
+                )
+                .await;
                 if out.cancelled {
                     break;
                 }
@@ -881,7 +904,10 @@ mod tests {
         }
         assert!((180..=200).contains(&covered), "covered {covered} of 200");
         let mut few: Vec<f64> = (1..=50).map(f64::from).collect();
-        assert!(p95_interval(&mut few).is_none(), "50 samples cannot bound a p95");
+        assert!(
+            p95_interval(&mut few).is_none(),
+            "50 samples cannot bound a p95"
+        );
     }
 
     #[tokio::test]
@@ -924,7 +950,12 @@ mod tests {
         assert_eq!(next(&[probe(1.0, true), probe(2.0, true)]), Some(4.0));
         let p = [probe(1.0, true), probe(2.0, true), probe(4.0, false)];
         assert_eq!(next(&p), Some(3.0));
-        let p = [probe(1.0, true), probe(2.0, true), probe(4.0, false), probe(3.0, false)];
+        let p = [
+            probe(1.0, true),
+            probe(2.0, true),
+            probe(4.0, false),
+            probe(3.0, false),
+        ];
         assert_eq!(next(&p), Some(2.5));
         // Within 5 %: done.
         let p = [probe(2.0, true), probe(2.05, false)];
@@ -980,7 +1011,11 @@ mod tests {
         // Every request belongs to exactly one probe, ids contiguous.
         let total: usize = sat.probes.iter().map(|p| p.requests).sum();
         assert_eq!(total, out.requests.len());
-        assert!(out.requests.iter().enumerate().all(|(i, r)| r.id as usize == i));
+        assert!(out
+            .requests
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.id as usize == i));
     }
 
     /// Blocks its executor thread before each send: a client starved of CPU.
