@@ -45,17 +45,7 @@ pub(crate) enum ScenarioInstance {
         trace: String,
         speed: f64,
     },
-    Saturation {
-        start: f64,
-        factor: f64,
-        max_rate: f64,
-        step_s: f64,
-        precision: f64,
-        burstiness: f64,
-        ttft_p95: Option<f64>,
-        e2e_p95: Option<f64>,
-        max_error_rate: f64,
-    },
+    Saturation(crate::sweep::SaturationSpec),
 }
 
 /// Number of values of each parameter of a declared scenario (axes have more than one).
@@ -97,7 +87,7 @@ fn axis_sizes(spec: &ScenarioSpec) -> Vec<(&'static str, usize)> {
         ],
         ScenarioSpec::Offline { requests } => vec![("requests", requests.len())],
         ScenarioSpec::Replay { speed, .. } => vec![("speed", speed.len())],
-        ScenarioSpec::Saturation { .. } => vec![],
+        ScenarioSpec::Saturation(_) => vec![],
     }
 }
 
@@ -111,7 +101,7 @@ impl ScenarioInstance {
             ScenarioInstance::Concurrency { .. } => "concurrency",
             ScenarioInstance::Offline { .. } => "offline",
             ScenarioInstance::Replay { .. } => "replay",
-            ScenarioInstance::Saturation { .. } => "saturation",
+            ScenarioInstance::Saturation(_) => "saturation",
         }
     }
 
@@ -186,29 +176,22 @@ impl ScenarioInstance {
                 put("trace", trace.clone());
                 put("speed", speed.to_string());
             }
-            ScenarioInstance::Saturation {
-                start,
-                factor,
-                max_rate,
-                step_s,
-                precision,
-                burstiness,
-                ttft_p95,
-                e2e_p95,
-                max_error_rate,
-            } => {
-                put("start", start.to_string());
-                put("factor", factor.to_string());
-                put("max-rate", max_rate.to_string());
-                put("step-duration", step_s.to_string());
-                put("precision", precision.to_string());
-                put("burstiness", burstiness.to_string());
+            ScenarioInstance::Saturation(x) => {
+                put("start", x.start.to_string());
+                put("factor", x.factor.to_string());
+                put("max-rate", x.max_rate.to_string());
+                put("step-duration", x.step_s.to_string());
+                put("precision", x.precision.to_string());
+                put("burstiness", x.burstiness.to_string());
                 put(
                     "ttft-p95",
-                    ttft_p95.map_or("none".into(), |v| v.to_string()),
+                    x.ttft_p95.map_or("none".into(), |v| v.to_string()),
                 );
-                put("e2e-p95", e2e_p95.map_or("none".into(), |v| v.to_string()));
-                put("max-error-rate", max_error_rate.to_string());
+                put(
+                    "e2e-p95",
+                    x.e2e_p95.map_or("none".into(), |v| v.to_string()),
+                );
+                put("max-error-rate", x.max_error_rate.to_string());
             }
         }
         m
@@ -302,28 +285,14 @@ fn instances(spec: &ScenarioSpec, sweep: &Sweep) -> Vec<ScenarioInstance> {
                 out.push(ScenarioInstance::Offline { requests: *r });
             }
         }
-        ScenarioSpec::Saturation {
-            start,
-            factor,
-            max_rate,
-            step_s,
-            precision,
-            burstiness,
-            ttft_p95,
-            e2e_p95,
-            max_error_rate,
-        } => out.push(ScenarioInstance::Saturation {
-            start: *start,
-            factor: *factor,
-            max_rate: *max_rate,
-            step_s: *step_s,
-            precision: *precision,
-            burstiness: *burstiness,
-            // The scenario's own thresholds, else the sweep's SLO.
-            ttft_p95: ttft_p95.or(sweep.slo.ttft_p95),
-            e2e_p95: e2e_p95.or(sweep.slo.e2e_p95),
-            max_error_rate: *max_error_rate,
-        }),
+        // The scenario's own thresholds, else the sweep's SLO.
+        ScenarioSpec::Saturation(x) => {
+            out.push(ScenarioInstance::Saturation(crate::sweep::SaturationSpec {
+                ttft_p95: x.ttft_p95.or(sweep.slo.ttft_p95),
+                e2e_p95: x.e2e_p95.or(sweep.slo.e2e_p95),
+                ..x.clone()
+            }))
+        }
         ScenarioSpec::Replay { trace, speed } => {
             let path = sweep.resolve_path(&trace.value).display().to_string();
             for s in speed {

@@ -299,17 +299,22 @@ pub(crate) enum ScenarioSpec {
     /// `step_s` seconds at `start`, `start·factor`, … until one fails or `max_rate`, then
     /// bisection between the last passing and the first failing rate until they are within
     /// `precision` (relative). SLO thresholds in seconds (None: the sweep's `slo`).
-    Saturation {
-        start: f64,
-        factor: f64,
-        max_rate: f64,
-        step_s: f64,
-        precision: f64,
-        burstiness: f64,
-        ttft_p95: Option<f64>,
-        e2e_p95: Option<f64>,
-        max_error_rate: f64,
-    },
+    Saturation(SaturationSpec),
+}
+
+/// A saturation search (see `ScenarioSpec::Saturation`). Rates in requests/s, thresholds in
+/// seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct SaturationSpec {
+    pub start: f64,
+    pub factor: f64,
+    pub max_rate: f64,
+    pub step_s: f64,
+    pub precision: f64,
+    pub burstiness: f64,
+    pub ttft_p95: Option<f64>,
+    pub e2e_p95: Option<f64>,
+    pub max_error_rate: f64,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -743,11 +743,11 @@ pub(super) fn resolve(
         };
         check_compatibility(&mut ctx, &sweep);
         for s in &sweep.scenarios {
-            if let ScenarioSpec::Saturation {
+            if let ScenarioSpec::Saturation(SaturationSpec {
                 ttft_p95: None,
                 e2e_p95: None,
                 ..
-            } = s.spec
+            }) = s.spec
             {
                 if sweep.slo.ttft_p95.is_none() && sweep.slo.e2e_p95.is_none() {
                     ctx.err_help(
@@ -1600,7 +1600,7 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
                     "this scenario",
                 );
             }
-            ScenarioSpec::Saturation {
+            ScenarioSpec::Saturation(SaturationSpec {
                 start,
                 factor,
                 max_rate,
@@ -1610,7 +1610,7 @@ fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
                 ttft_p95,
                 e2e_p95,
                 max_error_rate,
-            }
+            })
         }
         "concurrency" => {
             let concurrency = required_ints("concurrency", 1, 1_000_000, ctx);

@@ -194,44 +194,29 @@ pub(crate) fn judge_probe(
 /// The next rate of a saturation search, or None when it is done: ramp by `factor` while
 /// probes pass (up to `max_rate`); after the first failure, bisect between the highest
 /// passing and the lowest failing rate until they are within `precision` of each other.
-pub(crate) fn next_rate(
-    probes: &[Probe],
-    start: f64,
-    factor: f64,
-    max_rate: f64,
-    precision: f64,
-) -> Option<f64> {
+pub(crate) fn next_rate(probes: &[Probe], x: &crate::sweep::SaturationSpec) -> Option<f64> {
     let Some(last) = probes.last() else {
-        return Some(start);
+        return Some(x.start);
     };
-    let lo = probes
-        .iter()
-        .filter(|p| p.passed)
-        .map(|p| p.rate)
-        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
-    let hi = probes
-        .iter()
-        .filter(|p| !p.passed)
-        .map(|p| p.rate)
-        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.min(r))));
-    match (lo, hi) {
+    match bracket(probes) {
         // Even the first rate fails: nothing below it is probed (the answer is "< start").
         (None, _) => None,
-        (Some(l), None) => {
-            if last.rate >= max_rate {
-                None
-            } else {
-                Some((l * factor).min(max_rate))
-            }
-        }
-        (Some(l), Some(h)) => {
-            if (h - l) / l <= precision {
-                None
-            } else {
-                Some((l + h) / 2.0)
-            }
-        }
+        (Some(_), None) if last.rate >= x.max_rate => None,
+        (Some(l), None) => Some((l * x.factor).min(x.max_rate)),
+        (Some(l), Some(h)) if (h - l) / l <= x.precision => None,
+        (Some(l), Some(h)) => Some((l + h) / 2.0),
     }
+}
+
+/// (highest passing rate, lowest failing rate) of the probes so far.
+fn bracket(probes: &[Probe]) -> (Option<f64>, Option<f64>) {
+    let pick = |passed: bool| {
+        probes
+            .iter()
+            .filter(move |p| p.passed == passed)
+            .map(|p| p.rate)
+    };
+    (pick(true).reduce(f64::max), pick(false).reduce(f64::min))
 }
 
 /// One planned request: when (offset from the run start), who, which sample.
@@ -466,7 +451,7 @@ pub(crate) fn expected_requests(instance: &ScenarioInstance, n_samples: usize) -
         } => (ramp_from.map_or(*rate, |r0| (r0 + rate) / 2.0) * duration_s).round() as u64,
         ScenarioInstance::Replay { .. } => n_samples as u64,
         // Unknown in advance: each probe sets its own length.
-        ScenarioInstance::Saturation { start, step_s, .. } => (start * step_s).round() as u64,
+        ScenarioInstance::Saturation(x) => (x.start * x.step_s).round() as u64,
         ScenarioInstance::Concurrency { requests, .. } | ScenarioInstance::Offline { requests } => {
             requests.unwrap_or(n_samples as u64)
         }
@@ -609,30 +594,20 @@ pub(crate) async fn run<C: InferenceClient>(
             )
             .await;
         }
-        ScenarioInstance::Saturation {
-            start,
-            factor,
-            max_rate,
-            step_s,
-            precision,
-            burstiness,
-            ttft_p95,
-            e2e_p95,
-            max_error_rate,
-        } => {
+        ScenarioInstance::Saturation(x) => {
             let mut sat = Saturation {
-                ttft_p95_s: *ttft_p95,
-                e2e_p95_s: *e2e_p95,
-                max_error_rate: *max_error_rate,
+                ttft_p95_s: x.ttft_p95,
+                e2e_p95_s: x.e2e_p95,
+                max_error_rate: x.max_error_rate,
                 ..Saturation::default()
             };
-            while let Some(rate) = next_rate(&sat.probes, *start, *factor, *max_rate, *precision) {
+            while let Some(rate) = next_rate(&sat.probes, x) {
                 let first = out.requests.len();
                 let first_id = first as u32;
                 // Each probe its own seeded arrivals; the next starts once this one drained.
                 let probe_seed = seed ^ (sat.probes.len() as u64).wrapping_mul(0x9E37_79B9);
-                let plan = rate_schedule(rate, *burstiness, *step_s, None, n, probe_seed);
-                progress.set_message(format!("probe {:.3} req/s", rate));
+                let plan = rate_schedule(rate, x.burstiness, x.step_s, None, n, probe_seed);
+                progress.set_message(format!("probe {rate:.3} req/s"));
                 open_loop(
                     &client, first_id, plan, &samples, clock, &cancel, &progress, &mut out,
                 )
@@ -645,23 +620,12 @@ pub(crate) async fn run<C: InferenceClient>(
                     rate,
                     first_id,
                     &out.requests[first..],
-                    *ttft_p95,
-                    *e2e_p95,
-                    *max_error_rate,
+                    x.ttft_p95,
+                    x.e2e_p95,
+                    x.max_error_rate,
                 ));
             }
-            sat.rate = sat
-                .probes
-                .iter()
-                .filter(|p| p.passed)
-                .map(|p| p.rate)
-                .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
-            sat.failed_at = sat
-                .probes
-                .iter()
-                .filter(|p| !p.passed)
-                .map(|p| p.rate)
-                .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.min(r))));
+            (sat.rate, sat.failed_at) = bracket(&sat.probes);
             out.saturation = Some(sat);
         }
         ScenarioInstance::Concurrency {
@@ -825,6 +789,27 @@ mod tests {
         }
     }
 
+    /// Runs a scenario on a test client with a fresh clock and no progress bar.
+    async fn run_on<C: InferenceClient>(
+        client: Arc<C>,
+        inst: &ScenarioInstance,
+        n_samples: usize,
+        seed: u64,
+        cancel: Cancel,
+    ) -> Outcome {
+        run(
+            client,
+            inst,
+            samples(n_samples),
+            seed,
+            RunClock::start(),
+            cancel,
+            ProgressBar::hidden(),
+            &[],
+        )
+        .await
+    }
+
     fn samples(n: usize) -> Arc<Vec<Sample>> {
         Arc::new(
             (0..n)
@@ -923,17 +908,7 @@ mod tests {
             now: 0.into(),
             peak: 0.into(),
         });
-        let out = run(
-            client,
-            &inst,
-            samples(8),
-            1,
-            RunClock::start(),
-            cancel,
-            ProgressBar::hidden(),
-            &[],
-        )
-        .await;
+        let out = run_on(client, &inst, 8, 1, cancel).await;
         assert!(out.stopped_early);
         assert!(
             (70..400).contains(&out.requests.len()),
@@ -944,7 +919,18 @@ mod tests {
 
     #[test]
     fn saturation_ramps_then_bisects() {
-        let next = |p: &[Probe]| next_rate(p, 1.0, 2.0, 100.0, 0.05);
+        let spec = crate::sweep::SaturationSpec {
+            start: 1.0,
+            factor: 2.0,
+            max_rate: 100.0,
+            step_s: 1.0,
+            precision: 0.05,
+            burstiness: 1.0,
+            ttft_p95: Some(1.0),
+            e2e_p95: None,
+            max_error_rate: 0.0,
+        };
+        let next = |p: &[Probe]| next_rate(p, &spec);
         assert_eq!(next(&[]), Some(1.0));
         assert_eq!(next(&[probe(1.0, true)]), Some(2.0));
         assert_eq!(next(&[probe(1.0, true), probe(2.0, true)]), Some(4.0));
@@ -976,7 +962,7 @@ mod tests {
             service: Duration::from_millis(50),
         });
         let (_tx, cancel) = Cancel::new();
-        let inst = ScenarioInstance::Saturation {
+        let inst = ScenarioInstance::Saturation(crate::sweep::SaturationSpec {
             start: 10.0,
             factor: 2.0,
             max_rate: 1000.0,
@@ -986,18 +972,8 @@ mod tests {
             ttft_p95: Some(0.09),
             e2e_p95: None,
             max_error_rate: 0.0,
-        };
-        let out = run(
-            client,
-            &inst,
-            samples(8),
-            3,
-            RunClock::start(),
-            cancel,
-            ProgressBar::hidden(),
-            &[],
-        )
-        .await;
+        });
+        let out = run_on(client, &inst, 8, 3, cancel).await;
         let sat = out.saturation.expect("a saturation result");
         let found = sat.rate.expect("some rate passed");
         assert!(
@@ -1058,17 +1034,7 @@ mod tests {
             duration_s: 1.0,
             ramp_from: None,
         };
-        let out = run(
-            Arc::new(Starved),
-            &inst,
-            samples(8),
-            1,
-            RunClock::start(),
-            cancel,
-            ProgressBar::hidden(),
-            &[],
-        )
-        .await;
+        let out = run_on(Arc::new(Starved), &inst, 8, 1, cancel).await;
         let stats = crate::report::stats::run_stats(&out.requests, &out.chunks);
         assert!(stats.client_behind, "queue p99 {:?}", stats.queue_ms.p99);
         // The same schedule on a client that does not block is not flagged.
