@@ -158,9 +158,9 @@ fn apply_slurm(
     wait: bool,
     reuse_connections: bool,
 ) -> anyhow::Result<u8> {
-    let store = Store::open(cache)?;
     // Jobs run elsewhere: every path they get is absolute (and must be the same there).
     let cache_abs = std::path::absolute(cache)?;
+    let store = Store::open(&cache_abs)?;
     let sweep_abs = std::path::absolute(path)?;
     let exe = std::env::current_exe()?;
     let (sweep, plan) = load_plan_as(&store, path, View::Cluster)?;
@@ -171,7 +171,6 @@ fn apply_slurm(
     }
     let sched = slurm::SlurmCommands;
     let submit = slurm::Submit {
-        store: &store,
         sweep: &sweep,
         plan: &plan,
         status: &status,
@@ -234,7 +233,7 @@ fn apply_slurm(
         eprintln!("  blocked {label}: {}", why.lines().next().unwrap_or(""));
     }
     let jobs = out.jobs();
-    let dir = slurm::SweepDir::new(&store, &sweep.name);
+    let dir = slurm::SweepDir::at(&cache_abs, &sweep.name);
     let again = format!(
         "bench360 --cache {} {{}} {}",
         cache_abs.display(),

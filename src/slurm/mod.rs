@@ -432,7 +432,6 @@ impl InJob {
 
 /// Everything a submission needs to know.
 pub(crate) struct Submit<'a> {
-    pub store: &'a Store,
     pub sweep: &'a Sweep,
     pub plan: &'a Plan,
     pub status: &'a [Status],

@@ -115,7 +115,6 @@ fn submit(w: &World, sched: &Fake, cli: &crate::cli::SlurmArgs) -> Result<Outcom
     let status = crate::plan::statuses(&w.plan, &w.store);
     let settings = merge(&w.sweep.slurm, cli);
     Submit {
-        store: &w.store,
         sweep: &w.sweep,
         plan: &w.plan,
         status: &status,
