@@ -39,7 +39,9 @@ fn slurm() {
         Ok(o) => {
             let state = String::from_utf8_lossy(&o.stdout);
             assert!(
-                state.lines().any(|s| matches!(s.trim(), "idle" | "mix" | "alloc")),
+                state
+                    .lines()
+                    .any(|s| matches!(s.trim(), "idle" | "mix" | "alloc")),
                 "the Slurm node is `{}`, not up; {how}",
                 state.trim()
             );
@@ -47,7 +49,10 @@ fn slurm() {
     }
 }
 
-fn two_deployments(name: &str, scenarios: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+fn two_deployments(
+    name: &str,
+    scenarios: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let e = engine();
     let second = SECOND.replace("__SERVER__", &e.server.display().to_string());
     setup(name, &second, scenarios, "")
@@ -97,11 +102,16 @@ fn job_state(id: &str) -> String {
 
 fn wait_until_gone(ids: &[&String], timeout: Duration) {
     let t = Instant::now();
-    while ids
-        .iter()
-        .any(|id| matches!(job_state(id).as_str(), "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"))
-    {
-        assert!(t.elapsed() < timeout, "jobs {ids:?} still queued after {timeout:?}");
+    while ids.iter().any(|id| {
+        matches!(
+            job_state(id).as_str(),
+            "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"
+        )
+    }) {
+        assert!(
+            t.elapsed() < timeout,
+            "jobs {ids:?} still queued after {timeout:?}"
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -121,8 +131,14 @@ fn job_runs(cache: &Path, sweep: &str) -> BTreeMap<String, serde_json::Value> {
 }
 
 fn log_of(cache: &Path, sweep: &str, id: &str) -> String {
-    std::fs::read_to_string(cache.join("slurm").join(sweep).join("logs").join(format!("{id}.out")))
-        .unwrap_or_default()
+    std::fs::read_to_string(
+        cache
+            .join("slurm")
+            .join(sweep)
+            .join("logs")
+            .join(format!("{id}.out")),
+    )
+    .unwrap_or_default()
 }
 
 /// Labels of the nodes a job ran (its log's "✓ label (…)" lines).
@@ -157,7 +173,10 @@ fn a_two_deployment_sweep_runs_as_concurrent_jobs_then_the_report() {
     assert!(out.contains("smollm2:q4_1@llama4 mmlu server"), "{out}");
     assert!(out.contains("0 failed, 0 blocked, 0 not done"), "{out}");
     let report = std::fs::read_to_string(cache.join("reports/sl-two/report.md")).unwrap();
-    assert!(report.matches("| smollm2:q4_1@llama4 mmlu ").count() >= 3, "{report}");
+    assert!(
+        report.matches("| smollm2:q4_1@llama4 mmlu ").count() >= 3,
+        "{report}"
+    );
     for r in records(&cache) {
         assert_eq!(r["status"], "finished", "{r}");
     }
@@ -177,8 +196,14 @@ fn a_two_deployment_sweep_runs_as_concurrent_jobs_then_the_report() {
         span("smollm2:q4_1@llama4"),
         span("report"),
     );
-    assert!(a.0 < b.1 && b.0 < a.1, "deployment jobs did not overlap: {a:?} {b:?}");
-    assert!(rep.0 > a.1 && rep.0 > b.1, "report {rep:?} before {a:?} {b:?}");
+    assert!(
+        a.0 < b.1 && b.0 < a.1,
+        "deployment jobs did not overlap: {a:?} {b:?}"
+    );
+    assert!(
+        rep.0 > a.1 && rep.0 > b.1,
+        "report {rep:?} before {a:?} {b:?}"
+    );
     // The job options reached Slurm, and the jobs wrote where they were told.
     let rec: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
@@ -202,7 +227,10 @@ fn a_two_deployment_sweep_runs_as_concurrent_jobs_then_the_report() {
         assert!(args.contains(&want), "{args:?}");
     }
     let log = log_of(&cache, "sl-two", &jobs["smollm2:q4_1@llama4"]);
-    assert!(log.contains("✓ run smollm2:q4_1@llama4 mmlu server"), "{log}");
+    assert!(
+        log.contains("✓ run smollm2:q4_1@llama4 mmlu server"),
+        "{log}"
+    );
 
     // Nothing changed: nothing is submitted.
     let second = submit(&cache, &sweep, &[]);
@@ -262,7 +290,10 @@ fn a_cancelled_job_is_resubmitted_for_its_unfinished_nodes_only() {
         .filter(|n| !finished_before.contains(n["key"].as_str().unwrap()))
         .map(|n| n["label"].as_str().unwrap().to_string())
         .collect();
-    assert!(unfinished.contains("run smollm2:q4_1@llama4 mmlu server"), "{unfinished:?}");
+    assert!(
+        unfinished.contains("run smollm2:q4_1@llama4 mmlu server"),
+        "{unfinished:?}"
+    );
     assert!(
         unfinished.iter().all(|l| l.contains("@llama4")),
         "the other deployment finished: {unfinished:?}"
@@ -327,7 +358,12 @@ fn two_submitters_at_once_submit_each_deployment_once() {
     let (_dir, cache, sweep) = two_deployments("sl-race", scenario);
     let spawn = || {
         std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
-            .args(["--cache", cache.to_str().unwrap(), "apply", sweep.to_str().unwrap()])
+            .args([
+                "--cache",
+                cache.to_str().unwrap(),
+                "apply",
+                sweep.to_str().unwrap(),
+            ])
             .args(["--executor", "slurm", "--mem", "1G"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -336,7 +372,12 @@ fn two_submitters_at_once_submit_each_deployment_once() {
     };
     let (a, b) = (spawn(), spawn());
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert!(a.status.success() && b.status.success(), "{}\n{}", text(&a), text(&b));
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}\n{}",
+        text(&a),
+        text(&b)
+    );
     let (ja, jb) = (submitted(&a), submitted(&b));
     let mut all: Vec<&String> = ja.keys().chain(jb.keys()).collect();
     all.sort();
@@ -353,7 +394,12 @@ fn two_submitters_at_once_submit_each_deployment_once() {
     assert_eq!(kept.matches("kept job ").count(), 3, "{kept}");
     // Slurm got exactly those jobs of this sweep (earlier runs of this test used the same
     // job names: only jobs from the first of ours on count).
-    let first: u64 = ja.values().chain(jb.values()).map(|i| i.parse::<u64>().unwrap()).min().unwrap();
+    let first: u64 = ja
+        .values()
+        .chain(jb.values())
+        .map(|i| i.parse::<u64>().unwrap())
+        .min()
+        .unwrap();
     let o = Command::new("squeue")
         .args(["-h", "-t", "all", "-o", "%i %j"])
         .output()
@@ -362,7 +408,9 @@ fn two_submitters_at_once_submit_each_deployment_once() {
     let ours: Vec<&str> = listed
         .lines()
         .filter_map(|l| l.trim().split_once(' '))
-        .filter(|(id, name)| name.starts_with("b360-sl-race-") && id.parse::<u64>().unwrap() >= first)
+        .filter(|(id, name)| {
+            name.starts_with("b360-sl-race-") && id.parse::<u64>().unwrap() >= first
+        })
         .map(|(_, name)| name)
         .collect();
     assert_eq!(ours.len(), 3, "{listed}");
@@ -382,16 +430,40 @@ fn two_submitters_at_once_submit_each_deployment_once() {
     assert!(ct.contains("for the report (was PENDING)"), "{ct}");
     wait_until_gone(&ids, Duration::from_secs(60));
     let c2 = bench(&cache, &["cancel", sweep.to_str().unwrap()]);
-    assert!(text(&c2).contains("no job of sweep sl-race is queued or running"), "{}", text(&c2));
+    assert!(
+        text(&c2).contains("no job of sweep sl-race is queued or running"),
+        "{}",
+        text(&c2)
+    );
 }
 
 #[test]
 fn slurm_options_need_the_slurm_executor() {
     let (_dir, cache, sweep) = setup("sl-opts", "", SCENARIOS, "");
-    let o = bench(&cache, &["apply", sweep.to_str().unwrap(), "--partition", "gpu", "--wait"]);
+    let o = bench(
+        &cache,
+        &[
+            "apply",
+            sweep.to_str().unwrap(),
+            "--partition",
+            "gpu",
+            "--wait",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("--partition only applies with --executor slurm"), "{}", text(&o));
-    let o = bench(&cache, &["apply", sweep.to_str().unwrap(), "--deployment", "nope"]);
+    assert!(
+        text(&o).contains("--partition only applies with --executor slurm"),
+        "{}",
+        text(&o)
+    );
+    let o = bench(
+        &cache,
+        &["apply", sweep.to_str().unwrap(), "--deployment", "nope"],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("no deployment labelled `nope`"), "{}", text(&o));
+    assert!(
+        text(&o).contains("no deployment labelled `nope`"),
+        "{}",
+        text(&o)
+    );
 }

@@ -626,7 +626,7 @@ mod tests {
             .flatten()
             .map(|e| e.path())
             .collect();
-        assert_eq!(tmp, [foreign_dir.clone()]);
+        assert_eq!(tmp, std::slice::from_ref(&foreign_dir));
         assert_eq!(
             fs::read_dir(root.join("objects")).unwrap().count(),
             recs.len()
