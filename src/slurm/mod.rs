@@ -924,7 +924,7 @@ pub(crate) fn status_table(
         match states.get(&r.job_id) {
             Some(info) => {
                 s.push_str(&describe(info));
-                if !info.is_active() && info.state != "COMPLETED" {
+                if !info.is_active() && info.state != "COMPLETED" && r.log.exists() {
                     s.push_str(&format!(": log {}", r.log.display()));
                 }
             }
@@ -971,6 +971,12 @@ pub(crate) fn status_table(
                 Status::Skipped => {}
             }
         }
+        let record = dir.deployment(&dep.label);
+        // A `started` record of a deployment whose job runs is in progress, not interrupted.
+        let running = record
+            .as_ref()
+            .and_then(|r| states.get(&r.job_id))
+            .is_some_and(|i| i.state == "RUNNING");
         let mut cache = format!("{cached}/{} cached", nodes.len());
         if to_run > 0 {
             let mut why = Vec::new();
@@ -978,7 +984,10 @@ pub(crate) fn status_table(
                 why.push(format!("{failed} failed"));
             }
             if interrupted > 0 {
-                why.push(format!("{interrupted} interrupted"));
+                why.push(format!(
+                    "{interrupted} {}",
+                    if running { "running" } else { "interrupted" }
+                ));
             }
             cache.push_str(&format!(", {to_run} to run"));
             if !why.is_empty() {
@@ -992,7 +1001,7 @@ pub(crate) fn status_table(
             dep.label.clone(),
             plan.graph[dep.coldstart].key[..12].to_string(),
             cache,
-            job(dir.deployment(&dep.label)),
+            job(record),
         ]);
     }
     rows.push([
