@@ -363,6 +363,9 @@ fn status_shows_the_cache_next_to_each_job() {
     let sched = Fake::default();
     submit(&w, &sched, &Default::default()).unwrap();
     sched.set("101", "CANCELLED");
+    // Slurm wrote 101's log; the report job (cancelled before it ran) has none.
+    let dir = SweepDir::new(&w.store, "two");
+    std::fs::write(dir.log_path("101"), "✓ pull cpu (0.0 s)\n").unwrap();
     finish_deployment(&w, 1);
     let st = crate::plan::statuses(&w.plan, &w.store);
     let table = status_table(&w.store, &w.plan, &st, &sched);
