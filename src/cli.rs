@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,15 +30,31 @@ pub(crate) enum Command {
         #[arg(long)]
         dot: bool,
     },
-    /// Run what is not cached; resumable after any interruption.
+    /// Run what is not cached; resumable after any interruption. With `--executor slurm`,
+    /// submit one Slurm job per deployment that has work and a report job after them.
     Apply {
         sweep: PathBuf,
         /// Reuse HTTP connections between requests (default: a new connection per request).
         #[arg(long)]
         reuse_connections: bool,
+        /// Where the nodes run: here, or as Slurm jobs writing to this (shared) cache.
+        #[arg(long, value_enum, default_value_t = Executor::Local)]
+        executor: Executor,
+        /// Run only this deployment (label or cold start key prefix): its cold start, warmup,
+        /// runs and scores, not the report. What each Slurm job runs.
+        #[arg(long, value_name = "DEPLOYMENT", conflicts_with = "wait")]
+        deployment: Option<String>,
+        /// Slurm: wait until the sweep's jobs have left the queue, then print the report.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        slurm: SlurmArgs,
     },
-    /// Summarize what the cache holds (for one sweep: its plan's counts).
+    /// Summarize what the cache holds; for one sweep, each deployment's cache state and
+    /// Slurm job.
     Status { sweep: Option<PathBuf> },
+    /// Cancel a sweep's Slurm jobs that are still queued or running.
+    Cancel { sweep: PathBuf },
     /// Regenerate the report of a sweep from the cache alone.
     Report { sweep: PathBuf },
     /// Show a node's full key inputs (key prefix or label).
@@ -103,4 +119,71 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 5.0)]
         sql_timeout: f64,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Executor {
+    /// Run on this machine, one deployment after the other.
+    Local,
+    /// Submit the DAG to Slurm (sbatch), one job per deployment.
+    Slurm,
+}
+
+/// Job options for `--executor slurm`; each overrides the sweep's `slurm { … }` block. None of
+/// them enters a node key.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SlurmArgs {
+    /// Slurm partition (sbatch --partition).
+    #[arg(long, help_heading = "Slurm")]
+    pub partition: Option<String>,
+    /// Account charged (sbatch --account).
+    #[arg(long, help_heading = "Slurm")]
+    pub account: Option<String>,
+    /// Quality of service (sbatch --qos).
+    #[arg(long, help_heading = "Slurm")]
+    pub qos: Option<String>,
+    /// Time limit of each deployment job, e.g. 01:30:00 (sbatch --time).
+    #[arg(long, help_heading = "Slurm")]
+    pub time: Option<String>,
+    /// Generic resources per deployment job, e.g. gpu:1 or gpu:h100:2; `none` for none
+    /// (default: gpu:N for an engine that declares N `gpus`).
+    #[arg(long, help_heading = "Slurm")]
+    pub gres: Option<String>,
+    /// CPUs per deployment job (sbatch --cpus-per-task).
+    #[arg(long, help_heading = "Slurm")]
+    pub cpus_per_task: Option<u32>,
+    /// Memory per deployment job, e.g. 32G (sbatch --mem).
+    #[arg(long, help_heading = "Slurm")]
+    pub mem: Option<String>,
+    /// An extra sbatch argument for every job, e.g. --sbatch-arg=--constraint=h100
+    /// (repeatable; after bench360's own, so it wins).
+    #[arg(
+        long = "sbatch-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        help_heading = "Slurm"
+    )]
+    pub sbatch_args: Vec<String>,
+}
+
+impl SlurmArgs {
+    /// The options given, by flag name (to refuse them without `--executor slurm`).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (set, name) in [
+            (self.partition.is_some(), "--partition"),
+            (self.account.is_some(), "--account"),
+            (self.qos.is_some(), "--qos"),
+            (self.time.is_some(), "--time"),
+            (self.gres.is_some(), "--gres"),
+            (self.cpus_per_task.is_some(), "--cpus-per-task"),
+            (self.mem.is_some(), "--mem"),
+            (!self.sbatch_args.is_empty(), "--sbatch-arg"),
+        ] {
+            if set {
+                v.push(name);
+            }
+        }
+        v
+    }
 }

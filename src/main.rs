@@ -8,6 +8,7 @@ mod exec;
 mod plan;
 mod report;
 mod selfbench;
+mod slurm;
 mod store;
 mod sweep;
 mod task;
@@ -19,7 +20,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Parser;
 
 use cli::{Cli, Command};
@@ -58,11 +58,13 @@ fn print_error(err: anyhow::Error) {
 /// (or whose policy is `always`). Returns each image's pull: seconds taken or the cause.
 async fn prepare_containers(
     sweep: &sweep::Sweep,
+    only_engine: Option<&str>,
 ) -> std::collections::BTreeMap<String, Result<f64, String>> {
     let mut pulls = std::collections::BTreeMap::new();
     let images: Vec<(String, sweep::PullPolicy)> = sweep
         .engines
         .iter()
+        .filter(|e| only_engine.is_none_or(|o| o == e.name.value))
         .filter_map(|e| match &e.launch {
             sweep::Launch::Docker {
                 image, tag, pull, ..
@@ -113,12 +115,233 @@ async fn prepare_containers(
     pulls
 }
 
+/// Whose facts key a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum View {
+    /// This machine's: what a local apply runs here.
+    Local,
+    /// The Slurm cluster's (machines and engine artifacts its jobs recorded), when the sweep
+    /// has run there; else this machine's. For looking at results: status, report, gc.
+    ClusterIfRan,
+    /// The cluster's: what `apply --executor slurm` submits.
+    Cluster,
+}
+
 /// Sweep → facts → sealed plan.
 fn load_plan(store: &Store, path: &Path) -> anyhow::Result<(sweep::Sweep, plan::Plan)> {
+    load_plan_as(store, path, View::Local)
+}
+
+fn load_plan_as(
+    store: &Store,
+    path: &Path,
+    view: View,
+) -> anyhow::Result<(sweep::Sweep, plan::Plan)> {
     let (sweep, _) = sweep::load(path)?;
-    let facts = store::facts::gather(store, &sweep);
+    let mut facts = store::facts::gather(store, &sweep);
+    if view != View::Local {
+        let cf = slurm::SweepDir::new(store, &sweep.name).cluster_facts();
+        if view == View::Cluster || cf.is_some() {
+            slurm::cluster_view(&mut facts, &sweep, cf.as_ref());
+        }
+    }
     let plan = plan::build(&sweep, &facts).map_err(anyhow::Error::msg)?;
     Ok((sweep, plan))
+}
+
+/// Every task's dataset is read and checked before any engine starts (or any job is
+/// submitted): a bad line is reported with its file and line, and nothing runs.
+fn datasets_ok(sweep: &sweep::Sweep, plan: &plan::Plan) -> bool {
+    let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
+    let mut ok = true;
+    for t in used {
+        if let Err(e) = task::of(sweep, t).load(sweep.seed) {
+            eprintln!("error: task `{}`: {e}", sweep.tasks[t].name.value);
+            ok = false;
+        }
+    }
+    if !ok {
+        eprintln!("nothing was run: fix the dataset(s) above and apply again");
+    }
+    ok
+}
+
+/// `apply --executor slurm`: submit what must run, then (with `--wait`) follow the jobs and
+/// print the report like a local apply.
+fn apply_slurm(
+    cache: &Path,
+    path: &Path,
+    args: &cli::SlurmArgs,
+    wait: bool,
+    reuse_connections: bool,
+) -> anyhow::Result<u8> {
+    // Jobs run elsewhere: every path they get is absolute (and must be the same there).
+    let cache_abs = std::path::absolute(cache)?;
+    let store = Store::open(&cache_abs)?;
+    let sweep_abs = std::path::absolute(path)?;
+    let exe = std::env::current_exe()?;
+    let (sweep, plan) = load_plan_as(&store, path, View::Cluster)?;
+    if !datasets_ok(&sweep, &plan) {
+        return Ok(2);
+    }
+    let status = plan::statuses(&plan, &store);
+    let settings = slurm::merge(&sweep.slurm, args);
+    for w in slurm::gpu_warnings(&sweep, &plan, &settings) {
+        eprintln!("warning: {w}");
+    }
+    let sched = slurm::SlurmCommands;
+    let submit = slurm::Submit {
+        sweep: &sweep,
+        plan: &plan,
+        status: &status,
+        settings: &settings,
+        exe,
+        cache: cache_abs.clone(),
+        sweep_file: sweep_abs.clone(),
+        reuse_connections,
+    };
+    let out = submit
+        .run(&sched, &mut |l| eprintln!("{l}"))
+        .map_err(anyhow::Error::msg)?;
+    for s in &out.submitted {
+        println!(
+            "submitted job {} for deployment {} ({} node{} to run{})",
+            s.job_id,
+            s.what,
+            s.nodes,
+            if s.nodes == 1 { "" } else { "s" },
+            if s.after.is_empty() {
+                String::new()
+            } else {
+                format!(", after job {}", s.after.join(", "))
+            }
+        );
+    }
+    for (label, id, state, stale) in &out.kept {
+        println!(
+            "kept job {id} for deployment {label} ({state}){}",
+            if *stale {
+                "; it was submitted for an earlier version of the sweep: apply again once it ends"
+            } else {
+                ""
+            }
+        );
+    }
+    for id in &out.superseded {
+        println!(
+            "cancelled pending report job {id} (replaced by one that also waits for the new jobs)"
+        );
+    }
+    if let Some(r) = &out.report {
+        println!(
+            "submitted job {} for the report{}",
+            r.job_id,
+            if r.after.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (after job {}, whatever their outcome)",
+                    r.after.join(", ")
+                )
+            }
+        );
+    }
+    if let Some((id, state)) = &out.report_kept {
+        println!("kept job {id} for the report ({state})");
+    }
+    for (label, why) in &out.blocked {
+        eprintln!("  blocked {label}: {}", why.lines().next().unwrap_or(""));
+    }
+    let jobs = out.jobs();
+    let dir = slurm::SweepDir::at(&cache_abs, &sweep.name);
+    let again = format!(
+        "bench360 --cache {} {{}} {}",
+        cache_abs.display(),
+        sweep_abs.display()
+    );
+    if jobs.is_empty() {
+        if out.blocked.is_empty() {
+            eprintln!(
+                "nothing to submit: every node of sweep {} is cached (report: {})",
+                sweep.name,
+                store.report_dir(&sweep.name).join("report.html").display()
+            );
+        } else {
+            eprintln!("nothing to submit: every node that could run is cached; the blocked ones above cannot run");
+        }
+    } else {
+        eprintln!(
+            "job logs: {}/<job id>.out\nwatch: {}\ncancel: {}",
+            dir.root().join("logs").display(),
+            again.replace("{}", "status"),
+            again.replace("{}", "cancel"),
+        );
+    }
+    if !wait {
+        return Ok(if out.blocked.is_empty() { 0 } else { 1 });
+    }
+    if !jobs.is_empty() {
+        eprintln!(
+            "waiting for {} job{} to leave the queue (Ctrl-C stops waiting; the jobs go on)",
+            jobs.len(),
+            if jobs.len() == 1 { "" } else { "s" }
+        );
+    }
+    let ended = slurm::wait(&sched, &jobs, std::time::Duration::from_secs(2), &mut |l| {
+        eprintln!("{l}")
+    });
+    // As a local apply ends: the report table, what failed, the exit code.
+    let (sweep, plan) = load_plan_as(&store, path, View::Cluster)?;
+    let st = plan::statuses(&plan, &store);
+    println!("{}", exec::build_report(&store, &plan, &sweep).table);
+    for (id, what) in &jobs {
+        let info = ended.get(id);
+        if info.is_some_and(|i| i.state == "COMPLETED") {
+            continue;
+        }
+        let log = dir.log_path(id);
+        eprintln!(
+            "job {id} ({what}) {}: log {}",
+            info.map(slurm::describe)
+                .unwrap_or_else(|| "is unknown to Slurm".into()),
+            log.display()
+        );
+        let tail = engine::tail_of(&log, 5);
+        if !tail.trim().is_empty() {
+            eprintln!("{tail}");
+        }
+    }
+    let (mut cached, mut failed, mut blocked, mut missing) = (0, Vec::new(), 0, 0);
+    for &i in &plan.order {
+        let n = &plan.graph[i];
+        if n.kind == plan::NodeKind::Warmup {
+            continue;
+        }
+        match &st[i.index()] {
+            plan::Status::Cached => cached += 1,
+            plan::Status::Blocked { .. } => blocked += 1,
+            plan::Status::WillRun { why } if why.starts_with("failed last time") => {
+                failed.push((n.label.clone(), why.clone()))
+            }
+            _ => missing += 1,
+        }
+    }
+    eprintln!(
+        "{cached} cached, {} failed, {blocked} blocked, {missing} not done",
+        failed.len()
+    );
+    for (label, why) in &failed {
+        eprintln!("  failed  {label}: {}", why.lines().next().unwrap_or(""));
+    }
+    let report = store.report_dir(&sweep.name).join("report.html");
+    if report.exists() {
+        eprintln!("report: {}", report.display());
+    }
+    Ok(if failed.is_empty() && blocked == 0 && missing == 0 {
+        0
+    } else {
+        1
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -196,30 +419,57 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Apply {
             sweep: path,
             reuse_connections,
+            executor,
+            deployment,
+            wait,
+            slurm: slurm_args,
         } => {
+            if executor == cli::Executor::Slurm {
+                anyhow::ensure!(
+                    deployment.is_none(),
+                    "--deployment runs one deployment on this machine; it does not combine with --executor slurm (each Slurm job runs `apply --deployment`)"
+                );
+                return apply_slurm(&cli.cache, &path, &slurm_args, wait, reuse_connections);
+            }
+            let given = slurm_args.given();
+            anyhow::ensure!(
+                given.is_empty(),
+                "{} only appl{} with --executor slurm",
+                given.join(", "),
+                if given.len() == 1 { "ies" } else { "y" }
+            );
+            anyhow::ensure!(!wait, "--wait only applies with --executor slurm");
             let store = Store::open(&cli.cache)?;
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
+            // --deployment: found by label, which (unlike keys) does not change when an image
+            // is pulled below.
+            let only = match &deployment {
+                Some(sel) => {
+                    let (draft, p) = load_plan(&store, &path)?;
+                    let d = p.find_deployment(sel).map_err(anyhow::Error::msg)?;
+                    let engine = draft.engines[p.deployments[d].at.engine].name.value.clone();
+                    Some((p.deployments[d].label.clone(), engine))
+                }
+                None => None,
+            };
             // Containers first: orphans of a killed apply go, images are pulled (or found), so
             // that the plan is keyed by the images' ids.
             let (draft, _) = sweep::load(&path)?;
-            let pulls = rt.block_on(prepare_containers(&draft));
+            let pulls = rt.block_on(prepare_containers(
+                &draft,
+                only.as_ref().map(|(_, e)| e.as_str()),
+            ));
             let (sweep, plan) = load_plan(&store, &path)?;
-            // Every task's dataset is read and checked before any engine starts: a bad line
-            // is reported with its file and line, and nothing runs.
-            let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
-            let mut bad = false;
-            for t in used {
-                if let Err(e) = task::of(&sweep, t).load(sweep.seed) {
-                    eprintln!("error: task `{}`: {e}", sweep.tasks[t].name.value);
-                    bad = true;
-                }
-            }
-            if bad {
-                eprintln!("nothing was run: fix the dataset(s) above and apply again");
+            if !datasets_ok(&sweep, &plan) {
                 return Ok(2);
             }
+            let only = only
+                .map(|(label, _)| plan.find_deployment(&label))
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
+            let job = only.and_then(|d| slurm::InJob::begin(&store, &plan, Some(d)));
             let summary = rt.block_on(async {
                 let (tx, cancel) = workload::Cancel::new();
                 tokio::spawn(async move {
@@ -241,7 +491,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         }
                     }
                 });
-                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections, pulls }, cancel);
+                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections, pulls, only }, cancel);
                 ex.apply().await
             });
             if let Some(t) = &summary.report_table {
@@ -269,17 +519,32 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if let Some(p) = &summary.report {
                 eprintln!("report: {}", p.display());
             }
-            Ok(summary.exit_code() as u8)
+            let code = summary.exit_code() as u8;
+            if let Some(job) = job {
+                job.end(code);
+            }
+            Ok(code)
         }
         Command::Report { sweep } => {
             let store = Store::open(&cli.cache)?;
-            let (sweep, plan) = load_plan(&store, &sweep)?;
+            let (sweep, plan) = load_plan_as(&store, &sweep, View::ClusterIfRan)?;
+            let job = slurm::InJob::begin(&store, &plan, None);
             let files = exec::build_report(&store, &plan, &sweep);
-            let table = files.table.clone();
-            let path = exec::node_publish(&store, &plan.sweep, &files)
-                .context("failed to write the report")?;
-            println!("{table}");
-            eprintln!("report: {}", path.display());
+            let (path, recorded) =
+                exec::write_report(&store, &plan, &files).map_err(anyhow::Error::msg)?;
+            println!("{}", files.table);
+            eprintln!(
+                "report: {}{}",
+                path.display(),
+                if recorded {
+                    ""
+                } else {
+                    " (some runs are missing or failed)"
+                }
+            );
+            if let Some(job) = job {
+                job.end(0);
+            }
             Ok(0)
         }
         Command::Status { sweep } => {
@@ -308,10 +573,47 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 println!("{s:<24} {k:<10} {f:>9} {x:>7} {i:>12}");
             }
             if let Some(path) = sweep {
-                let (_, plan) = load_plan(&store, &path)?;
+                let (_, plan) = load_plan_as(&store, &path, View::ClusterIfRan)?;
                 let st = plan::statuses(&plan, &store);
                 let (c, r, b) = plan::render::counts(&plan, &st);
                 println!("\n{}: {c} cached, {r} to run, {b} blocked", plan.sweep);
+                if let Some(cf) = slurm::SweepDir::new(&store, &plan.sweep).cluster_facts() {
+                    if cf.machine != store::facts::machine_fingerprint() {
+                        println!(
+                            "(keyed by the machines its Slurm jobs ran on, last {}: {})",
+                            cf.host,
+                            cf.machine
+                                .iter()
+                                .map(|(k, v)| format!("{k} {v}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                }
+                print!(
+                    "\n{}",
+                    slurm::status_table(&store, &plan, &st, &slurm::SlurmCommands)
+                );
+            }
+            Ok(0)
+        }
+        Command::Cancel { sweep } => {
+            let store = Store::open(&cli.cache)?;
+            let (sweep, _) = sweep::load(&sweep)?;
+            let cancelled = slurm::cancel(&store, &sweep.name, &slurm::SlurmCommands, &mut |l| {
+                eprintln!("{l}")
+            })
+            .map_err(anyhow::Error::msg)?;
+            if cancelled.is_empty() {
+                println!("no job of sweep {} is queued or running", sweep.name);
+            }
+            for (id, what, state) in &cancelled {
+                let what = if what == "report" {
+                    "the report".to_string()
+                } else {
+                    format!("deployment {what}")
+                };
+                println!("cancelled job {id} for {what} (was {state})");
             }
             Ok(0)
         }
@@ -367,8 +669,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let store = Store::open(&cli.cache)?;
             let mut keep = BTreeSet::new();
             for p in &sweeps {
-                let (_, plan) = load_plan(&store, p)?;
-                keep.extend(plan.graph.node_weights().map(|n| n.key.clone()));
+                // What this machine would run, and what the sweep's Slurm jobs ran elsewhere.
+                for view in [View::Local, View::ClusterIfRan] {
+                    let (_, plan) = load_plan_as(&store, p, view)?;
+                    keep.extend(plan.graph.node_weights().map(|n| n.key.clone()));
+                }
             }
             let mut removed = 0;
             for r in store.records() {

@@ -337,10 +337,12 @@ impl Launcher for DockerLauncher {
         }
         let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated");
         let recipe = entry.docker.as_ref().expect("checked by container_command");
-        let device_requests = spec.engine.gpus.as_ref().map(|g| {
+        let device_ids =
+            super::gpus::Allocation::from_env().for_docker(spec.engine.gpus.as_deref())?;
+        let device_requests = device_ids.map(|ids| {
             vec![DeviceRequest {
                 driver: Some("nvidia".into()),
-                device_ids: Some(g.iter().map(u32::to_string).collect()),
+                device_ids: Some(ids),
                 capabilities: Some(vec![vec!["gpu".into()]]),
                 ..Default::default()
             }]

@@ -4,6 +4,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod docker;
+pub(crate) mod gpus;
 
 use std::future::Future;
 use std::path::Path;
@@ -156,9 +157,8 @@ impl Launcher for ProcessLauncher {
             .map_err(|e| format!("cannot create engine log {}: {e}", log.display()))?;
         let log_err = log_file.try_clone().map_err(|e| e.to_string())?;
         let mut cmd = tokio::process::Command::new(binary);
-        if let Some(gpus) = &spec.engine.gpus {
-            let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
-            cmd.env("CUDA_VISIBLE_DEVICES", list.join(","));
+        if let Some(list) = gpus::Allocation::from_env().for_process(spec.engine.gpus.as_deref())? {
+            cmd.env("CUDA_VISIBLE_DEVICES", list);
         }
         cmd.args(&args)
             .envs(spec.engine.env.iter().map(|(k, v)| (k, v)))

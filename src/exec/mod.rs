@@ -17,7 +17,7 @@ use crate::store::Store;
 use crate::sweep::{Launch, Sweep};
 use crate::task::Sample;
 use crate::workload::Cancel;
-pub(crate) use node::{build_report, publish_report as node_publish};
+pub(crate) use node::{build_report, write_report};
 use progress::Progress;
 
 #[derive(Debug, Clone)]
@@ -26,6 +26,9 @@ pub(crate) struct Options {
     pub reuse_connections: bool,
     /// Image pulls done before planning (by image reference): seconds taken, or the cause.
     pub pulls: BTreeMap<String, Result<f64, String>>,
+    /// Run only this deployment (its pull, cold start, runs and scores) and not the report:
+    /// what one Slurm job of a sweep does (`apply --deployment`).
+    pub only: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -77,11 +80,13 @@ impl<'a> Executor<'a> {
         cancel: Cancel,
     ) -> Self {
         let status = plan::statuses(plan, store);
+        let scope = in_scope(plan, opts.only);
         let to_run = status
             .iter()
             .enumerate()
             .filter(|(i, s)| {
                 s.will_run()
+                    && scope[*i]
                     && plan.graph[petgraph::graph::NodeIndex::new(*i)].kind != NodeKind::Warmup
             })
             .count();
@@ -133,6 +138,34 @@ impl<'a> Executor<'a> {
         self.progress.node_done();
     }
 
+    /// Pulls unless another bench360 does or did: engines with the same launch share one pull
+    /// key, and the deployments using them may run at once (Slurm jobs on a shared cache).
+    async fn pull_once(&mut self, i: petgraph::graph::NodeIndex) {
+        let key = self.plan.graph[i].key.clone();
+        let label = self.plan.graph[i].label.clone();
+        let progress = &self.progress;
+        let lock = self.store.lock_wait(&key, &mut |holder| {
+            progress.say(&format!(
+                "  waiting for another bench360 to finish `{label}` ({holder})"
+            ))
+        });
+        let _lock = match lock {
+            Ok(l) => l,
+            Err(e) => {
+                self.fail(i, e);
+                return;
+            }
+        };
+        if self.store.is_cached(&key) {
+            self.progress
+                .say(&format!("= {label} (done by another bench360 meanwhile)"));
+            self.done.insert(i.index());
+            self.progress.node_done();
+            return;
+        }
+        self.pull(i).await;
+    }
+
     fn is_ok(&self, i: petgraph::graph::NodeIndex) -> bool {
         !self.fates.contains_key(&i.index())
             && (self.done.contains(&i.index()) || self.status[i.index()] == Status::Cached)
@@ -140,7 +173,11 @@ impl<'a> Executor<'a> {
 
     pub async fn apply(mut self) -> Summary {
         let t0 = Instant::now();
+        let scope = in_scope(self.plan, self.opts.only);
         for (i, s) in self.status.iter().enumerate() {
+            if !scope[i] {
+                continue;
+            }
             let n = &self.plan.graph[petgraph::graph::NodeIndex::new(i)];
             match s {
                 Status::Cached => self.summary.cached += 1,
@@ -154,9 +191,12 @@ impl<'a> Executor<'a> {
             if self.cancel.is_cancelled() {
                 break;
             }
+            if self.opts.only.is_some_and(|o| o != d) {
+                continue;
+            }
             self.deployment(d).await;
         }
-        if !self.cancel.is_cancelled() {
+        if !self.cancel.is_cancelled() && self.opts.only.is_none() {
             self.report();
         }
         self.summary.interrupted = self.cancel.is_cancelled();
@@ -207,7 +247,7 @@ impl<'a> Executor<'a> {
         };
         self.progress.say(&format!("▶ deployment {}", dep.label));
         if need_pull {
-            self.pull(dep.pull).await;
+            self.pull_once(dep.pull).await;
         }
         if !self.is_ok(dep.pull) {
             let cause = format!("needs `{}`, which failed", self.plan.graph[dep.pull].label);
@@ -268,4 +308,17 @@ impl<'a> Executor<'a> {
             self.score(r);
         }
     }
+}
+
+/// Per node (by index): whether it belongs to the apply's scope (everything, or one
+/// deployment's pull, cold start, warmup, runs and scores).
+fn in_scope(plan: &Plan, only: Option<usize>) -> Vec<bool> {
+    let Some(d) = only else {
+        return vec![true; plan.graph.node_count()];
+    };
+    let mut v = vec![false; plan.graph.node_count()];
+    for i in plan.deployment_nodes(d) {
+        v[i.index()] = true;
+    }
+    v
 }

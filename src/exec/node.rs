@@ -703,46 +703,59 @@ impl Executor<'_> {
             return;
         }
         let t0 = Instant::now();
-        let key = self.plan.graph[i].key.clone();
         let files = build_report(self.store, self.plan, self.sweep);
-        let complete = self
-            .plan
-            .runs
-            .iter()
-            .all(|r| self.store.is_cached(&self.plan.graph[r.score].key))
-            && self
-                .plan
-                .deployments
-                .iter()
-                .all(|d| self.store.is_cached(&self.plan.graph[d.coldstart].key));
-        let published = publish_report(self.store, &self.plan.sweep, &files);
         self.summary.report_table = Some(files.table.clone());
-        match published {
-            Ok(path) => self.summary.report = Some(path),
-            Err(e) => {
-                self.fail(i, format!("cannot write the report: {e}"));
-                return;
+        match write_report(self.store, self.plan, &files) {
+            Ok((path, recorded)) => {
+                self.summary.report = Some(path);
+                if recorded {
+                    self.succeed(i, t0);
+                } else {
+                    self.progress.say(&format!(
+                        "• report {} written with missing runs (not cached)",
+                        self.plan.sweep
+                    ));
+                }
             }
-        }
-        if complete {
-            let j = Journal::start(self.store, self.plan, i);
-            let res = self.store.begin_object(&key).and_then(|tmp| {
-                write_report_files(&tmp, &files)?;
-                self.store.commit_object(&tmp, &key)
-            });
-            match res.and_then(|_| j.finish(json!({"report": "report.html"}))) {
-                Ok(()) => self.succeed(i, t0),
-                Err(e) => self.fail(i, format!("cannot record the report: {e}")),
-            }
-        } else {
-            // A report over failed or missing nodes is written for the user but not cached:
-            // the next apply retries those nodes and rewrites it.
-            self.progress.say(&format!(
-                "• report {} written with missing runs (not cached)",
-                self.plan.sweep
-            ));
+            Err(cause) => self.fail(i, cause),
         }
     }
+}
+
+/// Publishes a built report into `reports/<sweep>/` and, when every cold start and score of
+/// the plan is cached, records the report node (so the next apply finds it cached). A report
+/// over failed or missing nodes is written for the user but not recorded: the next apply
+/// retries those nodes and rewrites it. Returns the HTML path and whether it was recorded.
+pub(crate) fn write_report(
+    store: &Store,
+    plan: &Plan,
+    files: &ReportFiles,
+) -> Result<(PathBuf, bool), String> {
+    let i = plan.report;
+    let key = plan.graph[i].key.clone();
+    let complete = plan
+        .runs
+        .iter()
+        .all(|r| store.is_cached(&plan.graph[r.score].key))
+        && plan
+            .deployments
+            .iter()
+            .all(|d| store.is_cached(&plan.graph[d.coldstart].key));
+    let path = publish_report(store, &plan.sweep, files)
+        .map_err(|e| format!("cannot write the report: {e}"))?;
+    if !complete {
+        return Ok((path, false));
+    }
+    let j = Journal::start(store, plan, i);
+    store
+        .begin_object(&key)
+        .and_then(|tmp| {
+            write_report_files(&tmp, files)?;
+            store.commit_object(&tmp, &key)
+        })
+        .and_then(|_| j.finish(json!({"report": "report.html"})))
+        .map_err(|e| format!("cannot record the report: {e}"))?;
+    Ok((path, true))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: PathBuf) -> Option<T> {
@@ -1018,11 +1031,7 @@ pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::sweep::Swe
 
 /// Writes `reports/<sweep>/`: report.md, report.html, summary.parquet, summary.csv (each
 /// atomically); returns the HTML report's path.
-pub(crate) fn publish_report(
-    store: &Store,
-    sweep: &str,
-    files: &ReportFiles,
-) -> std::io::Result<PathBuf> {
+fn publish_report(store: &Store, sweep: &str, files: &ReportFiles) -> std::io::Result<PathBuf> {
     let dir = store.report_dir(sweep);
     std::fs::create_dir_all(&dir)?;
     write_report_files(&dir, files)?;
@@ -1032,12 +1041,19 @@ pub(crate) fn publish_report(
 fn write_report_files(dir: &Path, files: &ReportFiles) -> std::io::Result<()> {
     crate::store::write_atomic(&dir.join("report.md"), files.md.as_bytes())?;
     crate::store::write_atomic(&dir.join("report.html"), files.html.as_bytes())?;
+    // Unique temp names: the report job and a `bench360 report` elsewhere may write at once.
+    let (parquet, csv) = (dir.join("summary.parquet"), dir.join("summary.csv"));
     let (tp, tc) = (
-        dir.join(".summary.parquet.tmp"),
-        dir.join(".summary.csv.tmp"),
+        crate::store::temp_beside(&parquet),
+        crate::store::temp_beside(&csv),
     );
-    crate::trace::write_rows(&tp, &tc, &files.summary)
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    std::fs::rename(&tp, dir.join("summary.parquet"))?;
-    std::fs::rename(&tc, dir.join("summary.csv"))
+    let written = crate::trace::write_rows(&tp, &tc, &files.summary)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|()| std::fs::rename(&tp, &parquet))
+        .and_then(|()| std::fs::rename(&tc, &csv));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tp);
+        let _ = std::fs::remove_file(&tc);
+    }
+    written
 }

@@ -23,6 +23,9 @@ pub(crate) use keys::{key_of, KeyInputs};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Facts {
     pub machine: BTreeMap<String, String>,
+    /// Per deployment label: the machine it ran on elsewhere (a Slurm compute node), which
+    /// keys it instead of `machine` (so a login node sees the cluster's results as cached).
+    pub machines: BTreeMap<String, BTreeMap<String, String>>,
     /// Content hash of each file or directory the sweep reads, or why it could not be read.
     pub files: BTreeMap<PathBuf, Result<String, String>>,
     /// Per engine name: digest of what the `pull` node resolves (binary checksum, image
@@ -165,6 +168,52 @@ pub(crate) struct Plan {
     pub report: NodeIndex,
     /// Nodes in a topological order.
     pub order: Vec<NodeIndex>,
+}
+
+impl Plan {
+    /// Every node of deployment `d`: its pull, cold start, warmup, runs and scores.
+    pub fn deployment_nodes(&self, d: usize) -> Vec<NodeIndex> {
+        let dep = &self.deployments[d];
+        let mut v = vec![dep.pull, dep.coldstart, dep.warmup];
+        for &r in &dep.runs {
+            v.push(self.runs[r].node);
+            v.push(self.runs[r].score);
+        }
+        v
+    }
+
+    /// The deployment named by `sel`: its label, or a prefix of its cold start key (at least
+    /// 4 hex digits).
+    pub fn find_deployment(&self, sel: &str) -> Result<usize, String> {
+        if let Some(i) = self.deployments.iter().position(|d| d.label == sel) {
+            return Ok(i);
+        }
+        let by_key: Vec<usize> = (0..self.deployments.len())
+            .filter(|&i| {
+                sel.len() >= 4
+                    && self.graph[self.deployments[i].coldstart]
+                        .key
+                        .starts_with(sel)
+            })
+            .collect();
+        match by_key.as_slice() {
+            [i] => Ok(*i),
+            [] => Err(format!(
+                "sweep `{}` has no deployment labelled `{sel}` or with a key starting with it; its deployments: {}",
+                self.sweep,
+                self.deployments
+                    .iter()
+                    .map(|d| format!("{} ({})", d.label, &self.graph[d.coldstart].key[..12]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            many => Err(format!(
+                "`{sel}` matches {} deployments of sweep `{}`; give more of the key",
+                many.len(),
+                self.sweep
+            )),
+        }
+    }
 }
 
 impl PlanBuilder {
@@ -319,7 +368,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
                 for (k, v) in &engine.env {
                     inputs.insert(format!("engine.env.{k}"), format!("blake3:{}", hash_str(v)));
                 }
-                for (k, v) in &facts.machine {
+                for (k, v) in facts.machines.get(&label).unwrap_or(&facts.machine) {
                     inputs.insert(format!("machine.{k}"), v.clone());
                 }
                 let coldstart = b.add(
@@ -946,5 +995,53 @@ matrix {
             .graph
             .node_weights()
             .any(|n| n.inputs.contains_key("engine.env.HF_TOKEN")));
+    }
+
+    #[test]
+    fn slurm_settings_enter_no_key() {
+        let s = sweep(SWEEP);
+        let a = build(&s, &facts(&s)).unwrap();
+        let text = format!(
+            "{SWEEP}slurm {{ partition \"gpu\"; time \"01:00:00\"; gres \"gpu:1\"; cpus 4; mem \"32G\"; sbatch-args \"--exclusive\"; }}\n"
+        );
+        let s2 = sweep(&text);
+        assert_eq!(s2.slurm.partition.as_deref(), Some("gpu"));
+        let b = build(&s2, &facts(&s2)).unwrap();
+        assert_eq!(keys(&a), keys(&b));
+    }
+
+    #[test]
+    fn a_deployment_is_found_by_label_or_key_prefix() {
+        let s = sweep(SWEEP);
+        let plan = build(&s, &facts(&s)).unwrap();
+        assert_eq!(plan.find_deployment("m2:q4_0@e"), Ok(1));
+        let key = plan.graph[plan.deployments[2].coldstart].key.clone();
+        assert_eq!(plan.find_deployment(&key[..10]), Ok(2));
+        assert_eq!(plan.find_deployment(&key), Ok(2));
+        let err = plan.find_deployment("nope").unwrap_err();
+        assert!(err.contains("m1:q4_1@e ("), "{err}");
+        // Too short a prefix names nothing.
+        assert!(plan.find_deployment(&key[..2]).is_err());
+        let nodes = plan.deployment_nodes(0);
+        assert_eq!(nodes.len(), 3 + 6 * 2);
+        assert!(nodes
+            .iter()
+            .all(|&i| plan.graph[i].deployment.is_none_or(|d| d == 0)));
+    }
+
+    #[test]
+    fn a_deployment_can_be_keyed_by_the_machine_it_ran_on() {
+        let s = sweep(SWEEP);
+        let a = build(&s, &facts(&s)).unwrap();
+        let mut f = facts(&s);
+        let mut node = BTreeMap::new();
+        node.insert("cpu".to_string(), "compute-node-cpu".to_string());
+        f.machines.insert("m2:q4_0@e".into(), node);
+        let c = changed(&a, &build(&s, &f).unwrap());
+        assert!(
+            c.iter().all(|l| l.contains("m2:q4_0@e") || l == "report t"),
+            "{c:?}"
+        );
+        assert_eq!(c.len(), 1 + 1 + 6 * 2 + 1, "{c:?}");
     }
 }

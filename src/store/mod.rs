@@ -1,7 +1,11 @@
 //! The cache directory: per-node records (the journal), node objects, per-deployment locks,
 //! crash leftovers. Every file becomes visible by an atomic rename of a complete temp file,
-//! and no file is appended to by several processes, so many hosts may share one cache
-//! (NFS close-to-open semantics and atomic rename within a directory are assumed).
+//! and no file is appended to by several processes, so many hosts may share one cache on a
+//! network filesystem. Assumed of that filesystem (README, "On a cluster"): rename within a
+//! directory is atomic; close-to-open consistency (a file renamed into place after `fsync` is
+//! read whole by any host that opens it afterwards); `flock` locks hold across hosts (NFSv4
+//! does; NFSv3 needs lockd). Temp files are hidden (`.tmp.<pid>.<n>.<host>.<name>`), so a
+//! reader never mistakes another host's half-written file for a record.
 
 pub(crate) mod facts;
 
@@ -58,21 +62,45 @@ pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
+/// A hidden temp path beside `path`, unique per host, process and call:
+/// `.tmp.<pid>.<n>.<host>.<file name>`. Readers skip dot files; [`Store::open`] removes the
+/// leftovers of this host's dead processes.
+pub(crate) fn temp_beside(path: &Path) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = path.parent().expect("path has a parent");
+    dir.join(format!(
+        ".tmp.{}.{n}.{}.{}",
+        std::process::id(),
+        hostname(),
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+    ))
+}
+
+/// The pid that wrote a temp file of [`temp_beside`] on this host, if it is one of ours.
+fn temp_owner_here(name: &str, host: &str) -> Option<u32> {
+    let rest = name.strip_prefix(".tmp.")?;
+    let (pid, rest) = rest.split_once('.')?;
+    let (_seq, rest) = rest.split_once('.')?;
+    rest.strip_prefix(host)?.strip_prefix('.')?;
+    pid.parse().ok()
+}
+
 /// Writes `bytes` to `path` atomically: a temp file beside it, fsync, rename.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().expect("path has a parent");
-    let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id(),
-        hostname()
-    ));
-    {
+    let tmp = temp_beside(path);
+    let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        f.sync_all()
+    })();
+    match written.and_then(|()| fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    fs::rename(&tmp, path)
 }
 
 /// A process that exists and is not a zombie (a killed process whose parent has not reaped
@@ -93,6 +121,66 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
 #[derive(Debug)]
 pub(crate) struct Lock {
     _file: File,
+}
+
+#[derive(Debug)]
+pub(crate) enum LockError {
+    /// Another process holds it: who (pid, host, since when).
+    Held(String),
+    Io(String),
+}
+
+/// An exclusive `flock` on `path` (created if missing), with the holder's pid, host and time
+/// written into it for whoever finds it taken. Without `wait`, a held lock is
+/// [`LockError::Held`]; with it, `wait` is told the holder once and the call blocks.
+/// On NFS, Linux implements `flock` with POSIX byte-range locks, which NFSv4 (and NFSv3 with
+/// lockd) hold across hosts; the kernel (or the server's lease) releases them when the
+/// process dies.
+pub(crate) fn lock_file(
+    path: &Path,
+    wait: Option<&mut dyn FnMut(&str)>,
+) -> Result<Lock, LockError> {
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| LockError::Io(format!("cannot open lock {}: {e}", path.display())))?;
+    let unsupported = |e: std::io::Error| {
+        LockError::Io(format!(
+            "cannot lock {}: {e} (the cache's filesystem must support flock: README, \"On a cluster\")",
+            path.display()
+        ))
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let holder = fs::read_to_string(path)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            match wait {
+                None => return Err(LockError::Held(holder)),
+                Some(w) => {
+                    w(&holder);
+                    file.lock().map_err(unsupported)?;
+                }
+            }
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(unsupported(e)),
+    }
+    let _ = file.set_len(0);
+    let _ = (&file).write_all(
+        format!(
+            "pid {} on {} since {}\n",
+            std::process::id(),
+            hostname(),
+            now_rfc3339()
+        )
+        .as_bytes(),
+    );
+    Ok(Lock { _file: file })
 }
 
 impl Store {
@@ -130,25 +218,34 @@ impl Store {
         &self.root
     }
 
-    /// Removes leftovers of interrupted nodes: temp dirs of processes on this host that are
-    /// no longer alive. Other hosts' temp dirs are left to them.
+    /// Removes leftovers of interrupted nodes and writes: temp dirs in `tmp/` and hidden temp
+    /// files beside records, labels and hashes, of processes on this host that are no longer
+    /// alive. Other hosts' leftovers are left to them (their pids mean nothing here).
     fn clean_tmp(&self) {
         let host = hostname();
-        let Ok(entries) = fs::read_dir(self.root.join("tmp")) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let mut parts = name.splitn(3, '.');
-            let (Some(pid), Some(h)) = (parts.next(), parts.next()) else {
+        let me = std::process::id();
+        let dead = |pid: u32| !pid_alive(pid) || pid == me;
+        if let Ok(entries) = fs::read_dir(self.root.join("tmp")) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                // `<pid>.<host>.<key>.<nanos>` (see begin_object); hosts may contain dots.
+                let Some((pid, rest)) = name.split_once('.') else {
+                    continue;
+                };
+                if rest.starts_with(&format!("{host}.")) && pid.parse::<u32>().is_ok_and(dead) {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        for d in ["records", "labels", "hashes"] {
+            let Ok(entries) = fs::read_dir(self.root.join(d)) else {
                 continue;
             };
-            if h == host
-                && pid
-                    .parse::<u32>()
-                    .is_ok_and(|p| !pid_alive(p) || p == std::process::id())
-            {
-                let _ = fs::remove_dir_all(e.path());
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if temp_owner_here(&name, &host).is_some_and(dead) {
+                    let _ = fs::remove_file(e.path());
+                }
             }
         }
     }
@@ -194,16 +291,44 @@ impl Store {
         Ok(dir)
     }
 
-    /// Moves a complete temp directory into `objects/<key>/`.
+    /// Moves a complete temp directory into `objects/<key>/`. An object already there is
+    /// complete too (it got there the same way): it is either a leftover of a process that died
+    /// between its two renames, or another writer's copy of a node nobody locks (the report).
+    /// It is moved aside first, so a reader sees the old complete object, none, or the new one,
+    /// never a half-deleted one.
     pub fn commit_object(&self, tmp: &Path, key: &str) -> std::io::Result<PathBuf> {
         let dest = self.object_dir(key);
-        if dest.exists() {
-            // An object without a finished record (the process died between the two renames):
-            // replace it with the new, complete one.
-            fs::remove_dir_all(&dest)?;
+        for _ in 0..20 {
+            match fs::rename(tmp, &dest) {
+                Ok(()) => return Ok(dest),
+                // Taken (possibly by a writer that has moved it aside again since).
+                Err(e)
+                    if dest.exists()
+                        || matches!(
+                            e.kind(),
+                            std::io::ErrorKind::DirectoryNotEmpty
+                                | std::io::ErrorKind::AlreadyExists
+                        ) =>
+                {
+                    let aside = self.begin_object(&format!("replaced-{key}"))?;
+                    // Another writer may move it (or put its own) first: then try again.
+                    let _ = fs::rename(&dest, aside.join("old"));
+                    let _ = fs::remove_dir_all(&aside);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        fs::rename(tmp, &dest)?;
-        Ok(dest)
+        // Writers of the same key keep racing: one of their complete objects stands, and
+        // this one, equivalent (same key, same inputs), goes.
+        let _ = fs::remove_dir_all(tmp);
+        if dest.exists() {
+            Ok(dest)
+        } else {
+            Err(std::io::Error::other(format!(
+                "cannot put {} in place",
+                dest.display()
+            )))
+        }
     }
 
     fn label_path(&self, sweep: &str, label: &str) -> PathBuf {
@@ -219,36 +344,23 @@ impl Store {
     /// Takes the lock named `name` (a deployment key) or says who holds it.
     pub fn lock(&self, name: &str, what: &str) -> Result<Lock, String> {
         let path = self.root.join("locks").join(format!("{name}.lock"));
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("cannot open lock {}: {e}", path.display()))?;
-        match file.try_lock() {
-            Ok(()) => {
-                let _ = file.set_len(0);
-                let _ = (&file).write_all(
-                    format!(
-                        "pid {} on {} since {}\n",
-                        std::process::id(),
-                        hostname(),
-                        now_rfc3339()
-                    )
-                    .as_bytes(),
-                );
-                Ok(Lock { _file: file })
-            }
-            Err(_) => {
-                let holder = fs::read_to_string(&path).unwrap_or_default();
-                Err(format!(
-                    "{what} is being applied by another bench360 ({}); lock {}",
-                    holder.trim(),
-                    path.display()
-                ))
-            }
-        }
+        lock_file(&path, None).map_err(|e| match e {
+            LockError::Held(holder) => format!(
+                "{what} is being applied by another bench360 ({holder}); lock {}",
+                path.display()
+            ),
+            LockError::Io(e) => e,
+        })
+    }
+
+    /// Takes the lock named `name`, waiting while another process holds it (`waiting` is
+    /// called once, with the holder, before waiting).
+    pub fn lock_wait(&self, name: &str, waiting: &mut dyn FnMut(&str)) -> Result<Lock, String> {
+        let path = self.root.join("locks").join(format!("{name}.lock"));
+        lock_file(&path, Some(waiting)).map_err(|e| match e {
+            LockError::Held(h) => h,
+            LockError::Io(e) => e,
+        })
     }
 
     pub fn records(&self) -> Vec<Record> {
@@ -257,7 +369,12 @@ impl Store {
         };
         let mut out: Vec<Record> = entries
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                // Hidden: another process's temp file, possibly half-written.
+                !name.starts_with('.') && name.ends_with(".json")
+            })
             .filter_map(|e| fs::read_to_string(e.path()).ok())
             .filter_map(|t| serde_json::from_str(&t).ok())
             .collect();
@@ -359,5 +476,203 @@ mod tests {
         fs::write(dir.path().join("FORMAT"), "bench360-store 999\n").unwrap();
         let err = Store::open(dir.path()).unwrap_err().to_string();
         assert!(err.contains("999"), "{err}");
+    }
+
+    /// One writer process of `many_processes_writing_at_once_leave_a_consistent_cache`: runs
+    /// only when that test starts it (the test binary re-executed with this test's name).
+    #[test]
+    fn concurrent_writer_child() {
+        let (Ok(root), Ok(me)) = (
+            std::env::var("BENCH360_TEST_WRITER_CACHE"),
+            std::env::var("BENCH360_TEST_WRITER"),
+        ) else {
+            return;
+        };
+        let s = Store::open(Path::new(&root)).unwrap();
+        // Start together, so that the writes really interleave.
+        let go = Path::new(&root).join("go");
+        while !go.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        for n in 0..WRITER_NODES {
+            // Every writer also writes one node that all of them write (the report is such a
+            // node: nobody locks it).
+            for key in [format!("w{me}-n{n}"), "shared".to_string()] {
+                write_node(&s, &key);
+            }
+        }
+    }
+
+    const WRITERS: usize = 8;
+    const WRITER_NODES: usize = 12;
+
+    /// What a node's journal does: started record, object files in tmp/, rename, finished.
+    fn write_node(s: &Store, key: &str) {
+        s.write_record(&record(key, RecordStatus::Started)).unwrap();
+        let tmp = s.begin_object(key).unwrap();
+        for (name, size) in [("a.bin", 70_000usize), ("b.json", 3_000)] {
+            let byte = blake3::hash(key.as_bytes()).as_bytes()[0];
+            fs::write(tmp.join(name), vec![byte; size]).unwrap();
+        }
+        s.commit_object(&tmp, key).unwrap();
+        let mut r = record(key, RecordStatus::Finished);
+        r.outputs = serde_json::json!({"files": 2});
+        s.write_record(&r).unwrap();
+        s.set_label("s", key, key).unwrap();
+    }
+
+    fn object_complete(s: &Store, key: &str) -> bool {
+        let byte = blake3::hash(key.as_bytes()).as_bytes()[0];
+        [("a.bin", 70_000usize), ("b.json", 3_000)]
+            .iter()
+            .all(|(name, size)| {
+                fs::read(s.object_dir(key).join(name))
+                    .is_ok_and(|b| b.len() == *size && b.iter().all(|&x| x == byte))
+            })
+    }
+
+    #[test]
+    fn many_processes_writing_at_once_leave_a_consistent_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cache");
+        let s = Store::open(&root).unwrap();
+        // Another host's half-written temp files, as NFS shows them to this one.
+        let foreign = [
+            root.join("records").join(".tmp.4242.0.other-host.k.json"),
+            root.join("labels").join(".tmp.4242.1.other-host.l.json"),
+        ];
+        for f in &foreign {
+            fs::write(f, "{\"format\": 1, \"key\": \"half").unwrap();
+        }
+        let foreign_dir = root.join("tmp").join("4242.other-host.k.1");
+        fs::create_dir_all(&foreign_dir).unwrap();
+        let children: Vec<_> = (0..WRITERS)
+            .map(|i| {
+                std::process::Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "--exact",
+                        "store::tests::concurrent_writer_child",
+                        "--test-threads=1",
+                    ])
+                    .env("BENCH360_TEST_WRITER_CACHE", &root)
+                    .env("BENCH360_TEST_WRITER", i.to_string())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        fs::write(root.join("go"), "").unwrap();
+        // A reader meanwhile: every record it lists parses, and a finished one (other than the
+        // shared node, which its writers replace) has its whole object.
+        let mut reads = 0;
+        let mut finished_seen = 0;
+        let mut children = children;
+        loop {
+            let done = children.iter_mut().all(|c| c.try_wait().unwrap().is_some());
+            for e in fs::read_dir(root.join("records")).unwrap().flatten() {
+                if e.file_name().to_string_lossy().starts_with('.') {
+                    continue;
+                }
+                // Records are replaced by rename, never deleted: the file opened is whole.
+                let text = fs::read_to_string(e.path()).unwrap();
+                serde_json::from_str::<Record>(&text)
+                    .unwrap_or_else(|err| panic!("{:?} does not parse: {err}", e.path()));
+            }
+            let recs = s.records();
+            for r in recs
+                .iter()
+                .filter(|r| r.status == RecordStatus::Finished && r.key != "shared")
+            {
+                assert!(
+                    object_complete(&s, &r.key),
+                    "{} finished without its object",
+                    r.key
+                );
+                finished_seen += 1;
+            }
+            reads += 1;
+            if done {
+                break;
+            }
+        }
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "a writer failed: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        assert!(
+            reads > 1 && finished_seen > 0,
+            "{reads} reads, {finished_seen}"
+        );
+        // Afterwards: every record readable and finished, every object whole.
+        let recs = s.records();
+        assert_eq!(recs.len(), WRITERS * WRITER_NODES + 1);
+        for r in &recs {
+            assert_eq!(r.status, RecordStatus::Finished, "{}", r.key);
+            assert!(object_complete(&s, &r.key), "{}", r.key);
+            assert_eq!(s.last_key("s", &r.key).as_deref(), Some(r.key.as_str()));
+        }
+        let raw = fs::read_dir(root.join("records")).unwrap().count();
+        // Only records, and the other host's temp file.
+        assert_eq!(raw, recs.len() + 1);
+        // No temp leftovers of ours: tmp/ has only the other host's dir; the objects are dirs
+        // of exactly the nodes.
+        let tmp: Vec<_> = fs::read_dir(root.join("tmp"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(tmp, std::slice::from_ref(&foreign_dir));
+        assert_eq!(
+            fs::read_dir(root.join("objects")).unwrap().count(),
+            recs.len()
+        );
+        for d in ["records", "labels", "hashes"] {
+            for e in fs::read_dir(root.join(d)).unwrap().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                assert!(
+                    !name.starts_with(".tmp.") || name.contains("other-host"),
+                    "leftover {d}/{name}"
+                );
+            }
+        }
+        // Reopening leaves the other host's files alone.
+        Store::open(&root).unwrap();
+        assert!(foreign.iter().all(|f| f.exists()) && foreign_dir.exists());
+    }
+
+    #[test]
+    fn temp_files_of_dead_processes_here_are_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        let path = dir.path().join("records").join("k.json");
+        let mine = temp_beside(&path);
+        let name = mine.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!(".tmp.{}.", std::process::id())),
+            "{name}"
+        );
+        assert!(name.ends_with(&format!(".{}.k.json", hostname())), "{name}");
+        assert_ne!(temp_beside(&path), mine, "unique per call");
+        let dead = dir
+            .path()
+            .join("records")
+            .join(format!(".tmp.999999999.0.{}.k.json", hostname()));
+        let other_host = dir
+            .path()
+            .join("records")
+            .join(".tmp.1.0.other-host.k.json");
+        for f in [&dead, &other_host] {
+            fs::write(f, "{").unwrap();
+        }
+        drop(s);
+        let s = Store::open(dir.path()).unwrap();
+        assert!(!dead.exists());
+        assert!(other_host.exists());
+        assert!(s.records().is_empty(), "temp files are not records");
     }
 }

@@ -30,8 +30,28 @@ pub(crate) struct Sweep {
     /// that meet them.
     pub slo: Slo,
     pub cost: Option<Cost>,
+    /// Job options for `apply --executor slurm`; never part of a node key.
+    pub slurm: SlurmSettings,
     /// Directory that relative paths in the file are resolved against (the file's folder).
     pub base_dir: PathBuf,
+}
+
+/// The sweep's `slurm { … }` block: how its jobs are submitted (the command line overrides
+/// each field). Where a job runs does not change what it measures beyond the machine
+/// fingerprint, so none of this enters a key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SlurmSettings {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    /// Time limit per deployment job, in Slurm's syntax (`MM`, `HH:MM:SS`, `D-HH:MM`, …).
+    pub time: Option<String>,
+    /// `--gres` per deployment job (`none`: none); unset: `gpu:N` from the engine's `gpus`.
+    pub gres: Option<String>,
+    pub cpus: Option<u32>,
+    /// `--mem` per deployment job (`32G`, `4000M`, …).
+    pub mem: Option<String>,
+    pub sbatch_args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
@@ -517,5 +537,57 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
         let offsets: Vec<usize> = err.problems.iter().map(|p| p.span.offset()).collect();
         assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(&text[offsets[0]..offsets[0] + 1], "3");
+    }
+
+    #[test]
+    fn the_slurm_block_is_decoded_and_checked() {
+        let text = format!(
+            "{TEXT}slurm {{ partition \"gpu\"; account \"${{ACCT}}\"; qos \"high\"; time \"1-02:00:00\"; gres \"gpu:h100:2\"; cpus 8; mem \"64G\"; sbatch-args \"--constraint=h100\" \"--exclusive\"; }}\n"
+        );
+        let s = parse_ok(
+            &text,
+            &[("MODELS", "/w"), ("THREADS", "4"), ("ACCT", "lab")],
+        );
+        assert_eq!(
+            s.slurm,
+            SlurmSettings {
+                partition: Some("gpu".into()),
+                account: Some("lab".into()),
+                qos: Some("high".into()),
+                time: Some("1-02:00:00".into()),
+                gres: Some("gpu:h100:2".into()),
+                cpus: Some(8),
+                mem: Some("64G".into()),
+                sbatch_args: vec!["--constraint=h100".into(), "--exclusive".into()],
+            }
+        );
+        for (field, good) in [
+            ("time", "90"),
+            ("time", "2:30:00"),
+            ("time", "3-12"),
+            ("mem", "4000M"),
+            ("mem", "12"),
+        ] {
+            let t = format!("{TEXT}slurm {{ {field} \"{good}\"; }}\n");
+            parse_ok(&t, &[("MODELS", "/w"), ("THREADS", "4")]);
+        }
+        let bad =
+            format!("{TEXT}slurm {{ time \"2h\"; mem \"lots\"; cpus 0; partitoin \"x\"; }}\n");
+        let env = |k: &str| match k {
+            "MODELS" => Some("/w".to_string()),
+            "THREADS" => Some("4".to_string()),
+            _ => None,
+        };
+        let err = parse("t.kdl", &bad, Path::new("/"), &env).unwrap_err();
+        let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "`2h` is not a Slurm time limit",
+                "`lots` is not a Slurm memory size",
+                "`cpus` must be between 1 and 100000",
+                "unknown field `partitoin` in `slurm`",
+            ]
+        );
     }
 }

@@ -31,7 +31,8 @@ pub(crate) fn nvml() -> Result<Arc<Nvml>, String> {
     .clone()
 }
 
-/// Indices of the devices to sample: the given ones, else every device NVML sees.
+/// Indices of the devices to sample: the given ones, else every device NVML sees; inside an
+/// allocation (a Slurm job's GPUs, CUDA_VISIBLE_DEVICES) those of the allocation.
 pub(crate) fn devices(nvml: &Nvml, wanted: Option<&[u32]>) -> Result<Vec<(u32, String)>, String> {
     let count = nvml
         .device_count()
@@ -39,10 +40,10 @@ pub(crate) fn devices(nvml: &Nvml, wanted: Option<&[u32]>) -> Result<Vec<(u32, S
     if count == 0 {
         return Err("no NVIDIA GPU (NVML sees no device)".into());
     }
-    let indices: Vec<u32> = match wanted {
-        Some(w) => w.to_vec(),
-        None => (0..count).collect(),
-    };
+    // In a Slurm job (or under CUDA_VISIBLE_DEVICES), the engine's GPUs, not the node's.
+    let indices: Vec<u32> = crate::engine::gpus::Allocation::from_env()
+        .for_nvml(wanted, count)
+        .unwrap_or_else(|| (0..count).collect());
     indices
         .into_iter()
         .map(|i| {

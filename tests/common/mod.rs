@@ -170,12 +170,14 @@ pub fn plan_json(cache: &Path, sweep: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// Every record of the cache. Hidden files are another process's temp files (possibly
+/// half-written, or renamed away while listed): skipped, as bench360's own readers do.
 pub fn records(cache: &Path) -> Vec<serde_json::Value> {
     std::fs::read_dir(cache.join("records"))
         .unwrap()
-        .map(|e| {
-            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap()
-        })
+        .map(|e| e.unwrap())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap())
         .collect()
 }
 

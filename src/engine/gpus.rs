@@ -1,0 +1,173 @@
+//! Which devices an engine's `gpus` indices mean. Inside an allocation (the GPUs Slurm gave a
+//! job, or a `CUDA_VISIBLE_DEVICES` the user set) they index the allocation, never the whole
+//! node: `gpus 0 1` in a job on a shared 8-GPU node are the job's two GPUs, whichever they are.
+
+/// The GPUs this process was given, read from its environment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Allocation {
+    /// `CUDA_VISIBLE_DEVICES` as inherited: what a child process may use (indices or UUIDs).
+    pub visible: Option<Vec<String>>,
+    /// `SLURM_JOB_GPUS` (or `SLURM_STEP_GPUS`): the node's indices of the job's GPUs, which
+    /// is how the Docker daemon and an unconfined NVML number them.
+    pub slurm: Option<Vec<u32>>,
+}
+
+fn split(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+impl Allocation {
+    pub fn from_env() -> Allocation {
+        Allocation::from_vars(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> Allocation {
+        let slurm = var("SLURM_JOB_GPUS")
+            .or_else(|| var("SLURM_STEP_GPUS"))
+            .and_then(|v| split(&v).iter().map(|s| s.parse().ok()).collect());
+        Allocation {
+            visible: var("CUDA_VISIBLE_DEVICES").map(|v| split(&v)),
+            slurm,
+        }
+    }
+
+    fn pick(pool: &[String], gpus: &[u32], what: &str) -> Result<Vec<String>, String> {
+        gpus.iter()
+            .map(|&i| {
+                pool.get(i as usize).cloned().ok_or_else(|| {
+                    format!(
+                        "the engine asks for GPU {i}, but only {} GPU{} allocated to it ({what}): ask for more (e.g. --gres=gpu:{})",
+                        pool.len(),
+                        if pool.len() == 1 { " is" } else { "s are" },
+                        gpus.iter().max().map_or(1, |m| m + 1)
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// `CUDA_VISIBLE_DEVICES` for an engine process (None: it inherits bench360's).
+    pub fn for_process(&self, gpus: Option<&[u32]>) -> Result<Option<String>, String> {
+        let Some(g) = gpus else { return Ok(None) };
+        let ids = match &self.visible {
+            Some(v) => Self::pick(v, g, &format!("CUDA_VISIBLE_DEVICES={}", v.join(",")))?,
+            None => g.iter().map(u32::to_string).collect(),
+        };
+        Ok(Some(ids.join(",")))
+    }
+
+    /// Device ids for a container: the Docker daemon runs outside the job and numbers the
+    /// node's GPUs.
+    pub fn for_docker(&self, gpus: Option<&[u32]>) -> Result<Option<Vec<String>>, String> {
+        let Some(g) = gpus else { return Ok(None) };
+        match (&self.slurm, &self.visible) {
+            (Some(s), _) => {
+                let pool: Vec<String> = s.iter().map(u32::to_string).collect();
+                Self::pick(&pool, g, &format!("SLURM_JOB_GPUS={}", pool.join(","))).map(Some)
+            }
+            (None, Some(v)) => {
+                Self::pick(v, g, &format!("CUDA_VISIBLE_DEVICES={}", v.join(","))).map(Some)
+            }
+            (None, None) => Ok(Some(g.iter().map(u32::to_string).collect())),
+        }
+    }
+
+    /// NVML indices to sample. NVML ignores `CUDA_VISIBLE_DEVICES` and numbers the GPUs it can
+    /// open: in a job confined to its GPUs (cgroup devices) only those, from 0; otherwise the
+    /// whole node, where the allocation's node indices pick the job's.
+    pub fn for_nvml(&self, gpus: Option<&[u32]>, nvml_count: u32) -> Option<Vec<u32>> {
+        let pool: Option<Vec<u32>> = self.slurm.clone().or_else(|| {
+            self.visible
+                .as_ref()
+                .and_then(|v| v.iter().map(|s| s.parse().ok()).collect())
+        });
+        match pool {
+            Some(p) if nvml_count as usize > p.len() => Some(match gpus {
+                Some(g) => g
+                    .iter()
+                    .filter_map(|&i| p.get(i as usize).copied())
+                    .collect(),
+                None => p,
+            }),
+            _ => gpus.map(<[u32]>::to_vec),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alloc(vars: &[(&str, &str)]) -> Allocation {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Allocation::from_vars(&move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn outside_any_allocation_indices_are_the_nodes() {
+        let a = alloc(&[]);
+        assert_eq!(
+            a.for_process(Some(&[0, 1])).unwrap().as_deref(),
+            Some("0,1")
+        );
+        assert_eq!(a.for_process(None).unwrap(), None);
+        assert_eq!(
+            a.for_docker(Some(&[1])).unwrap(),
+            Some(vec!["1".to_string()])
+        );
+        assert_eq!(a.for_nvml(Some(&[1]), 8), Some(vec![1]));
+        assert_eq!(a.for_nvml(None, 8), None);
+    }
+
+    #[test]
+    fn in_a_slurm_job_indices_are_the_jobs_gpus() {
+        // Unconfined: the job got GPUs 2 and 5 of 8 and sees their node numbers.
+        let a = alloc(&[("SLURM_JOB_GPUS", "2,5"), ("CUDA_VISIBLE_DEVICES", "2,5")]);
+        assert_eq!(a.for_process(Some(&[1])).unwrap().as_deref(), Some("5"));
+        assert_eq!(
+            a.for_docker(Some(&[0, 1])).unwrap(),
+            Some(vec!["2".into(), "5".into()])
+        );
+        assert_eq!(a.for_nvml(Some(&[1]), 8), Some(vec![5]));
+        assert_eq!(a.for_nvml(None, 8), Some(vec![2, 5]));
+        // Confined by cgroups: Slurm renumbers CUDA_VISIBLE_DEVICES and NVML sees two GPUs.
+        let c = alloc(&[("SLURM_JOB_GPUS", "2,5"), ("CUDA_VISIBLE_DEVICES", "0,1")]);
+        assert_eq!(c.for_process(Some(&[1])).unwrap().as_deref(), Some("1"));
+        assert_eq!(c.for_docker(Some(&[1])).unwrap(), Some(vec!["5".into()]));
+        assert_eq!(c.for_nvml(Some(&[1]), 2), Some(vec![1]));
+        // Asking for more than the job has says how to get them.
+        let err = a.for_process(Some(&[0, 2])).unwrap_err();
+        assert!(
+            err.contains("asks for GPU 2, but only 2 GPUs are allocated"),
+            "{err}"
+        );
+        assert!(err.contains("--gres=gpu:3"), "{err}");
+    }
+
+    #[test]
+    fn a_users_cuda_visible_devices_is_an_allocation_too() {
+        let a = alloc(&[("CUDA_VISIBLE_DEVICES", "GPU-aaaa,GPU-bbbb")]);
+        assert_eq!(
+            a.for_process(Some(&[1])).unwrap().as_deref(),
+            Some("GPU-bbbb")
+        );
+        assert_eq!(
+            a.for_docker(Some(&[0])).unwrap(),
+            Some(vec!["GPU-aaaa".into()])
+        );
+        // UUIDs cannot be mapped to NVML indices here: sampled as given.
+        assert_eq!(a.for_nvml(Some(&[0]), 4), Some(vec![0]));
+        let n = alloc(&[("CUDA_VISIBLE_DEVICES", "3")]);
+        assert_eq!(n.for_nvml(Some(&[0]), 4), Some(vec![3]));
+        assert!(alloc(&[("CUDA_VISIBLE_DEVICES", "")])
+            .for_process(Some(&[0]))
+            .is_err());
+    }
+}
