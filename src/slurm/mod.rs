@@ -869,6 +869,9 @@ pub(crate) fn describe(info: &JobInfo) -> String {
         _ => {
             if let Some(x) = info.exit_code.as_ref().filter(|x| *x != "0:0") {
                 s.push_str(&format!(" (exit {x})"));
+            } else if let Some(r) = &info.reason {
+                // squeue's reason for an ended job: NonZeroExitCode, TimeLimit, OutOfMemory…
+                s.push_str(&format!(" ({r})"));
             }
         }
     }
