@@ -342,7 +342,8 @@ pub(crate) struct ClusterFacts {
 /// id is the one the jobs recorded, and one they have not resolved yet is keyed provisionally
 /// (its deployment is submitted; the job keys it with the image it finds) instead of
 /// blocking. A binary on the shared filesystem is checksummed here, as the jobs see it (so a
-/// new build is seen at once); only one this host cannot read takes the jobs' checksum.
+/// new build is seen at once); one this host cannot read (installed on the nodes' disks)
+/// takes the jobs' checksum, or is keyed provisionally until a job has run.
 pub(crate) fn cluster_view(facts: &mut Facts, sweep: &Sweep, cf: Option<&ClusterFacts>) {
     if let Some(cf) = cf {
         facts.machine = cf.machine.clone();
@@ -357,11 +358,15 @@ pub(crate) fn cluster_view(facts: &mut Facts, sweep: &Sweep, cf: Option<&Cluster
         );
         let artifact = match (&e.launch, recorded) {
             (Launch::Docker { .. }, Some(a)) => a.clone(),
+            (_, Some(a)) if !local_ok => a.clone(),
             (Launch::Docker { image, tag, .. }, None) if !local_ok => format!(
                 "image-on-compute-node:{}",
                 crate::engine::docker::reference(image, tag)
             ),
-            (_, Some(a)) if !local_ok => a.clone(),
+            // Installed on the nodes' own disks: they check it.
+            (Launch::Process { binary }, None) if !local_ok => {
+                format!("binary-on-compute-node:{binary}")
+            }
             _ => continue,
         };
         facts.artifacts.insert(name.clone(), Ok(artifact));

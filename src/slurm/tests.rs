@@ -417,10 +417,18 @@ fn the_cluster_view_uses_what_the_jobs_recorded() {
     facts
         .artifacts
         .insert("gpu".into(), Err("cannot connect to Docker".into()));
+    facts.artifacts.insert(
+        "cpu".into(),
+        Err("engine binary /bin/llama-server does not exist".into()),
+    );
     cluster_view(&mut facts, &w.sweep, None);
     assert_eq!(
         facts.artifacts["gpu"],
         Ok("image-on-compute-node:ghcr.io/x/llama:t".to_string())
+    );
+    assert_eq!(
+        facts.artifacts["cpu"],
+        Ok("binary-on-compute-node:/bin/llama-server".to_string())
     );
     let mut machine = BTreeMap::new();
     machine.insert("gpu".to_string(), "NVIDIA H100".to_string());
