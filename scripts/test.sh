@@ -9,6 +9,8 @@ eval "$(scripts/install-engine.sh)"
 eval "$(scripts/setup-python.sh)"
 eval "$(scripts/setup-docker-test.sh)"
 eval "$(scripts/setup-browser.sh)"
+# A one-node Slurm cluster for tests/slurm.rs; stopped afterwards unless it was already up.
+if ! sinfo -h >/dev/null 2>&1; then trap 'scripts/stop-slurm.sh' EXIT; fi
 eval "$(scripts/setup-slurm.sh)"
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings

@@ -142,8 +142,8 @@ pub(crate) struct SlurmArgs {
     /// Quality of service (sbatch --qos).
     #[arg(long, help_heading = "Slurm")]
     pub qos: Option<String>,
-    /// Time limit of each deployment job, e.g. 01:30:00 (sbatch --time).
-    #[arg(long, help_heading = "Slurm")]
+    /// Time limit of each job, e.g. 01:30:00 (sbatch --time).
+    #[arg(long, help_heading = "Slurm", value_parser = slurm_time)]
     pub time: Option<String>,
     /// Generic resources per deployment job, e.g. gpu:1 or gpu:h100:2; `none` for none
     /// (default: gpu:N for an engine that declares N `gpus`).
@@ -152,8 +152,8 @@ pub(crate) struct SlurmArgs {
     /// CPUs per deployment job (sbatch --cpus-per-task).
     #[arg(long, help_heading = "Slurm")]
     pub cpus_per_task: Option<u32>,
-    /// Memory per deployment job, e.g. 32G (sbatch --mem).
-    #[arg(long, help_heading = "Slurm")]
+    /// Memory per job, e.g. 32G (sbatch --mem).
+    #[arg(long, help_heading = "Slurm", value_parser = slurm_mem)]
     pub mem: Option<String>,
     /// An extra sbatch argument for every job, e.g. --sbatch-arg=--constraint=h100
     /// (repeatable; after bench360's own, so it wins).
@@ -185,5 +185,21 @@ impl SlurmArgs {
             }
         }
         v
+    }
+}
+
+fn slurm_time(v: &str) -> Result<String, String> {
+    if crate::sweep::slurm_time_ok(v) {
+        Ok(v.to_string())
+    } else {
+        Err("not a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS".into())
+    }
+}
+
+fn slurm_mem(v: &str) -> Result<String, String> {
+    if crate::sweep::slurm_mem_ok(v) {
+        Ok(v.to_string())
+    } else {
+        Err("not a Slurm memory size: a whole number with an optional K, M, G or T suffix".into())
     }
 }

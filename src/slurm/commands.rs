@@ -231,6 +231,12 @@ mod tests {
         assert_eq!(q["12"].reason, None);
         assert_eq!(q["13"].reason.as_deref(), Some("Dependency"));
         assert_eq!(q["13"].start, None);
+        let ended =
+            parse_squeue("14|FAILED|NonZeroExitCode|vm|2026-11-29T16:19:34|2026-11-29T16:19:35\n");
+        assert_eq!(
+            super::super::describe(&ended["14"]),
+            "FAILED (NonZeroExitCode)"
+        );
         let a = parse_sacct(
             "8|FAILED|3:0|vm|2026-11-29T16:19:34|2026-11-29T16:19:35\n8.batch|FAILED|3:0|vm||\n9|CANCELLED by 0|0:15|None assigned|Unknown|Unknown\n",
         );

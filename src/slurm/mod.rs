@@ -337,10 +337,13 @@ pub(crate) struct ClusterFacts {
     pub artifacts: BTreeMap<String, String>,
 }
 
-/// Facts for planning a sweep as the cluster runs it: machine fingerprints and engine
-/// artifacts recorded by its jobs replace the local ones. A container image lives in each
-/// node's Docker, so one the cluster has not resolved yet is keyed provisionally (its
-/// deployment is submitted; the job keys it with the image it finds) instead of blocking.
+/// Facts for planning a sweep as the cluster runs it: the machine fingerprints its jobs
+/// recorded replace this machine's. A container image lives in each node's Docker, so its
+/// id is the one the jobs recorded, and one they have not resolved yet is keyed provisionally
+/// (its deployment is submitted; the job keys it with the image it finds) instead of
+/// blocking. A binary on the shared filesystem is checksummed here, as the jobs see it (so a
+/// new build is seen at once); one this host cannot read (installed on the nodes' disks)
+/// takes the jobs' checksum, or is keyed provisionally until a job has run.
 pub(crate) fn cluster_view(facts: &mut Facts, sweep: &Sweep, cf: Option<&ClusterFacts>) {
     if let Some(cf) = cf {
         facts.machine = cf.machine.clone();
@@ -348,23 +351,25 @@ pub(crate) fn cluster_view(facts: &mut Facts, sweep: &Sweep, cf: Option<&Cluster
     }
     for e in &sweep.engines {
         let name = &e.name.value;
-        if let Some(a) = cf.and_then(|cf| cf.artifacts.get(name)) {
-            facts.artifacts.insert(name.clone(), Ok(a.clone()));
-        } else if let Launch::Docker { image, tag, .. } = &e.launch {
-            let unresolved = match facts.artifacts.get(name) {
-                Some(Ok(a)) => a.starts_with("image-not-pulled:"),
-                _ => true,
-            };
-            if unresolved {
-                facts.artifacts.insert(
-                    name.clone(),
-                    Ok(format!(
-                        "image-on-compute-node:{}",
-                        crate::engine::docker::reference(image, tag)
-                    )),
-                );
+        let recorded = cf.and_then(|cf| cf.artifacts.get(name));
+        let local_ok = matches!(
+            facts.artifacts.get(name),
+            Some(Ok(a)) if !a.starts_with("image-not-pulled:")
+        );
+        let artifact = match (&e.launch, recorded) {
+            (Launch::Docker { .. }, Some(a)) => a.clone(),
+            (_, Some(a)) if !local_ok => a.clone(),
+            (Launch::Docker { image, tag, .. }, None) if !local_ok => format!(
+                "image-on-compute-node:{}",
+                crate::engine::docker::reference(image, tag)
+            ),
+            // Installed on the nodes' own disks: they check it.
+            (Launch::Process { binary }, None) if !local_ok => {
+                format!("binary-on-compute-node:{binary}")
             }
-        }
+            _ => continue,
+        };
+        facts.artifacts.insert(name.clone(), Ok(artifact));
     }
 }
 
@@ -869,6 +874,9 @@ pub(crate) fn describe(info: &JobInfo) -> String {
         _ => {
             if let Some(x) = info.exit_code.as_ref().filter(|x| *x != "0:0") {
                 s.push_str(&format!(" (exit {x})"));
+            } else if let Some(r) = &info.reason {
+                // squeue's reason for an ended job: NonZeroExitCode, TimeLimit, OutOfMemory…
+                s.push_str(&format!(" ({r})"));
             }
         }
     }

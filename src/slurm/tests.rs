@@ -417,10 +417,18 @@ fn the_cluster_view_uses_what_the_jobs_recorded() {
     facts
         .artifacts
         .insert("gpu".into(), Err("cannot connect to Docker".into()));
+    facts.artifacts.insert(
+        "cpu".into(),
+        Err("engine binary /bin/llama-server does not exist".into()),
+    );
     cluster_view(&mut facts, &w.sweep, None);
     assert_eq!(
         facts.artifacts["gpu"],
         Ok("image-on-compute-node:ghcr.io/x/llama:t".to_string())
+    );
+    assert_eq!(
+        facts.artifacts["cpu"],
+        Ok("binary-on-compute-node:/bin/llama-server".to_string())
     );
     let mut machine = BTreeMap::new();
     machine.insert("gpu".to_string(), "NVIDIA H100".to_string());
@@ -437,13 +445,39 @@ fn the_cluster_view_uses_what_the_jobs_recorded() {
         artifacts: [("gpu".to_string(), "image:sha256:abc".to_string())].into(),
     })
     .unwrap();
+    dir.write_run(&JobRun {
+        job_id: "8".into(),
+        sweep: "two".into(),
+        what: "m:q4_1@cpu".into(),
+        host: "gpu-node-4".into(),
+        pid: 9,
+        started_at: now_rfc3339(),
+        finished_at: None,
+        exit_code: None,
+        machine: machine.clone(),
+        artifacts: [("cpu".to_string(), "binary:old-build".to_string())].into(),
+    })
+    .unwrap();
     let cf = dir.cluster_facts().unwrap();
-    assert_eq!(cf.host, "gpu-node-3");
+    assert_eq!(cf.host, "gpu-node-4");
     let mut facts = Facts::default();
+    facts
+        .artifacts
+        .insert("cpu".into(), Ok("binary:new-build".into()));
     cluster_view(&mut facts, &w.sweep, Some(&cf));
     assert_eq!(facts.machine, machine);
     assert_eq!(facts.machines["m:q4_1@gpu"], machine);
     assert_eq!(facts.artifacts["gpu"], Ok("image:sha256:abc".to_string()));
+    // A binary this host reads is checksummed here (a new build shows at once)...
+    assert_eq!(facts.artifacts["cpu"], Ok("binary:new-build".to_string()));
+    // ...one only the nodes have takes the jobs' checksum.
+    let mut facts = Facts::default();
+    facts.artifacts.insert(
+        "cpu".into(),
+        Err("engine binary /bin/llama-server does not exist".into()),
+    );
+    cluster_view(&mut facts, &w.sweep, Some(&cf));
+    assert_eq!(facts.artifacts["cpu"], Ok("binary:old-build".to_string()));
 }
 
 #[test]

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 pub(crate) use diag::{Problem, SweepError};
 pub(crate) use raw::Spanned;
+pub(crate) use resolve::{slurm_mem_ok, slurm_time_ok};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Sweep {

@@ -782,7 +782,7 @@ pub(super) fn resolve(
 }
 
 /// Slurm's time limit syntax: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M`, `D-H:M:S`, or unlimited.
-fn slurm_time_ok(t: &str) -> bool {
+pub(crate) fn slurm_time_ok(t: &str) -> bool {
     if matches!(t, "UNLIMITED" | "unlimited" | "INFINITE" | "infinite") {
         return true;
     }
@@ -796,7 +796,7 @@ fn slurm_time_ok(t: &str) -> bool {
 }
 
 /// Slurm's memory syntax: a whole number with an optional K, M, G or T suffix.
-fn slurm_mem_ok(m: &str) -> bool {
+pub(crate) fn slurm_mem_ok(m: &str) -> bool {
     let digits = m.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
     m.len() - digits.len() <= 1 && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
