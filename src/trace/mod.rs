@@ -33,7 +33,10 @@ impl Table {
             columns: Vec::new(),
         };
         t.u32("schema_version", vec![Some(SCHEMA_VERSION); n], false);
-        t.str("node_key", vec![Some(node_key.to_string()); n], false);
+        fn same(v: &str, n: usize) -> impl Iterator<Item = Option<&str>> {
+            std::iter::repeat_n(Some(v), n)
+        }
+        t.str_iter("node_key", same(node_key, n), false);
         for (name, v) in [
             ("sweep", &c.sweep),
             ("model", &c.model),
@@ -45,7 +48,7 @@ impl Table {
             ("scenario_kind", &c.scenario_kind),
             ("scenario_params", &c.scenario_params),
         ] {
-            t.str(name, vec![Some(v.clone()); n], false);
+            t.str_iter(name, same(v, n), false);
         }
         t.u32("max_tokens", vec![Some(c.max_tokens); n], false);
         t.f64("temperature", vec![Some(c.temperature); n], false);
@@ -65,6 +68,20 @@ impl Table {
             DataType::Utf8,
             nullable,
             Arc::new(StringArray::from(v)),
+        );
+    }
+    /// A string column from borrowed values: one buffer, no allocation per row.
+    fn str_iter<'a>(
+        &mut self,
+        name: &str,
+        v: impl Iterator<Item = Option<&'a str>>,
+        nullable: bool,
+    ) {
+        self.push(
+            name,
+            DataType::Utf8,
+            nullable,
+            Arc::new(v.collect::<StringArray>()),
         );
     }
     fn u32(&mut self, name: &str, v: Vec<Option<u32>>, nullable: bool) {
@@ -236,13 +253,7 @@ pub(crate) fn write_chunks(
         false,
     );
     t.i64("t_ns", cs.iter().map(|x| Some(x.t_ns)).collect(), false);
-    t.str(
-        "kind",
-        cs.iter()
-            .map(|x| Some(x.kind.as_str().to_string()))
-            .collect(),
-        false,
-    );
+    t.str_iter("kind", cs.iter().map(|x| Some(x.kind.as_str())), false);
     t.u32("chars", cs.iter().map(|x| Some(x.chars)).collect(), false);
     t.u32("tokens", cs.iter().map(|x| x.tokens).collect(), true);
     t.write(path)
