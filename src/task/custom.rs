@@ -350,32 +350,17 @@ pub(crate) fn score_builtin(
                 ("rougeL", r["rougeL"])
             }
             Metric::Sql => {
-                let v = match (sandbox, sql::extract_sql(output)) {
-                    (Some(sb), Some(pred)) => {
-                        match (sb.query(&sample.reference), sb.query(&pred)) {
-                            (Ok(g), Ok(p)) => f64::from(u8::from(sql::same_result(
-                                &g,
-                                &p,
-                                sql::orders(&sample.reference),
-                            ))),
-                            (Err(e), _) => {
-                                s.unscorable = true;
-                                s.error = Some(format!("the reference query failed: {e}"));
-                                0.0
-                            }
-                            (_, Err(e)) => {
-                                s.error = Some(e);
-                                0.0
-                            }
-                        }
+                // The same execution comparison as the Spider task.
+                let v = match sandbox {
+                    Some(sb) => {
+                        let r = super::text2sql::score_with(sb, sample, output);
+                        s.unscorable |= r.unscorable;
+                        s.error = r.error;
+                        r.metrics.get("execution_accuracy").copied().unwrap_or(0.0)
                     }
-                    (None, _) => {
+                    None => {
                         s.unscorable = true;
                         s.error = Some("no database to run SQL on".into());
-                        0.0
-                    }
-                    (_, None) => {
-                        s.error = Some("no SQL statement in the output".into());
                         0.0
                     }
                 };
@@ -681,6 +666,32 @@ mod tests {
         assert_eq!((sc.score, sc.parsed), (1.0, Some(true)));
         let sc = score_builtin(&ch, &pos, "no idea", None);
         assert_eq!((sc.score, sc.parsed), (0.0, Some(false)));
+    }
+
+    #[test]
+    fn sql_metric_executes_both_queries_on_the_database() {
+        let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("datasets/spider/database/concert_singer/concert_singer.sqlite");
+        let sb = sql::Sandbox::open(&db, Duration::from_secs(5)).unwrap();
+        let c = custom("x", &[Metric::Sql]);
+        let s = Sample {
+            reference: "SELECT count(*) FROM singer".into(),
+            references: vec!["SELECT count(*) FROM singer".into()],
+            ..Sample::default()
+        };
+        let right = score_builtin(
+            &c,
+            &s,
+            "```sql\nSELECT COUNT(Singer_ID) FROM singer\n```",
+            Some(&sb),
+        );
+        assert_eq!((right.score, right.correct), (1.0, Some(true)));
+        let wrong = score_builtin(&c, &s, "SELECT count(*) FROM stadium", Some(&sb));
+        assert_eq!(wrong.score, 0.0);
+        let broken = score_builtin(&c, &s, "SELECT nothing FROM nowhere", Some(&sb));
+        assert!(broken.error.is_some() && !broken.unscorable);
+        let no_db = score_builtin(&c, &s, "SELECT 1", None);
+        assert!(no_db.unscorable);
     }
 
     #[test]

@@ -242,7 +242,7 @@ pub(crate) fn score_with(sb: &Sandbox, sample: &Sample, output: &str) -> Score {
             }
         }
     };
-    let Some(pred_sql) = extract_sql_or_none(output) else {
+    let Some(pred_sql) = sql::extract_sql(output) else {
         return Score {
             parsed: Some(false),
             metrics: BTreeMap::from([
@@ -277,10 +277,6 @@ pub(crate) fn score_with(sb: &Sandbox, sample: &Sample, output: &str) -> Score {
         error,
         unscorable: false,
     }
-}
-
-fn extract_sql_or_none(output: &str) -> Option<String> {
-    sql::extract_sql(output)
 }
 
 #[cfg(test)]
