@@ -150,20 +150,34 @@ fn load_plan_as(
 }
 
 /// Every task's dataset is read and checked before any engine starts (or any job is
-/// submitted): a bad line is reported with its file and line, and nothing runs.
-fn datasets_ok(sweep: &sweep::Sweep, plan: &plan::Plan) -> bool {
+/// submitted): a bad line is reported with its file and line, and nothing runs. The samples
+/// go to the executor, so nothing is read twice.
+fn load_datasets(
+    sweep: &sweep::Sweep,
+    plan: &plan::Plan,
+) -> Option<std::collections::BTreeMap<usize, std::sync::Arc<Vec<task::Sample>>>> {
     let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
+    let mut out = std::collections::BTreeMap::new();
     let mut ok = true;
     for t in used {
-        if let Err(e) = task::of(sweep, t).load(sweep.seed) {
-            eprintln!("error: task `{}`: {e}", sweep.tasks[t].name.value);
-            ok = false;
+        match task::of(sweep, t).load(sweep.seed) {
+            Ok(s) if s.is_empty() => {
+                eprintln!("error: task `{}` has no samples", sweep.tasks[t].name.value);
+                ok = false;
+            }
+            Ok(s) => {
+                out.insert(t, std::sync::Arc::new(s));
+            }
+            Err(e) => {
+                eprintln!("error: task `{}`: {e}", sweep.tasks[t].name.value);
+                ok = false;
+            }
         }
     }
     if !ok {
         eprintln!("nothing was run: fix the dataset(s) above and apply again");
     }
-    ok
+    ok.then_some(out)
 }
 
 /// `apply --executor slurm`: submit what must run, then (with `--wait`) follow the jobs and
@@ -181,7 +195,7 @@ fn apply_slurm(
     let sweep_abs = std::path::absolute(path)?;
     let exe = std::env::current_exe()?;
     let (sweep, plan) = load_plan_as(&store, path, View::Cluster)?;
-    if !datasets_ok(&sweep, &plan) {
+    if load_datasets(&sweep, &plan).is_none() {
         return Ok(2);
     }
     let status = plan::statuses(&plan, &store);
@@ -462,9 +476,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 only.as_ref().map(|(_, e)| e.as_str()),
             ));
             let (sweep, plan) = load_plan(&store, &path)?;
-            if !datasets_ok(&sweep, &plan) {
+            let Some(samples) = load_datasets(&sweep, &plan) else {
                 return Ok(2);
-            }
+            };
             let only = only
                 .map(|(label, _)| plan.find_deployment(&label))
                 .transpose()
@@ -491,7 +505,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         }
                     }
                 });
-                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections, pulls, only }, cancel);
+                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections, pulls, only, samples }, cancel);
                 ex.apply().await
             });
             if let Some(t) = &summary.report_table {

@@ -29,6 +29,8 @@ pub(crate) struct Options {
     /// Run only this deployment (its pull, cold start, runs and scores) and not the report:
     /// what one Slurm job of a sweep does (`apply --deployment`).
     pub only: Option<usize>,
+    /// Samples of the tasks, already loaded and checked before the apply (by task index).
+    pub samples: BTreeMap<usize, Arc<Vec<Sample>>>,
 }
 
 #[derive(Debug, Default)]
@@ -76,9 +78,10 @@ impl<'a> Executor<'a> {
         sweep: &'a Sweep,
         plan: &'a Plan,
         store: &'a Store,
-        opts: Options,
+        mut opts: Options,
         cancel: Cancel,
     ) -> Self {
+        let samples = std::mem::take(&mut opts.samples);
         let status = plan::statuses(plan, store);
         let scope = in_scope(plan, opts.only);
         let to_run = status
@@ -99,7 +102,7 @@ impl<'a> Executor<'a> {
             status,
             done: BTreeSet::new(),
             fates: BTreeMap::new(),
-            samples: BTreeMap::new(),
+            samples,
             summary: Summary::default(),
             progress: Progress::new(to_run as u64),
         }
