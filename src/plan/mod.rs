@@ -1045,3 +1045,69 @@ matrix {
         assert_eq!(c.len(), 1 + 1 + 6 * 2 + 1, "{c:?}");
     }
 }
+
+/// The node keys of the shipped sweeps, pinned: a change here invalidates users' caches, so it
+/// must come with a deliberate `KEY_FORMAT` bump (see README, "Cache keys").
+#[cfg(test)]
+mod pinned_keys {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn keys_of(file: &str, text: &str) -> String {
+        let vars = |v: &str| -> Option<String> {
+            match v {
+                "BENCH360_SMOLLM2_GGUF" => Some("/models/smollm2.gguf".into()),
+                "BENCH360_LLAMA_SERVER" => Some("/engines/llama-server".into()),
+                _ => Some(format!("/env/{v}")),
+            }
+        };
+        let sweep = crate::sweep::parse(file, text, Path::new("/repo/sweeps"), &vars)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let mut facts = Facts::default();
+        facts.machine.insert("cpu".into(), "pinned-cpu".into());
+        for p in required_files(&sweep) {
+            let h = blake3::hash(p.to_string_lossy().as_bytes()).to_hex().to_string();
+            facts.files.insert(p, Ok(h));
+        }
+        for e in &sweep.engines {
+            facts
+                .artifacts
+                .insert(e.name.value.clone(), Ok(format!("pinned:{}", e.name.value)));
+        }
+        let plan = build(&sweep, &facts).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = String::new();
+        for &i in &plan.order {
+            let n = &plan.graph[i];
+            out.push_str(&format!("{} {}\n", n.key, n.label));
+        }
+        out
+    }
+
+    fn check(name: &str) {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("sweeps").join(name)).unwrap();
+        let got = keys_of(name, &text);
+        let pinned = root.join("tests/fixtures/keys").join(name.replace(".kdl", ".txt"));
+        if std::env::var_os("BENCH360_PIN_KEYS").is_some() {
+            std::fs::create_dir_all(pinned.parent().unwrap()).unwrap();
+            std::fs::write(&pinned, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&pinned).unwrap_or_default();
+        assert_eq!(
+            got, want,
+            "node keys of sweeps/{name} changed: users' caches would be invalidated; bump \
+             KEY_FORMAT on purpose (and re-pin with BENCH360_PIN_KEYS=1) or restore the inputs"
+        );
+    }
+
+    #[test]
+    fn quickstart_keys_are_pinned() {
+        check("quickstart.kdl");
+    }
+
+    #[test]
+    fn gpu_engines_keys_are_pinned() {
+        check("gpu-engines.kdl");
+    }
+}
