@@ -5,10 +5,13 @@ mod cli;
 mod client;
 mod engine;
 mod exec;
+mod host;
 mod plan;
+mod record;
 mod report;
 mod selfbench;
 mod slurm;
+mod spec;
 mod store;
 mod sweep;
 mod task;
@@ -57,16 +60,16 @@ fn print_error(err: anyhow::Error) {
 /// Removes orphaned containers and pulls the images of docker engines that are missing
 /// (or whose policy is `always`). Returns each image's pull: seconds taken or the cause.
 async fn prepare_containers(
-    sweep: &sweep::Sweep,
+    sweep: &spec::Sweep,
     only_engine: Option<&str>,
 ) -> std::collections::BTreeMap<String, Result<f64, String>> {
     let mut pulls = std::collections::BTreeMap::new();
-    let images: Vec<(String, sweep::PullPolicy)> = sweep
+    let images: Vec<(String, spec::PullPolicy)> = sweep
         .engines
         .iter()
         .filter(|e| only_engine.is_none_or(|o| o == e.name.value))
         .filter_map(|e| match &e.launch {
-            sweep::Launch::Docker {
+            spec::Launch::Docker {
                 image, tag, pull, ..
             } => Some((engine::docker::reference(image, tag), *pull)),
             _ => None,
@@ -99,7 +102,7 @@ async fn prepare_containers(
             engine::docker::inspect_local(&d, &reference).await,
             Ok(Some(_))
         );
-        if present && policy == sweep::PullPolicy::Missing {
+        if present && policy == spec::PullPolicy::Missing {
             continue;
         }
         eprintln!("pulling {reference}");
@@ -128,7 +131,7 @@ enum View {
 }
 
 /// Sweep → facts → sealed plan.
-fn load_plan(store: &Store, path: &Path) -> anyhow::Result<(sweep::Sweep, plan::Plan)> {
+fn load_plan(store: &Store, path: &Path) -> anyhow::Result<(spec::Sweep, plan::Plan)> {
     load_plan_as(store, path, View::Local)
 }
 
@@ -136,9 +139,9 @@ fn load_plan_as(
     store: &Store,
     path: &Path,
     view: View,
-) -> anyhow::Result<(sweep::Sweep, plan::Plan)> {
+) -> anyhow::Result<(spec::Sweep, plan::Plan)> {
     let (sweep, _) = sweep::load(path)?;
-    let mut facts = store::facts::gather(store, &sweep);
+    let mut facts = plan::facts::gather(store, &sweep);
     if view != View::Local {
         let cf = slurm::SweepDir::new(store, &sweep.name).cluster_facts();
         if view == View::Cluster || cf.is_some() {
@@ -153,9 +156,9 @@ fn load_plan_as(
 /// submitted): a bad line is reported with its file and line, and nothing runs. The samples
 /// go to the executor, so nothing is read twice.
 fn load_datasets(
-    sweep: &sweep::Sweep,
+    sweep: &spec::Sweep,
     plan: &plan::Plan,
-) -> Option<std::collections::BTreeMap<usize, std::sync::Arc<Vec<task::Sample>>>> {
+) -> Option<std::collections::BTreeMap<usize, std::sync::Arc<Vec<record::Sample>>>> {
     let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
     let mut out = std::collections::BTreeMap::new();
     let mut ok = true;
@@ -365,8 +368,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for p in &sweeps {
                 match sweep::load(p) {
                     Ok((s, _)) => {
-                        let n = plan::expand::configs(&s).len();
-                        let d = plan::expand::deployments(&s).len();
+                        let n = spec::expand::configs(&s).len();
+                        let d = spec::expand::deployments(&s).len();
                         println!(
                             "{}: ok ({n} run{} on {d} deployment{})",
                             p.display(),
@@ -592,7 +595,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 let (c, r, b) = plan::render::counts(&plan, &st);
                 println!("\n{}: {c} cached, {r} to run, {b} blocked", plan.sweep);
                 if let Some(cf) = slurm::SweepDir::new(&store, &plan.sweep).cluster_facts() {
-                    if cf.machine != store::facts::machine_fingerprint() {
+                    if cf.machine != plan::facts::machine_fingerprint() {
                         println!(
                             "(keyed by the machines its Slurm jobs ran on, last {}: {})",
                             cf.host,

@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::{HttpClient, RunClock};
-use crate::plan::expand::ScenarioInstance;
-use crate::report::stats::Dist;
+use crate::client::HttpClient;
+use crate::record::stats::Dist;
+use crate::record::RunClock;
+use crate::spec::expand::ScenarioInstance;
 
 pub(crate) struct Params {
     pub streams: Vec<usize>,
@@ -114,10 +115,10 @@ fn rss_mb() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn samples(n: usize) -> Arc<Vec<crate::task::Sample>> {
+fn samples(n: usize) -> Arc<Vec<crate::record::Sample>> {
     Arc::new(
         (0..n)
-            .map(|i| crate::task::Sample {
+            .map(|i| crate::record::Sample {
                 id: format!("s{i}"),
                 system: None,
                 prompt: "Say something.".into(),
@@ -144,7 +145,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
     let per_request_s = (p.ttft_ms + p.itl_ms * p.tokens.saturating_sub(1) as f64) / 1000.0;
     let rounds = (p.seconds / per_request_s).ceil().max(1.0) as u64;
     let requests = streams as u64 * rounds;
-    let sampling = crate::sweep::Sampling {
+    let sampling = crate::spec::Sampling {
         max_tokens: p.tokens,
         temperature: 0.0,
         top_p: 1.0,
@@ -152,7 +153,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
     };
     let client = Arc::new(HttpClient::new(
         base,
-        crate::sweep::Api::Chat,
+        crate::spec::Api::Chat,
         "scripted",
         sampling,
         Duration::from_secs(120),
@@ -198,7 +199,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
     let ok: Vec<_> = out.requests.iter().filter(|r| r.ok()).collect();
     let ttft_err = Dist::of(
         ok.iter()
-            .filter_map(|r| crate::report::stats::ttft_ms(r))
+            .filter_map(|r| crate::record::stats::ttft_ms(r))
             .map(|t| t - p.ttft_ms)
             .collect(),
     );
@@ -207,7 +208,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
     for c in out
         .chunks
         .iter()
-        .filter(|c| c.kind == crate::client::ChunkKind::Content)
+        .filter(|c| c.kind == crate::record::ChunkKind::Content)
     {
         if let Some(prev) = last.insert(c.request_id, c.t_ns) {
             itl.push((c.t_ns - prev) as f64 / 1e6 - p.itl_ms);
@@ -220,7 +221,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
         chunks: out
             .chunks
             .iter()
-            .filter(|c| c.kind == crate::client::ChunkKind::Content)
+            .filter(|c| c.kind == crate::record::ChunkKind::Content)
             .count() as u64,
         wall_s,
         cpu_s: cpu,
@@ -290,7 +291,7 @@ fn bench_cached_apply(runs: usize) -> anyhow::Result<f64> {
     let cache = dir.join("cache");
     let store = crate::store::Store::open(&cache)?;
     let (sweep, _) = crate::sweep::load(&sweep_path)?;
-    let facts = crate::store::facts::gather(&store, &sweep);
+    let facts = crate::plan::facts::gather(&store, &sweep);
     let plan = crate::plan::build(&sweep, &facts).map_err(anyhow::Error::msg)?;
     for n in plan.graph.node_weights() {
         std::fs::create_dir_all(store.object_dir(&n.key))?;
@@ -301,9 +302,9 @@ fn bench_cached_apply(runs: usize) -> anyhow::Result<f64> {
             label: n.label.clone(),
             sweep: plan.sweep.clone(),
             status: crate::store::RecordStatus::Finished,
-            host: crate::store::hostname(),
+            host: crate::host::hostname(),
             pid: std::process::id(),
-            started_at: crate::store::now_rfc3339(),
+            started_at: crate::host::now_rfc3339(),
             finished_at: None,
             duration_s: None,
             cause: None,
@@ -330,17 +331,17 @@ fn bench_cached_apply(runs: usize) -> anyhow::Result<f64> {
 }
 
 fn bench_parquet(rows: usize) -> anyhow::Result<f64> {
-    let chunks: Vec<crate::client::ChunkRecord> = (0..rows)
-        .map(|i| crate::client::ChunkRecord {
+    let chunks: Vec<crate::record::ChunkRecord> = (0..rows)
+        .map(|i| crate::record::ChunkRecord {
             request_id: (i / 64) as u32,
             index: (i % 64) as u32,
             t_ns: i as i64 * 1000,
-            kind: crate::client::ChunkKind::Content,
+            kind: crate::record::ChunkKind::Content,
             chars: 4,
             tokens: None,
         })
         .collect();
-    let cols = crate::plan::Columns {
+    let cols = crate::record::Columns {
         sweep: "s".into(),
         model: "m".into(),
         quantization: "q".into(),
@@ -407,7 +408,7 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
     let _ = server.wait();
     let mut md = format!(
         "Machine: {} ({} cores). Scripted server (separate process): first token {} ms after the request, then one token every {} ms, {} tokens; one connection per request.\n\n",
-        crate::store::facts::machine_fingerprint().get("cpu").cloned().unwrap_or_default(),
+        crate::plan::facts::machine_fingerprint().get("cpu").cloned().unwrap_or_default(),
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         p.ttft_ms,
         p.itl_ms,

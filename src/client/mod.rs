@@ -6,36 +6,13 @@
 pub(crate) mod sse;
 
 use std::future::Future;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::sweep::{Api, Sampling};
-
-/// The run's clock: one monotonic origin for every event, plus its UTC anchor.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RunClock {
-    pub origin: Instant,
-    pub utc_anchor: SystemTime,
-}
-
-impl RunClock {
-    pub fn start() -> Self {
-        RunClock {
-            origin: Instant::now(),
-            utc_anchor: SystemTime::now(),
-        }
-    }
-
-    pub fn ns(&self, t: Instant) -> i64 {
-        t.saturating_duration_since(self.origin).as_nanos() as i64
-    }
-
-    pub fn at(&self, ns: i64) -> Instant {
-        self.origin + Duration::from_nanos(ns.max(0) as u64)
-    }
-}
+use crate::record::{ChunkKind, ChunkRecord, RequestRecord, RunClock};
+use crate::spec::{Api, Sampling};
 
 #[derive(Debug, Clone)]
 pub(crate) struct GenRequest {
@@ -47,67 +24,6 @@ pub(crate) struct GenRequest {
     pub prompt: String,
     /// Overrides the sampling's max tokens for this request (replayed traces).
     pub max_tokens: Option<u32>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ChunkKind {
-    /// Carries generated answer text.
-    Content,
-    /// Carries reasoning text only (`reasoning_content`).
-    Reasoning,
-    /// Carries no text (role announcement, finish reason, usage).
-    Empty,
-}
-
-impl ChunkKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChunkKind::Content => "content",
-            ChunkKind::Reasoning => "reasoning",
-            ChunkKind::Empty => "empty",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ChunkRecord {
-    pub request_id: u32,
-    pub index: u32,
-    pub t_ns: i64,
-    pub kind: ChunkKind,
-    pub chars: u32,
-    /// Tokens in this chunk when the server says (per-chunk `usage`); else unknown.
-    pub tokens: Option<u32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct RequestRecord {
-    pub id: u32,
-    pub user: Option<u32>,
-    pub sample: usize,
-    pub sample_id: String,
-    pub scheduled_ns: i64,
-    pub sent_ns: Option<i64>,
-    pub first_byte_ns: Option<i64>,
-    pub first_token_ns: Option<i64>,
-    pub first_reasoning_ns: Option<i64>,
-    pub last_token_ns: Option<i64>,
-    pub end_ns: i64,
-    pub http_status: Option<u16>,
-    pub finish_reason: Option<String>,
-    pub prompt_tokens: Option<u32>,
-    pub completion_tokens: Option<u32>,
-    pub chunks: u32,
-    pub content_chunks: u32,
-    pub error: Option<String>,
-    pub output: String,
-}
-
-impl RequestRecord {
-    pub fn ok(&self) -> bool {
-        self.error.is_none()
-    }
 }
 
 /// Something that can stream one generation request. The real one speaks HTTP.
@@ -543,10 +459,10 @@ mod tests {
         assert_eq!(rec.output, "AB CD");
         assert_eq!(rec.completion_tokens, Some(4));
         assert_eq!(rec.content_chunks, 3);
-        let ttft = crate::report::stats::ttft_ms(&rec).unwrap();
+        let ttft = crate::record::stats::ttft_ms(&rec).unwrap();
         assert!((115.0..400.0).contains(&ttft), "ttft {ttft}");
         // TPOT spreads the 120 ms between first and last content over 3 token gaps.
-        let tpot = crate::report::stats::tpot_ms(&rec).unwrap();
+        let tpot = crate::record::stats::tpot_ms(&rec).unwrap();
         assert!((35.0..150.0).contains(&tpot), "tpot {tpot}");
         assert!(rec.first_byte_ns.unwrap() < rec.first_token_ns.unwrap());
         let content: Vec<&ChunkRecord> = chunks

@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
 use super::{catalog, fill, tail_of, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
-use crate::sweep::Launch;
+use crate::spec::Launch;
 
 pub(crate) const LABEL_KEY: &str = "bench360.key";
 pub(crate) const LABEL_SWEEP: &str = "bench360.sweep";
@@ -147,7 +147,7 @@ pub(crate) async fn remove_orphans(d: &Docker) -> Result<Vec<String>, String> {
         .list_containers(Some(opts))
         .await
         .map_err(|e| format!("cannot list containers: {e}"))?;
-    let host = crate::store::hostname();
+    let host = crate::host::hostname();
     let mut removed = Vec::new();
     for c in list {
         let labels = c.labels.unwrap_or_default();
@@ -156,7 +156,7 @@ pub(crate) async fn remove_orphans(d: &Docker) -> Result<Vec<String>, String> {
         let owned = labels
             .get(LABEL_PID)
             .and_then(|p| p.parse::<u32>().ok())
-            .is_some_and(|p| crate::store::pid_alive(p) && p != std::process::id());
+            .is_some_and(|p| crate::host::pid_alive(p) && p != std::process::id());
         if labels.get(LABEL_HOST) == Some(&host) && !owned {
             let name = c.names.and_then(|n| n.first().cloned()).unwrap_or_default();
             let id = c.id.unwrap_or_default();
@@ -338,7 +338,7 @@ impl Launcher for DockerLauncher {
         let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated");
         let recipe = entry.docker.as_ref().expect("checked by container_command");
         let device_ids =
-            super::gpus::Allocation::from_env().for_docker(spec.engine.gpus.as_deref())?;
+            crate::host::gpus::Allocation::from_env().for_docker(spec.engine.gpus.as_deref())?;
         let device_requests = device_ids.map(|ids| {
             vec![DeviceRequest {
                 driver: Some("nvidia".into()),
@@ -352,7 +352,7 @@ impl Launcher for DockerLauncher {
             (LABEL_KEY.to_string(), self.deployment_key.clone()),
             (LABEL_SWEEP.to_string(), self.sweep.clone()),
             (LABEL_PID.to_string(), std::process::id().to_string()),
-            (LABEL_HOST.to_string(), crate::store::hostname()),
+            (LABEL_HOST.to_string(), crate::host::hostname()),
         ]);
         let body = ContainerCreateBody {
             image: Some(reference.clone()),
@@ -517,7 +517,7 @@ impl RunningEngine for DockerEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::{Api, Engine, PullPolicy, Spanned};
+    use crate::spec::{Api, Engine, PullPolicy, Spanned};
 
     fn spec(
         kind: &str,

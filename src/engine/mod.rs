@@ -2,15 +2,15 @@
 //! command on a free loopback port; `endpoint` uses a server that is already running. The
 //! Docker launcher implements the same trait.
 
-pub(crate) mod catalog;
 pub(crate) mod docker;
-pub(crate) mod gpus;
 
 use std::future::Future;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::sweep::{Engine, Launch};
+use crate::record::Phases;
+use crate::spec::catalog;
+use crate::spec::{Engine, Launch};
 
 /// Everything a launcher needs to start one deployment.
 #[derive(Debug, Clone)]
@@ -20,15 +20,6 @@ pub(crate) struct LaunchSpec {
     pub model_path: Option<String>,
     pub model_id: Option<String>,
     pub quantization: String,
-}
-
-/// Cold-start phases, seconds from the launch call.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize, PartialEq, Default)]
-pub(crate) struct Phases {
-    /// Launch call → process (or container) started.
-    pub start_s: f64,
-    /// Launch call → health check answered 200 (model loaded).
-    pub healthy_s: f64,
 }
 
 pub(crate) trait RunningEngine: Send {
@@ -157,7 +148,9 @@ impl Launcher for ProcessLauncher {
             .map_err(|e| format!("cannot create engine log {}: {e}", log.display()))?;
         let log_err = log_file.try_clone().map_err(|e| e.to_string())?;
         let mut cmd = tokio::process::Command::new(binary);
-        if let Some(list) = gpus::Allocation::from_env().for_process(spec.engine.gpus.as_deref())? {
+        if let Some(list) =
+            crate::host::gpus::Allocation::from_env().for_process(spec.engine.gpus.as_deref())?
+        {
             cmd.env("CUDA_VISIBLE_DEVICES", list);
         }
         cmd.args(&args)
@@ -353,7 +346,7 @@ impl RunningEngine for EndpointEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::{Api, Spanned};
+    use crate::spec::{Api, Spanned};
 
     #[test]
     fn llama_cpp_context_is_per_slot_times_slots() {

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::plan::{self, NodeKind, Plan, Status};
+use crate::record::Sample;
+use crate::spec::{Launch, Sweep};
 use crate::store::Store;
-use crate::sweep::{Launch, Sweep};
-use crate::task::Sample;
 use crate::workload::Cancel;
 pub(crate) use node::{build_report, write_report};
 use progress::Progress;

@@ -11,14 +11,19 @@ use petgraph::graph::NodeIndex;
 use serde_json::json;
 
 use super::Executor;
-use crate::client::{GenRequest, HttpClient, InferenceClient, RunClock};
+use crate::client::{GenRequest, HttpClient, InferenceClient};
 use crate::engine::{LaunchSpec, Launcher, RunningEngine};
+use crate::host::now_rfc3339;
+use crate::plan::facts;
 use crate::plan::{self, Plan, Status};
+use crate::record::stats;
+use crate::record::RunClock;
+use crate::record::{Sample, Score};
 use crate::report::summary::RunData;
-use crate::report::{self, stats, ColdStart, Row};
-use crate::store::{facts, now_rfc3339, Record, RecordStatus, Store};
-use crate::sweep::{Launch, ModelSource};
-use crate::task::{self, Sample, Score};
+use crate::report::{self, ColdStart, Row};
+use crate::spec::{Launch, ModelSource};
+use crate::store::{Record, RecordStatus, Store};
+use crate::task;
 use crate::telemetry;
 use crate::workload;
 
@@ -31,7 +36,7 @@ fn new_record(plan: &Plan, i: NodeIndex) -> Record {
         label: n.label.clone(),
         sweep: plan.sweep.clone(),
         status: RecordStatus::Started,
-        host: crate::store::hostname(),
+        host: crate::host::hostname(),
         pid: std::process::id(),
         started_at: now_rfc3339(),
         finished_at: None,
@@ -141,7 +146,7 @@ impl Executor<'_> {
             Launch::Process { binary } => match facts::resolve_binary(binary) {
                 Ok(path) => {
                     let entry =
-                        crate::engine::catalog::lookup(&engine.kind.value).expect("validated");
+                        crate::spec::catalog::lookup(&engine.kind.value).expect("validated");
                     let out = tokio::time::timeout(
                         Duration::from_secs(30),
                         tokio::process::Command::new(&path)
@@ -265,8 +270,8 @@ impl Executor<'_> {
         &self,
         engine: &impl RunningEngine,
         d: usize,
-        sampling: crate::sweep::Sampling,
-        mode: Option<crate::sweep::Api>,
+        sampling: crate::spec::Sampling,
+        mode: Option<crate::spec::Api>,
     ) -> Result<HttpClient, String> {
         let e = &self.sweep.engines[self.plan.deployments[d].at.engine];
         HttpClient::new(
@@ -308,7 +313,7 @@ impl Executor<'_> {
         // Weights already in a mounted Hugging Face cache (before the engine may fetch them)?
         let weights_cached = match (&spec.engine.launch, &spec.model_id) {
             (
-                crate::sweep::Launch::Docker {
+                crate::spec::Launch::Docker {
                     hf_cache: Some(h), ..
                 },
                 Some(id),
@@ -481,7 +486,7 @@ impl Executor<'_> {
             }
         };
         let replay = match &spec.config.instance {
-            crate::plan::expand::ScenarioInstance::Replay { trace, .. } => {
+            crate::spec::expand::ScenarioInstance::Replay { trace, .. } => {
                 match workload::load_trace(Path::new(trace)) {
                     Ok(items) => items,
                     Err(e) => {
@@ -502,7 +507,7 @@ impl Executor<'_> {
         let targets = telemetry::Targets {
             engine_pid: engine.pid(),
             gpus: engine_def.gpus.clone(),
-            metrics_url: crate::engine::catalog::lookup(&engine_def.kind.value)
+            metrics_url: crate::spec::catalog::lookup(&engine_def.kind.value)
                 .and_then(|e| e.metrics_path)
                 .map(|p| format!("{}{p}", engine.base_url())),
         };
@@ -958,8 +963,7 @@ fn run_data(
 /// Builds the report from the cache alone: for every run of the plan, its recorded results
 /// (or, when the planned key has no record, the last recorded node of the same
 /// configuration), and the cold starts.
-pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::sweep::Sweep) -> ReportFiles {
-    use crate::plan::History;
+pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Sweep) -> ReportFiles {
     let g = &plan.graph;
     let resolve = |i: NodeIndex| -> String {
         let key = &g[i].key;

@@ -2,8 +2,7 @@
 //! score → report), seals it (acyclic), and computes node keys from the sweep and the facts
 //! gathered at the edge (file content hashes, engine artifact digests, machine fingerprint).
 
-pub(crate) mod expand;
-pub(crate) mod keys;
+pub(crate) mod facts;
 pub(crate) mod render;
 
 use std::collections::BTreeMap;
@@ -13,11 +12,13 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
 use serde::Serialize;
 
-use crate::engine::catalog;
-use crate::sweep::{ModelSource, Sweep};
+use crate::record::Columns;
+use crate::spec::catalog;
+use crate::spec::expand::{self, Config, DeploymentRef};
+use crate::spec::{ModelSource, Sweep};
+pub(crate) use crate::store::keys::{self, key_of, KeyInputs};
+use crate::store::Store;
 use crate::task;
-use expand::{Config, DeploymentRef};
-pub(crate) use keys::{key_of, KeyInputs};
 
 /// Facts read at the edge (file hashes, engine artifacts, machine), handed to the planner.
 #[derive(Debug, Clone, Default)]
@@ -55,7 +56,7 @@ pub(crate) fn required_files(sweep: &Sweep) -> Vec<PathBuf> {
         out.extend(task::scoring_files(sweep, t));
     }
     for s in &sweep.scenarios {
-        if let crate::sweep::ScenarioSpec::Replay { trace, .. } = &s.spec {
+        if let crate::spec::ScenarioSpec::Replay { trace, .. } = &s.spec {
             out.push(sweep.resolve_path(&trace.value));
         }
     }
@@ -112,26 +113,6 @@ pub(crate) struct Node {
     /// A fact that makes this node impossible to run (missing binary, unreadable dataset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
-}
-
-/// Configuration columns carried by every trace row and summary.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub(crate) struct Columns {
-    pub sweep: String,
-    pub model: String,
-    pub quantization: String,
-    pub engine: String,
-    pub engine_kind: String,
-    pub task: String,
-    pub scenario: String,
-    pub scenario_kind: String,
-    /// All scenario parameters as a JSON object.
-    pub scenario_params: String,
-    pub max_tokens: u32,
-    pub temperature: f64,
-    pub top_p: f64,
-    pub seed: u64,
-    pub repeat: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -602,7 +583,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, String> {
 
     let mut rinputs = KeyInputs::new();
     rinputs.insert("node".into(), "report".into());
-    rinputs.insert("format".into(), crate::report::REPORT_FORMAT.into());
+    rinputs.insert("format".into(), crate::record::REPORT_FORMAT.into());
     rinputs.insert(
         "slo".into(),
         serde_json::to_string(&sweep.slo).expect("numbers"),
@@ -652,6 +633,22 @@ pub(crate) trait History {
     fn past(&self, key: &str) -> Option<Past>;
     /// Key of the last recorded node with this label in this sweep.
     fn last_key(&self, sweep: &str, label: &str) -> Option<String>;
+}
+
+impl History for Store {
+    fn past(&self, key: &str) -> Option<Past> {
+        let r = self.record(key)?;
+        Some(Past {
+            finished: r.status == crate::store::RecordStatus::Finished,
+            failed_cause: (r.status == crate::store::RecordStatus::Failed)
+                .then(|| r.cause.unwrap_or_default()),
+            inputs: r.inputs,
+        })
+    }
+
+    fn last_key(&self, sweep: &str, label: &str) -> Option<String> {
+        Store::last_key(self, sweep, label)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -1067,7 +1064,9 @@ mod pinned_keys {
         let mut facts = Facts::default();
         facts.machine.insert("cpu".into(), "pinned-cpu".into());
         for p in required_files(&sweep) {
-            let h = blake3::hash(p.to_string_lossy().as_bytes()).to_hex().to_string();
+            let h = blake3::hash(p.to_string_lossy().as_bytes())
+                .to_hex()
+                .to_string();
             facts.files.insert(p, Ok(h));
         }
         for e in &sweep.engines {
@@ -1088,7 +1087,9 @@ mod pinned_keys {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(root.join("sweeps").join(name)).unwrap();
         let got = keys_of(name, &text);
-        let pinned = root.join("tests/fixtures/keys").join(name.replace(".kdl", ".txt"));
+        let pinned = root
+            .join("tests/fixtures/keys")
+            .join(name.replace(".kdl", ".txt"));
         if std::env::var_os("BENCH360_PIN_KEYS").is_some() {
             std::fs::create_dir_all(pinned.parent().unwrap()).unwrap();
             std::fs::write(&pinned, &got).unwrap();

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::summary::{self, Row};
 use super::svg::{esc, histogram_series, stacked_bars, Chart, Series};
-use crate::sweep::{Cost, Slo};
+use crate::spec::{Cost, Slo};
 
 fn n(v: Option<f64>, d: usize) -> String {
     v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "–".into())
@@ -217,7 +217,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                 continue;
             }
             let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
-            let front = super::stats::pareto_front(&xy);
+            let front = crate::record::stats::pareto_front(&xy);
             let mut all = Series::new("configurations", xy.clone(), false);
             // Accuracy's 95 % bootstrap interval as an error bar.
             all.errors = rs

@@ -2,7 +2,7 @@
 //! `report.md`. Renderers return strings; the caller writes files.
 
 pub(crate) mod html;
-pub(crate) mod stats;
+
 pub(crate) mod summary;
 pub(crate) mod svg;
 
@@ -11,10 +11,8 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Phases;
-use stats::{Dist, RunStats};
-
-pub(crate) const REPORT_FORMAT: &str = "report/4";
+use crate::record::stats::{Dist, RunStats};
+use crate::record::Phases;
 
 /// What the `coldstart` node records.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

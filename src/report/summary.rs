@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::stats::{self, bootstrap_ci, mean_of, pct_of, RunStats};
 use super::ColdStart;
-use crate::plan::Columns;
-use crate::sweep::{Cost, Slo};
+use crate::record::stats::{self, bootstrap_ci, mean_of, pct_of, RunStats};
+use crate::record::Columns;
+use crate::spec::{Cost, Slo};
 use crate::trace::Cell;
 
 /// Everything the report knows of one run (read from the cache by the caller).
@@ -473,7 +473,7 @@ pub(crate) fn across_repeats(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::stats::Dist;
+    use crate::record::stats::Dist;
 
     fn row(task: &str, acc: f64, ttft_p95: f64, ok: bool) -> Row {
         let cols = Columns {

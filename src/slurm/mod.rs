@@ -20,9 +20,10 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use commands::SlurmCommands;
 
+use crate::host::{self, now_rfc3339};
 use crate::plan::{Facts, NodeKind, Plan, Status};
-use crate::store::{self, now_rfc3339, Store};
-use crate::sweep::{Launch, SlurmSettings, Sweep};
+use crate::spec::{Launch, SlurmSettings, Sweep};
+use crate::store::{self, Store};
 
 /// A job as Slurm reports it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -412,7 +413,7 @@ impl InJob {
             job_id,
             sweep: plan.sweep.clone(),
             what,
-            host: store::hostname(),
+            host: host::hostname(),
             pid: std::process::id(),
             started_at: now_rfc3339(),
             finished_at: None,
@@ -676,7 +677,7 @@ impl Submit<'_> {
                 job_id: job_id.clone(),
                 job_name,
                 submitted_at: now_rfc3339(),
-                submitted_by: format!("pid {} on {}", std::process::id(), store::hostname()),
+                submitted_by: format!("pid {} on {}", std::process::id(), host::hostname()),
                 command: argv,
                 sbatch_args: args,
                 log: dir.log_path(&job_id),
@@ -756,7 +757,7 @@ impl Submit<'_> {
             job_id: job_id.clone(),
             job_name,
             submitted_at: now_rfc3339(),
-            submitted_by: format!("pid {} on {}", std::process::id(), store::hostname()),
+            submitted_by: format!("pid {} on {}", std::process::id(), host::hostname()),
             command: argv,
             sbatch_args: args,
             log: dir.log_path(&job_id),

@@ -7,7 +7,7 @@
 //! does; NFSv3 needs lockd). Temp files are hidden (`.tmp.<pid>.<n>.<host>.<name>`), so a
 //! reader never mistakes another host's half-written file for a record.
 
-pub(crate) mod facts;
+pub(crate) mod keys;
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{History, KeyInputs, Past};
+use crate::host::{hostname, now_rfc3339, pid_alive};
+pub(crate) use keys::KeyInputs;
 
 /// Bump when the layout or a record's meaning changes; an old cache is then refused, not misread.
 pub(crate) const STORE_FORMAT: u32 = 1;
@@ -50,16 +51,6 @@ pub(crate) struct Record {
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
     root: PathBuf,
-}
-
-pub(crate) fn hostname() -> String {
-    fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown-host".into())
-}
-
-pub(crate) fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
 /// A hidden temp path beside `path`, unique per host, process and call:
@@ -100,20 +91,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             let _ = fs::remove_file(&tmp);
             Err(e)
         }
-    }
-}
-
-/// A process that exists and is not a zombie (a killed process whose parent has not reaped
-/// it still has a /proc entry).
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name, which may itself contain spaces.
-        Ok(stat) => {
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                != Some("Z")
-        }
-        Err(_) => false,
     }
 }
 
@@ -382,25 +359,15 @@ impl Store {
         out
     }
 
-    pub fn report_dir(&self, sweep: &str) -> PathBuf {
-        self.root.join("reports").join(sweep)
-    }
-}
-
-impl History for Store {
-    fn past(&self, key: &str) -> Option<Past> {
-        let r = self.record(key)?;
-        Some(Past {
-            finished: r.status == RecordStatus::Finished,
-            failed_cause: (r.status == RecordStatus::Failed).then(|| r.cause.unwrap_or_default()),
-            inputs: r.inputs,
-        })
-    }
-
-    fn last_key(&self, sweep: &str, label: &str) -> Option<String> {
+    /// Key of the last recorded node with this label in this sweep.
+    pub fn last_key(&self, sweep: &str, label: &str) -> Option<String> {
         let text = fs::read_to_string(self.label_path(sweep, label)).ok()?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         v.get("key")?.as_str().map(String::from)
+    }
+
+    pub fn report_dir(&self, sweep: &str) -> PathBuf {
+        self.root.join("reports").join(sweep)
     }
 }
 

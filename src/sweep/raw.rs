@@ -4,17 +4,7 @@
 
 use miette::SourceSpan;
 
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Spanned<T> {
-    pub value: T,
-    pub span: SourceSpan,
-}
-
-impl<T> Spanned<T> {
-    pub fn new(value: T, span: SourceSpan) -> Self {
-        Spanned { value, span }
-    }
-}
+use crate::spec::Spanned;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RawValue {

@@ -7,9 +7,9 @@ use std::path::Path;
 use miette::SourceSpan;
 
 use super::diag::{did_you_mean, known_list, Problem};
-use super::raw::{RawNode, RawValue, Spanned};
+use super::raw::{RawNode, RawValue};
 use super::*;
-use crate::engine::catalog;
+use crate::spec::catalog;
 
 const TOP_LEVEL: &[&str] = &[
     "sweep",
@@ -510,11 +510,11 @@ pub(super) fn resolve(
         warmup: 2,
         request_timeout_s: 120.0,
     };
-    let mut telemetry = crate::telemetry::Config {
+    let mut telemetry = crate::spec::TelemetryConfig {
         interval: std::time::Duration::from_millis(100),
         idle: std::time::Duration::from_secs(2),
     };
-    let mut slo = crate::sweep::Slo::default();
+    let mut slo = crate::spec::Slo::default();
     let mut cost = None;
     let mut slurm = SlurmSettings::default();
     let mut models = Vec::new();
@@ -603,7 +603,7 @@ pub(super) fn resolve(
                 if !f.contains_key("energy-price") && !f.contains_key("hardware-per-hour") {
                     ctx.err_help(node.name.span, "`cost` needs `energy-price` or `hardware-per-hour`", "no prices", "e.g. `cost { energy-price 0.30; hardware-per-hour 2.5; }` (per kWh, per hour)");
                 }
-                cost = Some(crate::sweep::Cost {
+                cost = Some(crate::spec::Cost {
                     energy_per_kwh: energy.unwrap_or(0.0),
                     hardware_per_hour: hw.unwrap_or(0.0),
                     currency,
@@ -1862,7 +1862,7 @@ fn resolve_matrix(
 /// cannot run are reported at the quantization's declaration.
 fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
     for e in &sweep.matrix.excludes {
-        if !crate::plan::expand::exclude_matches(sweep, e) {
+        if !crate::spec::expand::exclude_matches(sweep, e) {
             ctx.err_help(
                 e.span,
                 "this exclude rule matches no configuration",
@@ -1871,7 +1871,7 @@ fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
             );
         }
     }
-    if crate::plan::expand::configs(sweep).is_empty() {
+    if crate::spec::expand::configs(sweep).is_empty() {
         ctx.err_help(
             sweep
                 .matrix
@@ -1884,7 +1884,7 @@ fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
             "the exclude rules (or the quantization filter) remove every configuration",
         );
     }
-    for cfg in crate::plan::expand::deployments(sweep) {
+    for cfg in crate::spec::expand::deployments(sweep) {
         let engine = &sweep.engines[cfg.engine];
         let variant = &sweep.models[cfg.model].variants[cfg.variant];
         let entry = catalog::lookup(&engine.kind.value).expect("kind validated");

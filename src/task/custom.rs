@@ -13,7 +13,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::{mmlu, sql, squad, summarization, DatasetError, Sample, Score};
-use crate::sweep::{CustomTask, Metric, Task as TaskDef};
+use crate::spec::{CustomTask, Metric, Task as TaskDef};
 
 /// One dataset row: where it is (1-based line of a JSONL/CSV file, row of a Parquet file) and
 /// its fields.
@@ -540,7 +540,7 @@ pub(crate) fn scorer_files(c: &CustomTask, base: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Spanned;
+    use crate::spec::Spanned;
 
     fn sp<T>(v: T) -> Spanned<T> {
         Spanned::new(v, (0..0).into())
@@ -561,7 +561,7 @@ mod tests {
     }
 
     fn def() -> TaskDef {
-        super::super::tests::def(crate::sweep::TaskKind::Custom, None)
+        super::super::tests::def(crate::spec::TaskKind::Custom, None)
     }
 
     #[test]

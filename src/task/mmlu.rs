@@ -210,7 +210,7 @@ mod tests {
         let good = r#"{"id":"a/test/0","subject":"a","subcategory":"x","category":"STEM","question":"q","choices":["1","2","3","4"],"answer":"B"}"#;
         let bad = r#"{"id":"a/test/1","subject":"a","subcategory":"x","category":"STEM","question":"q","choices":["1","2","3","4"],"answer":"E"}"#;
         std::fs::write(dir.path().join("test.jsonl"), format!("{good}\n{bad}\n")).unwrap();
-        let def = super::super::tests::def(crate::sweep::TaskKind::Mmlu, None);
+        let def = super::super::tests::def(crate::spec::TaskKind::Mmlu, None);
         let err = load(&def, dir.path(), 1).unwrap_err().to_string();
         assert!(
             err.contains("test.jsonl:2:") && err.contains("\"E\""),
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn prompts_carry_question_choices_and_shots() {
-        let mut def = super::super::tests::def(crate::sweep::TaskKind::Mmlu, Some(5));
+        let mut def = super::super::tests::def(crate::spec::TaskKind::Mmlu, Some(5));
         def.shots = 2;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mmlu");
         let a = load(&def, &dir, 9).unwrap();

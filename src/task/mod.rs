@@ -20,33 +20,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rayon::prelude::*;
-use serde::Serialize;
 use thiserror::Error;
 
-pub(crate) use crate::sweep::Task as TaskDef;
-use crate::sweep::{Sweep, TaskKind};
-use crate::workload::rng::SplitMix64;
-
-/// One prompt with what it is scored against.
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
-pub(crate) struct Sample {
-    pub id: String,
-    pub system: Option<String>,
-    /// The user message (chat) or the whole prompt (completion).
-    pub prompt: String,
-    /// The main reference (MMLU: the letter; SQuAD: the first gold answer, empty when
-    /// unanswerable; summaries: the highlights; SQL: the gold query).
-    pub reference: String,
-    /// Every acceptable reference (SQuAD: all gold answers; none when unanswerable).
-    #[serde(default)]
-    pub references: Vec<String>,
-    /// Grouping for per-group metrics (MMLU: subject and category; SQuAD: answerable).
-    pub groups: BTreeMap<String, String>,
-    /// What a scorer needs beyond the references (text2sql: the database file; custom
-    /// tasks: the dataset row as JSON).
-    #[serde(default)]
-    pub extra: BTreeMap<String, String>,
-}
+use crate::record::rng::SplitMix64;
+pub(crate) use crate::record::{Sample, Score};
+pub(crate) use crate::spec::Task as TaskDef;
+use crate::spec::{Sweep, TaskKind};
 
 #[derive(Debug, Error)]
 pub(crate) enum DatasetError {
@@ -63,25 +42,6 @@ pub(crate) enum DatasetError {
     },
     #[error("{path}: {message}")]
     File { path: String, message: String },
-}
-
-/// A scored output.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub(crate) struct Score {
-    /// The task's per-request quality (its primary metric), 0..1 for every built-in metric.
-    pub score: f64,
-    /// Right or wrong, for metrics that are pass/fail (accuracy, exact match, execution).
-    pub correct: Option<bool>,
-    /// What the scorer read out of the output (a letter, an answer span, a SQL query).
-    pub extracted: Option<String>,
-    /// Whether the expected form was found (None when the metric reads the output as is).
-    pub parsed: Option<bool>,
-    /// Every per-request metric by name.
-    pub metrics: BTreeMap<String, f64>,
-    /// Why the output scored as it did when something failed (a SQL error, say).
-    pub error: Option<String>,
-    /// The reference itself could not be evaluated: the request is left out of the means.
-    pub unscorable: bool,
 }
 
 /// A declared task, ready to load and score.
@@ -252,7 +212,7 @@ impl Task for Custom {
 }
 
 impl Custom {
-    fn custom(&self) -> &crate::sweep::CustomTask {
+    fn custom(&self) -> &crate::spec::CustomTask {
         self.def
             .custom
             .as_ref()
@@ -472,7 +432,7 @@ pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::sweep::Spanned;
+    use crate::spec::Spanned;
 
     pub(crate) fn def(kind: TaskKind, samples: Option<usize>) -> TaskDef {
         TaskDef {

@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn loads_with_splits_and_shots_from_other_questions() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/squad_v2");
-        let mut def = super::super::tests::def(crate::sweep::TaskKind::SquadV2, Some(20));
+        let mut def = super::super::tests::def(crate::spec::TaskKind::SquadV2, Some(20));
         def.shots = 2;
         let s = load(&def, &dir, 3).unwrap();
         assert_eq!(s.len(), 20);

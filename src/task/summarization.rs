@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn loads_articles_cut_to_length() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/cnn_dailymail");
-        let mut def = super::super::tests::def(crate::sweep::TaskKind::Summarization, Some(4));
+        let mut def = super::super::tests::def(crate::spec::TaskKind::Summarization, Some(4));
         def.article_words = 50;
         let s = load(&def, &dir, 1).unwrap();
         assert_eq!(s.len(), 4);

@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn prompts_carry_the_schema_and_gold_queries_all_run() {
-        let def = super::super::tests::def(crate::sweep::TaskKind::Text2Sql, None);
+        let def = super::super::tests::def(crate::spec::TaskKind::Text2Sql, None);
         let samples = load(&def, &dir(), 1).unwrap();
         assert_eq!(samples.len(), 972);
         let s = samples.iter().find(|s| s.id == "dev_0").unwrap();
@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn scores_by_execution_not_by_text() {
-        let def = super::super::tests::def(crate::sweep::TaskKind::Text2Sql, None);
+        let def = super::super::tests::def(crate::spec::TaskKind::Text2Sql, None);
         let samples = load(&def, &dir(), 1).unwrap();
         let s = samples.iter().find(|s| s.id == "dev_0").unwrap();
         let outs = [

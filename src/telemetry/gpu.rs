@@ -41,7 +41,7 @@ pub(crate) fn devices(nvml: &Nvml, wanted: Option<&[u32]>) -> Result<Vec<(u32, S
         return Err("no NVIDIA GPU (NVML sees no device)".into());
     }
     // In a Slurm job (or under CUDA_VISIBLE_DEVICES), the engine's GPUs, not the node's.
-    let indices: Vec<u32> = crate::engine::gpus::Allocation::from_env()
+    let indices: Vec<u32> = crate::host::gpus::Allocation::from_env()
         .for_nvml(wanted, count)
         .unwrap_or_else(|| (0..count).collect());
     indices

@@ -16,70 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::{RequestRecord, RunClock};
+pub(crate) use crate::record::{RequestRecord, RunClock, Source, TelemetrySample as Sample};
+use crate::spec::TelemetryConfig as Config;
 use energy::Integral;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Source {
-    #[default]
-    Gpu,
-    /// The engine's process tree.
-    Process,
-    Host,
-    /// bench360's own process (the load generator's cost).
-    Bench360,
-    /// CPU package energy.
-    Rapl,
-    /// Gauges read from the engine's Prometheus metrics.
-    Engine,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Gpu => "gpu",
-            Source::Process => "process",
-            Source::Host => "host",
-            Source::Bench360 => "bench360",
-            Source::Rapl => "rapl",
-            Source::Engine => "engine",
-        }
-    }
-}
-
-/// One telemetry row; only the fields its source measures are set.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct Sample {
-    pub t_ns: i64,
-    pub source: Source,
-    pub device: String,
-    pub power_w: Option<f64>,
-    /// Cumulative energy counter as read (GPU: since driver load; RAPL: wraps), mJ.
-    pub energy_mj: Option<f64>,
-    pub mem_used_mb: Option<f64>,
-    pub mem_total_mb: Option<f64>,
-    pub util_pct: Option<f64>,
-    pub mem_util_pct: Option<f64>,
-    pub sm_clock_mhz: Option<f64>,
-    pub mem_clock_mhz: Option<f64>,
-    pub temp_c: Option<f64>,
-    pub throttle_reasons: Option<u64>,
-    /// GPU memory of the engine's processes on this device.
-    pub proc_mem_mb: Option<f64>,
-    pub cpu_pct: Option<f64>,
-    pub rss_mb: Option<f64>,
-    pub running: Option<f64>,
-    pub waiting: Option<f64>,
-    pub kv_cache_pct: Option<f64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub(crate) struct Config {
-    pub interval: Duration,
-    /// Idle baseline measured with the engine loaded and no requests, before each run.
-    pub idle: Duration,
-}
 
 /// What to watch during a run.
 #[derive(Debug, Clone, Default)]

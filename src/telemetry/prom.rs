@@ -1,13 +1,7 @@
 //! Prometheus text exposition format: a parser, and the mapping from each engine's metric
 //! names to requests running / waiting and KV-cache usage. Pure.
 
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct PromSample {
-    pub name: String,
-    /// Labels as `k="v",…` in the order given (empty when none).
-    pub labels: String,
-    pub value: f64,
-}
+pub(crate) use crate::record::PromSample;
 
 /// Parses the text format (comments, labels with escaped quotes, optional timestamps, NaN and
 /// ±Inf). Lines that do not parse are skipped: a scrape is data, not configuration.

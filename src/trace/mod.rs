@@ -14,10 +14,10 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
-use crate::client::{ChunkRecord, RequestRecord};
-use crate::plan::Columns;
-use crate::report::stats;
-use crate::task::{Sample, Score};
+use crate::record::stats;
+use crate::record::Columns;
+use crate::record::{ChunkRecord, RequestRecord};
+use crate::record::{Sample, Score};
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
@@ -264,7 +264,7 @@ pub(crate) fn write_telemetry(
     path: &Path,
     node_key: &str,
     c: &Columns,
-    s: &[crate::telemetry::Sample],
+    s: &[crate::record::TelemetrySample],
 ) -> anyhow::Result<()> {
     let mut t = Table::new(s.len(), node_key, c);
     t.i64("t_ns", s.iter().map(|x| Some(x.t_ns)).collect(), false);
@@ -280,7 +280,7 @@ pub(crate) fn write_telemetry(
         s.iter().map(|x| Some(x.device.clone())).collect(),
         false,
     );
-    type Get = fn(&crate::telemetry::Sample) -> Option<f64>;
+    type Get = fn(&crate::record::TelemetrySample) -> Option<f64>;
     let before: [(&str, Get); 9] = [
         ("power_w", |x| x.power_w),
         ("energy_mj", |x| x.energy_mj),
@@ -321,7 +321,7 @@ pub(crate) fn write_engine_metrics(
     path: &Path,
     node_key: &str,
     c: &Columns,
-    p: &[(i64, crate::telemetry::prom::PromSample)],
+    p: &[(i64, crate::record::PromSample)],
 ) -> anyhow::Result<()> {
     let mut t = Table::new(p.len(), node_key, c);
     t.i64("t_ns", p.iter().map(|x| Some(x.0)).collect(), false);

@@ -2,8 +2,6 @@
 //! `batch` sends b at once and waits for all, `server` runs U users, each an independent
 //! Poisson process (open loop) with its own seeded prompt order.
 
-pub(crate) mod rng;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,10 +9,11 @@ use indicatif::ProgressBar;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::client::{ChunkRecord, GenRequest, InferenceClient, RequestRecord, RunClock};
-use crate::plan::expand::ScenarioInstance;
-use crate::task::Sample;
-use rng::SplitMix64;
+use crate::client::{GenRequest, InferenceClient};
+use crate::record::rng::SplitMix64;
+use crate::record::Sample;
+use crate::record::{ChunkRecord, RequestRecord, RunClock};
+use crate::spec::expand::ScenarioInstance;
 
 /// Cancellation signal shared by everything a run started.
 #[derive(Clone, Debug)]
@@ -55,7 +54,7 @@ pub(crate) fn tight_enough(requests: &[RequestRecord], width: f64) -> bool {
     let mut v: Vec<f64> = requests
         .iter()
         .filter(|r| r.ok())
-        .map(crate::report::stats::e2e_ms)
+        .map(crate::record::stats::e2e_ms)
         .collect();
     p95_interval(&mut v).is_some_and(|(lo, est, hi)| est > 0.0 && (hi - lo) / est <= width)
 }
@@ -75,7 +74,7 @@ pub(crate) fn p95_interval(v: &mut [f64]) -> Option<(f64, f64, f64)> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let est = crate::report::stats::pct_of(v, 95.0)?;
+    let est = crate::record::stats::pct_of(v, 95.0)?;
     Some((v[j - 1], est, v[k - 1]))
 }
 
@@ -120,7 +119,7 @@ pub(crate) fn judge_probe(
     e2e_p95_s: Option<f64>,
     max_error_rate: f64,
 ) -> Probe {
-    use crate::report::stats;
+    use crate::record::stats;
     let ok: Vec<&RequestRecord> = reqs.iter().filter(|r| r.ok()).collect();
     let mut ttft: Vec<f64> = ok.iter().filter_map(|r| stats::ttft_ms(r)).collect();
     let mut e2e: Vec<f64> = ok.iter().map(|r| stats::e2e_ms(r)).collect();
@@ -194,7 +193,7 @@ pub(crate) fn judge_probe(
 /// The next rate of a saturation search, or None when it is done: ramp by `factor` while
 /// probes pass (up to `max_rate`); after the first failure, bisect between the highest
 /// passing and the lowest failing rate until they are within `precision` of each other.
-pub(crate) fn next_rate(probes: &[Probe], x: &crate::sweep::SaturationSpec) -> Option<f64> {
+pub(crate) fn next_rate(probes: &[Probe], x: &crate::spec::SaturationSpec) -> Option<f64> {
     let Some(last) = probes.last() else {
         return Some(x.start);
     };
@@ -919,7 +918,7 @@ mod tests {
 
     #[test]
     fn saturation_ramps_then_bisects() {
-        let spec = crate::sweep::SaturationSpec {
+        let spec = crate::spec::SaturationSpec {
             start: 1.0,
             factor: 2.0,
             max_rate: 100.0,
@@ -962,7 +961,7 @@ mod tests {
             service: Duration::from_millis(50),
         });
         let (_tx, cancel) = Cancel::new();
-        let inst = ScenarioInstance::Saturation(crate::sweep::SaturationSpec {
+        let inst = ScenarioInstance::Saturation(crate::spec::SaturationSpec {
             start: 10.0,
             factor: 2.0,
             max_rate: 1000.0,
@@ -1035,7 +1034,7 @@ mod tests {
             ramp_from: None,
         };
         let out = run_on(Arc::new(Starved), &inst, 8, 1, cancel).await;
-        let stats = crate::report::stats::run_stats(&out.requests, &out.chunks);
+        let stats = crate::record::stats::run_stats(&out.requests, &out.chunks);
         assert!(stats.client_behind, "queue p99 {:?}", stats.queue_ms.p99);
         // The same schedule on a client that does not block is not flagged.
         let (_tx, cancel) = Cancel::new();
@@ -1053,7 +1052,7 @@ mod tests {
             &[],
         )
         .await;
-        let stats = crate::report::stats::run_stats(&fine.requests, &fine.chunks);
+        let stats = crate::record::stats::run_stats(&fine.requests, &fine.chunks);
         assert!(!stats.client_behind, "queue p99 {:?}", stats.queue_ms.p99);
     }
 

@@ -10,9 +10,10 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use super::{write_atomic, Store};
-use crate::plan::{self, Facts};
-use crate::sweep::{Launch, Sweep};
+use super::Facts;
+use crate::plan;
+use crate::spec::{Launch, Sweep};
+use crate::store::{write_atomic, Store};
 
 #[derive(Serialize, Deserialize)]
 struct Memo {

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::{ChunkKind, ChunkRecord, RequestRecord};
+use super::{ChunkKind, ChunkRecord, RequestRecord};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub(crate) struct Dist {
@@ -346,7 +346,7 @@ pub(crate) fn bootstrap_ci(
     if values.len() < 2 {
         return None;
     }
-    let mut rng = crate::workload::rng::SplitMix64::new(seed);
+    let mut rng = crate::record::rng::SplitMix64::new(seed);
     let mut estimates = Vec::with_capacity(rounds);
     let mut sample = Vec::with_capacity(values.len());
     for _ in 0..rounds {
@@ -421,7 +421,7 @@ pub(crate) fn pareto_front(points: &[(f64, f64)]) -> Vec<usize> {
 #[cfg(test)]
 mod ci_tests {
     use super::*;
-    use crate::workload::rng::SplitMix64;
+    use crate::record::rng::SplitMix64;
 
     #[test]
     fn bootstrap_intervals_cover_the_true_mean_about_95_percent_of_the_time() {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::sweep::{Sampling, ScenarioSpec, Sweep};
+use super::{Exclude, Sampling, SaturationSpec, ScenarioSpec, Spanned, Sweep};
 
 /// One concrete scenario: every axis of the declared scenario fixed to one value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,7 +45,7 @@ pub(crate) enum ScenarioInstance {
         trace: String,
         speed: f64,
     },
-    Saturation(crate::sweep::SaturationSpec),
+    Saturation(SaturationSpec),
 }
 
 /// Number of values of each parameter of a declared scenario (axes have more than one).
@@ -286,13 +286,11 @@ fn instances(spec: &ScenarioSpec, sweep: &Sweep) -> Vec<ScenarioInstance> {
             }
         }
         // The scenario's own thresholds, else the sweep's SLO.
-        ScenarioSpec::Saturation(x) => {
-            out.push(ScenarioInstance::Saturation(crate::sweep::SaturationSpec {
-                ttft_p95: x.ttft_p95.or(sweep.slo.ttft_p95),
-                e2e_p95: x.e2e_p95.or(sweep.slo.e2e_p95),
-                ..x.clone()
-            }))
-        }
+        ScenarioSpec::Saturation(x) => out.push(ScenarioInstance::Saturation(SaturationSpec {
+            ttft_p95: x.ttft_p95.or(sweep.slo.ttft_p95),
+            e2e_p95: x.e2e_p95.or(sweep.slo.e2e_p95),
+            ..x.clone()
+        })),
         ScenarioSpec::Replay { trace, speed } => {
             let path = sweep.resolve_path(&trace.value).display().to_string();
             for s in speed {
@@ -362,11 +360,7 @@ fn same_value(a: &str, b: &str) -> bool {
     }
 }
 
-fn selected<T>(
-    named: &[crate::sweep::Spanned<String>],
-    all: &[T],
-    name: impl Fn(&T) -> &str,
-) -> Vec<usize> {
+fn selected<T>(named: &[Spanned<String>], all: &[T], name: impl Fn(&T) -> &str) -> Vec<usize> {
     if named.is_empty() {
         (0..all.len()).collect()
     } else {
@@ -464,7 +458,7 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
 }
 
 /// Whether an exclude rule removes at least one configuration of the full matrix.
-pub(crate) fn exclude_matches(sweep: &Sweep, e: &crate::sweep::Exclude) -> bool {
+pub(crate) fn exclude_matches(sweep: &Sweep, e: &Exclude) -> bool {
     expand_all(sweep, false).iter().any(|cfg| {
         e.conditions
             .iter()

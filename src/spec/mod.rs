@@ -1,0 +1,387 @@
+//! The resolved sweep: the vocabulary every layer above speaks. A validated [`Sweep`] with its
+//! models, engines, tasks, scenarios and matrix; the engine catalog as data (`catalog`); the
+//! matrix expansion into configurations and deployments (`expand`). Pure data and pure
+//! functions: no I/O, and imports nothing of the crate (the floor of the layering, with
+//! `host` and `record`; see docs/ARCHITECTURE.md).
+
+pub(crate) mod catalog;
+pub(crate) mod expand;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use miette::SourceSpan;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Spanned<T> {
+    pub value: T,
+    pub span: SourceSpan,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(value: T, span: SourceSpan) -> Self {
+        Spanned { value, span }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Sweep {
+    pub name: String,
+    pub seed: u64,
+    pub repeats: u32,
+    pub defaults: Defaults,
+    pub models: Vec<Model>,
+    pub engines: Vec<Engine>,
+    pub tasks: Vec<Task>,
+    pub scenarios: Vec<Scenario>,
+    pub matrix: Matrix,
+    pub telemetry: TelemetryConfig,
+    /// The user's service-level constraints: the report recommends among configurations
+    /// that meet them.
+    pub slo: Slo,
+    pub cost: Option<Cost>,
+    /// Job options for `apply --executor slurm`; never part of a node key.
+    pub slurm: SlurmSettings,
+    /// Directory that relative paths in the file are resolved against (the file's folder).
+    pub base_dir: PathBuf,
+}
+
+/// The sweep's `slurm { … }` block: how its jobs are submitted (the command line overrides
+/// each field). Where a job runs does not change what it measures beyond the machine
+/// fingerprint, so none of this enters a key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SlurmSettings {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    /// Time limit per deployment job, in Slurm's syntax (`MM`, `HH:MM:SS`, `D-HH:MM`, …).
+    pub time: Option<String>,
+    /// `--gres` per deployment job (`none`: none); unset: `gpu:N` from the engine's `gpus`.
+    pub gres: Option<String>,
+    pub cpus: Option<u32>,
+    /// `--mem` per deployment job (`32G`, `4000M`, …).
+    pub mem: Option<String>,
+    pub sbatch_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub(crate) struct Slo {
+    /// Seconds.
+    pub ttft_p95: Option<f64>,
+    /// Seconds.
+    pub e2e_p95: Option<f64>,
+    /// GiB of GPU memory (peak, all sampled GPUs).
+    pub gpu_memory_gib: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(crate) struct Cost {
+    /// Price of 1 kWh of energy.
+    pub energy_per_kwh: f64,
+    /// Price of one hour of the hardware.
+    pub hardware_per_hour: f64,
+    pub currency: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(crate) struct Sampling {
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub stop: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Defaults {
+    pub sampling: Sampling,
+    /// Throw-away requests sent after the engine is healthy, before any run.
+    pub warmup: u32,
+    pub request_timeout_s: f64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Model {
+    pub name: Spanned<String>,
+    pub source: ModelSource,
+    pub variants: Vec<Variant>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ModelSource {
+    /// A local file or directory (GGUF file, safetensors folder).
+    Path(String),
+    /// A model id the engine resolves itself (hub id, served model name).
+    Id(String),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Variant {
+    pub quantization: Spanned<String>,
+    /// Weights of this quantization when they are a separate file (GGUF); else the model's.
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Engine {
+    pub name: Spanned<String>,
+    pub kind: Spanned<String>,
+    pub launch: Launch,
+    /// Parallel request slots the engine is started with.
+    pub parallel: u32,
+    /// Context length per slot, in tokens.
+    pub ctx_size: u32,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub startup_timeout_s: f64,
+    pub api: Api,
+    /// GPU indices the engine uses (CUDA_VISIBLE_DEVICES for a process; the devices the
+    /// telemetry samples); None = all.
+    pub gpus: Option<Vec<u32>>,
+    /// Fraction of GPU memory the engine may take (vLLM, SGLang, TGI, LMDeploy).
+    pub gpu_memory: f64,
+    pub dtype: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Api {
+    Chat,
+    Completion,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Launch {
+    /// Start a local command; `{port}`, `{model.path}`, … are filled in by the launcher.
+    Process { binary: String },
+    /// A container of the engine's image, through the Docker Engine API.
+    Docker {
+        image: String,
+        tag: String,
+        pull: PullPolicy,
+        /// Names of environment variables passed into the container (values never stored).
+        env_pass: Vec<String>,
+        shm_size: Option<i64>,
+        /// Host folder mounted as the container's Hugging Face cache.
+        hf_cache: Option<String>,
+    },
+    /// An engine that is already running at `url`.
+    Endpoint {
+        url: String,
+        served_model: Option<String>,
+        /// Name of the environment variable holding the API key (the key itself is never stored).
+        api_key_env: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum PullPolicy {
+    /// Use the local image when present (its id keys everything below), else pull.
+    Missing,
+    /// Pull at every apply (a moved tag then makes the runs on it stale).
+    Always,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Task {
+    pub name: Spanned<String>,
+    pub kind: TaskKind,
+    /// A folder for the built-in tasks, a JSONL/CSV/Parquet file for custom ones.
+    pub dataset: Spanned<String>,
+    pub samples: Option<usize>,
+    pub shots: u32,
+    pub system: Option<String>,
+    /// Chat messages or a plain completion prompt; None: the engine's `api`.
+    pub mode: Option<Api>,
+    /// Overrides the sweep's `max-tokens` for this task's runs.
+    pub max_tokens: Option<u32>,
+    /// Overrides the sweep's `stop` for this task's runs (when not empty).
+    pub stop: Vec<String>,
+    /// Summarization: articles are cut to this many words in the prompt.
+    pub article_words: usize,
+    /// Time limit of one SQL statement when scoring.
+    pub sql_timeout_s: f64,
+    pub custom: Option<CustomTask>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum TaskKind {
+    Mmlu,
+    SquadV2,
+    Summarization,
+    Text2Sql,
+    Custom,
+}
+
+impl TaskKind {
+    pub const ALL: &'static [(&'static str, TaskKind)] = &[
+        ("mmlu", TaskKind::Mmlu),
+        ("squad_v2", TaskKind::SquadV2),
+        ("summarization", TaskKind::Summarization),
+        ("text2sql", TaskKind::Text2Sql),
+        ("custom", TaskKind::Custom),
+    ];
+}
+
+/// A user-defined task's prompt and scoring.
+#[derive(Debug, Clone)]
+pub(crate) struct CustomTask {
+    /// minijinja template over the row's fields.
+    pub template: Spanned<String>,
+    /// Field holding the reference (a string or a list of acceptable strings).
+    pub reference: Spanned<String>,
+    /// Field holding a unique id (default: the row's line).
+    pub id_field: Option<String>,
+    pub metrics: Vec<Spanned<Metric>>,
+    /// Regex whose group 1 (or whole match) is the answer the metrics compare.
+    pub extract: Option<Spanned<String>>,
+    /// External scorer: command and arguments (JSONL on stdin, JSONL on stdout).
+    pub scorer: Option<Vec<String>>,
+    pub scorer_timeout_s: f64,
+    /// SQLite file for the `sql` metric (relative to the sweep file).
+    pub database: Option<Spanned<String>>,
+    /// Fields to report per-group metrics by.
+    pub group_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Metric {
+    ExactMatch,
+    F1,
+    Rouge,
+    Choice,
+    Contains,
+    Json,
+    Sql,
+}
+
+impl Metric {
+    pub const ALL: &'static [(&'static str, Metric)] = &[
+        ("exact_match", Metric::ExactMatch),
+        ("f1", Metric::F1),
+        ("rouge", Metric::Rouge),
+        ("choice", Metric::Choice),
+        ("contains", Metric::Contains),
+        ("json", Metric::Json),
+        ("sql", Metric::Sql),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Metric::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map(|(n, _)| *n)
+            .expect("every metric is listed")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    pub name: Spanned<String>,
+    pub spec: ScenarioSpec,
+}
+
+/// A scenario as declared: every parameter may list several values (an axis).
+#[derive(Debug, Clone)]
+pub(crate) enum ScenarioSpec {
+    Single {
+        requests: Vec<Option<u64>>,
+        /// Stop once the p95 E2E latency's 95 % confidence interval is this narrow (relative).
+        early_stop: Option<f64>,
+    },
+    Batch {
+        batch_size: Vec<u64>,
+        batches: Vec<u64>,
+    },
+    Server {
+        users: Vec<u64>,
+        /// Requests per minute per user.
+        rate: Vec<f64>,
+        duration_s: Vec<f64>,
+    },
+    /// Open loop at a total rate (requests/s) with gamma-distributed gaps.
+    Rate {
+        rate: Vec<f64>,
+        /// Gamma shape: 1 = Poisson, < 1 burstier, > 1 more regular.
+        burstiness: Vec<f64>,
+        duration_s: Vec<f64>,
+        /// Linear ramp from this rate to `rate` over the duration.
+        ramp_from: Option<f64>,
+    },
+    /// Closed loop: N requests in flight, each replaced as it returns.
+    Concurrency {
+        concurrency: Vec<u64>,
+        requests: Vec<Option<u64>>,
+        early_stop: Option<f64>,
+    },
+    /// Everything at once (MLPerf Offline).
+    Offline { requests: Vec<Option<u64>> },
+    /// Arrival times (and output lengths) from a trace file, optionally sped up.
+    Replay {
+        /// Path as written (relative to the sweep file).
+        trace: Spanned<String>,
+        speed: Vec<f64>,
+    },
+    /// The highest open-loop rate (requests/s) whose p95 TTFT and E2E hold: probes of
+    /// `step_s` seconds at `start`, `start·factor`, … until one fails or `max_rate`, then
+    /// bisection between the last passing and the first failing rate until they are within
+    /// `precision` (relative). SLO thresholds in seconds (None: the sweep's `slo`).
+    Saturation(SaturationSpec),
+}
+
+/// A saturation search (see `ScenarioSpec::Saturation`). Rates in requests/s, thresholds in
+/// seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct SaturationSpec {
+    pub start: f64,
+    pub factor: f64,
+    pub max_rate: f64,
+    pub step_s: f64,
+    pub precision: f64,
+    pub burstiness: f64,
+    pub ttft_p95: Option<f64>,
+    pub e2e_p95: Option<f64>,
+    pub max_error_rate: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Matrix {
+    pub models: Vec<Spanned<String>>,
+    pub quantizations: Vec<Spanned<String>>,
+    pub engines: Vec<Spanned<String>>,
+    pub tasks: Vec<Spanned<String>>,
+    pub scenarios: Vec<Spanned<String>>,
+    pub max_tokens: Vec<u32>,
+    pub temperature: Vec<f64>,
+    pub top_p: Vec<f64>,
+    pub excludes: Vec<Exclude>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Exclude {
+    pub span: SourceSpan,
+    /// (axis, value) pairs that must all match for a configuration to be excluded.
+    pub conditions: Vec<(String, String)>,
+}
+
+impl Sweep {
+    pub fn resolve_path(&self, p: &str) -> PathBuf {
+        let path = Path::new(p);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.base_dir.join(path)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct TelemetryConfig {
+    pub interval: Duration,
+    /// Idle baseline measured with the engine loaded and no requests, before each run.
+    pub idle: Duration,
+}
