@@ -1,0 +1,191 @@
+//! The layering of `src/` (docs/ARCHITECTURE.md): top-level modules import one another only
+//! downward. Read from the source's own `crate::…` paths, with no extra tooling: a test fails
+//! on any import cycle between top-level modules, and on any import that breaks the declared
+//! layer order (a module may use modules of lower layers only).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Layers, lowest first. A module may import modules of strictly lower layers.
+const LAYERS: &[&[&str]] = &[
+    &["host", "spec"],
+    &["record"],
+    &["store", "client", "engine", "telemetry", "trace"],
+    &["task"],
+    &["sweep"],
+    &["plan", "workload", "report"],
+    &["cli"],
+    &["exec", "slurm", "selfbench"],
+    &["main"],
+];
+
+fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rs_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Strips `//` comments (line and doc) and string literals, so that prose and test data that
+/// mention `crate::x` do not count as imports.
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut in_str = false;
+        let mut prev = ' ';
+        let mut kept = String::new();
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if !in_str && c == '/' && chars.get(i + 1) == Some(&'/') {
+                break;
+            }
+            if c == '"' && prev != '\\' && !(prev == '\'' && chars.get(i + 1) == Some(&'\'')) {
+                in_str = !in_str;
+            } else if !in_str {
+                kept.push(c);
+            }
+            prev = if prev == '\\' && c == '\\' { ' ' } else { c };
+            i += 1;
+        }
+        out.push_str(&kept);
+        out.push('\n');
+    }
+    out
+}
+
+/// Top-level modules named after `crate::` in a source text (`crate::a::b`, `crate::{a, b}`).
+fn imported(text: &str) -> BTreeSet<String> {
+    let code = code_only(text);
+    let mut out = BTreeSet::new();
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // e.g. `$crate::` or `other_crate::`
+        }
+        let t = rest.trim_start();
+        if let Some(group) = t.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for part in group[..end].split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name: String = t
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+fn graph() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    // module -> imported module -> files doing it
+    let mut g: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+        let top = rel
+            .split('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".rs")
+            .to_string();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let entry = g.entry(top.clone()).or_default();
+        for m in imported(&text) {
+            if m != top && m != "self" && m != "super" {
+                entry.entry(m).or_default().insert(rel.clone());
+            }
+        }
+    }
+    g
+}
+
+fn layer_of(m: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&m))
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    let g = graph();
+    // Depth-first search for a back edge; report the cycle's path.
+    fn visit(
+        m: &str,
+        g: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        state.insert(m.to_string(), 1);
+        stack.push(m.to_string());
+        for next in g.get(m).map(|e| e.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+            match state.get(&next).copied().unwrap_or(0) {
+                0 => visit(&next, g, state, stack, cycles),
+                1 => {
+                    let at = stack.iter().position(|s| *s == next).unwrap();
+                    let mut c = stack[at..].to_vec();
+                    c.push(next.clone());
+                    cycles.push(c.join(" → "));
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(m.to_string(), 2);
+    }
+    let mut state = BTreeMap::new();
+    let mut cycles = Vec::new();
+    for m in g.keys() {
+        if state.get(m).copied().unwrap_or(0) == 0 {
+            visit(m, &g, &mut state, &mut Vec::new(), &mut cycles);
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles among src/ modules:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn every_import_goes_down_the_layers() {
+    let g = graph();
+    let mut wrong = Vec::new();
+    for (m, deps) in &g {
+        let Some(lm) = layer_of(m) else {
+            wrong.push(format!("{m}: not placed in a layer (add it to LAYERS and the docs)"));
+            continue;
+        };
+        for (d, files) in deps {
+            match layer_of(d) {
+                Some(ld) if ld < lm => {}
+                Some(_) => wrong.push(format!("{m} imports {d} (same or higher layer) in {files:?}")),
+                None => wrong.push(format!("{m} imports {d}, which is in no layer")),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the layering:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_reader_sees_grouped_and_plain_paths_but_not_comments_or_strings() {
+    let text = "use crate::a::{X};\nuse crate::{b, c::D};\n// crate::e\nlet s = \"crate::f\";\nlet y = crate::g::h();\n";
+    let got: Vec<String> = imported(text).into_iter().collect();
+    assert_eq!(got, ["a", "b", "c", "g"]);
+}
