@@ -1,0 +1,53 @@
+//! Resolving the `checks` part of a sweep file (see the parent module).
+
+use super::*;
+
+/// Plan-time checks that need the whole sweep: engine × quantization pairs the engine
+/// cannot run are reported at the quantization's declaration.
+pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
+    for e in &sweep.matrix.excludes {
+        if !crate::spec::expand::exclude_matches(sweep, e) {
+            ctx.err_help(
+                e.span,
+                "this exclude rule matches no configuration",
+                "excludes nothing",
+                "check the names and values: each must be one the matrix actually has",
+            );
+        }
+    }
+    if crate::spec::expand::configs(sweep).is_empty() {
+        ctx.err_help(
+            sweep
+                .matrix
+                .excludes
+                .first()
+                .map(|e| e.span)
+                .unwrap_or(SourceSpan::from(0..0)),
+            "the matrix is empty",
+            "nothing left to run",
+            "the exclude rules (or the quantization filter) remove every configuration",
+        );
+    }
+    for cfg in crate::spec::expand::deployments(sweep) {
+        let engine = &sweep.engines[cfg.engine];
+        let variant = &sweep.models[cfg.model].variants[cfg.variant];
+        let entry = catalog::lookup(&engine.kind.value).expect("kind validated");
+        if !entry.accepts_quantization(&variant.quantization.value) {
+            ctx.err_help(
+                variant.quantization.span,
+                format!(
+                    "engine `{}` ({}) cannot run quantization `{}`",
+                    engine.name.value, entry.name, variant.quantization.value
+                ),
+                "unsupported by this engine",
+                format!(
+                    "{} accepts: {}; or add `exclude engine=\"{}\" quantization=\"{}\"` to the matrix",
+                    entry.name,
+                    entry.quantizations.join(", "),
+                    engine.name.value,
+                    variant.quantization.value
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,464 @@
+//! Raw spanned nodes → validated [`Sweep`]. Keeps going after a problem so that every problem
+//! of a file is reported at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use miette::SourceSpan;
+
+use super::diag::{did_you_mean, known_list, Problem};
+use super::raw::{RawNode, RawValue};
+use super::*;
+use crate::spec::catalog;
+
+mod checks;
+mod engine;
+mod matrix;
+mod model;
+mod scenario;
+mod slurm;
+mod task;
+mod values;
+
+use checks::*;
+use engine::*;
+use matrix::*;
+use model::*;
+use scenario::*;
+use slurm::*;
+pub(crate) use slurm::{slurm_mem_ok, slurm_time_ok};
+use task::*;
+use values::*;
+
+const TOP_LEVEL: &[&str] = &[
+    "sweep",
+    "defaults",
+    "telemetry",
+    "slo",
+    "cost",
+    "slurm",
+    "model",
+    "engine",
+    "task",
+    "scenario",
+    "matrix",
+];
+const SLO_FIELDS: &[&str] = &["ttft-p95", "e2e-p95", "gpu-memory"];
+const COST_FIELDS: &[&str] = &["energy-price", "hardware-per-hour", "currency"];
+const TELEMETRY_FIELDS: &[&str] = &["interval", "idle"];
+const SLURM_FIELDS: &[&str] = &[
+    "partition",
+    "account",
+    "qos",
+    "time",
+    "gres",
+    "cpus",
+    "mem",
+    "sbatch-args",
+];
+const SWEEP_FIELDS: &[&str] = &["seed", "repeats"];
+const DEFAULT_FIELDS: &[&str] = &[
+    "max-tokens",
+    "temperature",
+    "top-p",
+    "stop",
+    "warmup",
+    "request-timeout",
+];
+const MODEL_FIELDS: &[&str] = &["path", "id", "quantization"];
+const ENGINE_FIELDS: &[&str] = &[
+    "kind",
+    "launcher",
+    "binary",
+    "url",
+    "served-model",
+    "api-key-env",
+    "args",
+    "env",
+    "parallel",
+    "ctx-size",
+    "startup-timeout",
+    "api",
+    "gpus",
+    "gpu-memory",
+    "dtype",
+    "image",
+    "tag",
+    "pull",
+    "env-pass",
+    "shm-size",
+    "hf-cache",
+];
+const TASK_FIELDS: &[&str] = &[
+    "kind",
+    "dataset",
+    "samples",
+    "shots",
+    "system",
+    "mode",
+    "max-tokens",
+    "stop",
+    "article-words",
+    "sql-timeout",
+    "template",
+    "reference",
+    "id",
+    "metrics",
+    "extract",
+    "scorer",
+    "scorer-timeout",
+    "database",
+    "group-by",
+];
+/// Fields only a `custom` task takes.
+const CUSTOM_FIELDS: &[&str] = &[
+    "template",
+    "reference",
+    "id",
+    "metrics",
+    "extract",
+    "scorer",
+    "scorer-timeout",
+    "database",
+    "group-by",
+];
+const SCENARIO_KINDS: &[&str] = &[
+    "single",
+    "batch",
+    "server",
+    "rate",
+    "concurrency",
+    "offline",
+    "replay",
+    "saturation",
+];
+const MATRIX_FIELDS: &[&str] = &[
+    "model",
+    "quantization",
+    "engine",
+    "task",
+    "scenario",
+    "max-tokens",
+    "temperature",
+    "top-p",
+    "exclude",
+];
+/// Matrix axes an `exclude` rule may name.
+pub(crate) const EXCLUDE_AXES: &[&str] = &[
+    "model",
+    "quantization",
+    "engine",
+    "task",
+    "scenario",
+    "max-tokens",
+    "temperature",
+    "top-p",
+];
+
+fn check_unique(ctx: &mut Ctx, what: &str, names: &[&Spanned<String>]) {
+    let mut seen: BTreeMap<&str, SourceSpan> = BTreeMap::new();
+    for n in names {
+        if seen.contains_key(n.value.as_str()) {
+            ctx.err(
+                n.span,
+                format!("{what} `{}` is defined twice", n.value),
+                "second definition",
+            );
+        } else {
+            seen.insert(&n.value, n.span);
+        }
+    }
+}
+
+pub(super) fn resolve(
+    nodes: &[RawNode],
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Sweep, Vec<Problem>> {
+    let mut ctx = Ctx {
+        problems: Vec::new(),
+        env,
+    };
+    let mut name = None;
+    let mut seed = 0u64;
+    let mut repeats = 1u32;
+    let mut defaults = Defaults {
+        sampling: Sampling {
+            max_tokens: 64,
+            temperature: 0.0,
+            top_p: 1.0,
+            stop: Vec::new(),
+        },
+        warmup: 2,
+        request_timeout_s: 120.0,
+    };
+    let mut telemetry = crate::spec::TelemetryConfig {
+        interval: std::time::Duration::from_millis(100),
+        idle: std::time::Duration::from_secs(2),
+    };
+    let mut slo = crate::spec::Slo::default();
+    let mut cost = None;
+    let mut slurm = SlurmSettings::default();
+    let mut models = Vec::new();
+    let mut engines = Vec::new();
+    let mut tasks = Vec::new();
+    let mut scenarios = Vec::new();
+    let mut matrix_node = None;
+    let mut seen_singletons: BTreeMap<&str, SourceSpan> = BTreeMap::new();
+
+    for node in nodes {
+        let kind = node.name.value.as_str();
+        if matches!(
+            kind,
+            "sweep" | "defaults" | "matrix" | "telemetry" | "slo" | "cost" | "slurm"
+        ) {
+            if seen_singletons.contains_key(kind) {
+                ctx.err(
+                    node.name.span,
+                    format!("`{kind}` appears twice"),
+                    "second `{kind}` block",
+                );
+                continue;
+            }
+            seen_singletons.insert(kind, node.span);
+        }
+        match kind {
+            "sweep" => {
+                name = ctx.block_name(node);
+                let f = ctx.fields(node, SWEEP_FIELDS, &[]);
+                if let Some(n) = Ctx::first(&f, "seed") {
+                    seed = ctx.one_int(n, 0, u64::MAX).unwrap_or(0);
+                }
+                if let Some(n) = Ctx::first(&f, "repeats") {
+                    repeats = ctx.one_int(n, 1, 1000).unwrap_or(1) as u32;
+                }
+            }
+            "defaults" => {
+                ctx.no_props(node);
+                if !node.args.is_empty() {
+                    ctx.err(
+                        node.args[0].span,
+                        "`defaults` takes no name",
+                        "unexpected value",
+                    );
+                }
+                let f = ctx.fields(node, DEFAULT_FIELDS, &[]);
+                if let Some(n) = Ctx::first(&f, "max-tokens") {
+                    defaults.sampling.max_tokens =
+                        ctx.one_int(n, 1, 1_000_000).unwrap_or(64) as u32;
+                }
+                if let Some(n) = Ctx::first(&f, "temperature") {
+                    defaults.sampling.temperature = ctx.one_num(n, 0.0, 10.0).unwrap_or(0.0);
+                }
+                if let Some(n) = Ctx::first(&f, "top-p") {
+                    defaults.sampling.top_p = ctx.one_num(n, 0.0, 1.0).unwrap_or(1.0);
+                }
+                if let Some(n) = Ctx::first(&f, "stop") {
+                    defaults.sampling.stop = ctx.strs(n).into_iter().map(|s| s.value).collect();
+                }
+                if let Some(n) = Ctx::first(&f, "warmup") {
+                    defaults.warmup = ctx.one_int(n, 0, 100_000).unwrap_or(2) as u32;
+                }
+                if let Some(n) = Ctx::first(&f, "request-timeout") {
+                    defaults.request_timeout_s = ctx.one_num(n, 0.001, 86_400.0).unwrap_or(120.0);
+                }
+            }
+            "slo" => {
+                ctx.no_props(node);
+                let f = ctx.fields(node, SLO_FIELDS, &[]);
+                slo.ttft_p95 =
+                    Ctx::first(&f, "ttft-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0));
+                slo.e2e_p95 =
+                    Ctx::first(&f, "e2e-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0));
+                slo.gpu_memory_gib =
+                    Ctx::first(&f, "gpu-memory").and_then(|n| ctx.one_num(n, 0.001, 100_000.0));
+            }
+            "cost" => {
+                ctx.no_props(node);
+                let f = ctx.fields(node, COST_FIELDS, &[]);
+                let energy = Ctx::first(&f, "energy-price").and_then(|n| ctx.one_num(n, 0.0, 1e6));
+                let hw = Ctx::first(&f, "hardware-per-hour").and_then(|n| ctx.one_num(n, 0.0, 1e6));
+                let currency = Ctx::first(&f, "currency")
+                    .and_then(|n| ctx.one_str(n))
+                    .map(|s| s.value)
+                    .unwrap_or_else(|| "USD".into());
+                if !f.contains_key("energy-price") && !f.contains_key("hardware-per-hour") {
+                    ctx.err_help(node.name.span, "`cost` needs `energy-price` or `hardware-per-hour`", "no prices", "e.g. `cost { energy-price 0.30; hardware-per-hour 2.5; }` (per kWh, per hour)");
+                }
+                cost = Some(crate::spec::Cost {
+                    energy_per_kwh: energy.unwrap_or(0.0),
+                    hardware_per_hour: hw.unwrap_or(0.0),
+                    currency,
+                });
+            }
+            "telemetry" => {
+                ctx.no_props(node);
+                if !node.args.is_empty() {
+                    ctx.err(
+                        node.args[0].span,
+                        "`telemetry` takes no name",
+                        "unexpected value",
+                    );
+                }
+                let f = ctx.fields(node, TELEMETRY_FIELDS, &[]);
+                if let Some(n) = Ctx::first(&f, "interval") {
+                    if let Some(s) = ctx.one_num(n, 0.01, 60.0) {
+                        telemetry.interval = std::time::Duration::from_secs_f64(s);
+                    }
+                }
+                if let Some(n) = Ctx::first(&f, "idle") {
+                    if let Some(s) = ctx.one_num(n, 0.0, 3600.0) {
+                        telemetry.idle = std::time::Duration::from_secs_f64(s);
+                    }
+                }
+            }
+            "slurm" => slurm = resolve_slurm(&mut ctx, node),
+            "model" => {
+                if let Some(m) = resolve_model(&mut ctx, node) {
+                    models.push(m);
+                }
+            }
+            "engine" => {
+                if let Some(e) = resolve_engine(&mut ctx, node) {
+                    engines.push(e);
+                }
+            }
+            "task" => {
+                if let Some(t) = resolve_task(&mut ctx, node) {
+                    tasks.push(t);
+                }
+            }
+            "scenario" => {
+                if let Some(s) = resolve_scenario(&mut ctx, node) {
+                    scenarios.push(s);
+                }
+            }
+            "matrix" => matrix_node = Some(node),
+            other => {
+                let help = did_you_mean(other, TOP_LEVEL.iter().copied())
+                    .unwrap_or_else(|| known_list(TOP_LEVEL.iter().copied()));
+                ctx.err_help(
+                    node.name.span,
+                    format!("unknown block `{other}`"),
+                    "not a sweep block",
+                    help,
+                );
+            }
+        }
+    }
+
+    check_unique(
+        &mut ctx,
+        "model",
+        &models.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+    check_unique(
+        &mut ctx,
+        "engine",
+        &engines.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+    check_unique(
+        &mut ctx,
+        "task",
+        &tasks.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+    check_unique(
+        &mut ctx,
+        "scenario",
+        &scenarios.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+
+    let name = match name {
+        Some(n) => n.value,
+        None => {
+            if !seen_singletons.contains_key("sweep") {
+                ctx.err_help(
+                    SourceSpan::from(0..0),
+                    "missing `sweep` block",
+                    "the file should start with it",
+                    "add `sweep \"my-sweep\" { seed 1 }` at the top: its name keys the report",
+                );
+            }
+            String::new()
+        }
+    };
+    // Names as declared, including blocks that failed validation (their own problems are
+    // reported already; references to them are not problems too).
+    let declared = |kind: &str| -> Vec<&str> {
+        nodes
+            .iter()
+            .filter(|n| n.name.value == kind)
+            .filter_map(|n| match n.args.first().map(|a| &a.value) {
+                Some(RawValue::Str(s)) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    for what in ["model", "engine", "task", "scenario"] {
+        if !nodes.iter().any(|n| n.name.value == what) {
+            ctx.err_help(
+                SourceSpan::from(0..0),
+                format!("no `{what}` is defined"),
+                "here",
+                format!("a sweep needs at least one `{what}` block"),
+            );
+        }
+    }
+
+    let matrix = match matrix_node {
+        Some(node) => resolve_matrix(
+            &mut ctx,
+            node,
+            &models,
+            [
+                declared("model"),
+                declared("engine"),
+                declared("task"),
+                declared("scenario"),
+            ],
+        ),
+        None => Matrix::default(),
+    };
+
+    if ctx.problems.is_empty() {
+        let sweep = Sweep {
+            name,
+            seed,
+            repeats,
+            defaults,
+            models,
+            engines,
+            tasks,
+            scenarios,
+            matrix,
+            telemetry,
+            slo,
+            cost,
+            slurm,
+            base_dir: base_dir.to_path_buf(),
+        };
+        check_compatibility(&mut ctx, &sweep);
+        for s in &sweep.scenarios {
+            if let ScenarioSpec::Saturation(SaturationSpec {
+                ttft_p95: None,
+                e2e_p95: None,
+                ..
+            }) = s.spec
+            {
+                if sweep.slo.ttft_p95.is_none() && sweep.slo.e2e_p95.is_none() {
+                    ctx.err_help(
+                        s.name.span,
+                        "a `saturation` scenario needs latency thresholds",
+                        "no `ttft-p95` or `e2e-p95` here or in `slo`",
+                        "add `ttft-p95 2.0` (seconds) to the scenario, or an `slo` block",
+                    );
+                }
+            }
+        }
+        if ctx.problems.is_empty() {
+            return Ok(sweep);
+        }
+    }
+    ctx.problems.sort_by_key(|p| p.span.offset());
+    Err(ctx.problems)
+}

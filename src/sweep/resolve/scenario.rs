@@ -1,0 +1,232 @@
+//! Resolving the `scenario` part of a sweep file (see the parent module).
+
+use super::*;
+
+pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
+    let name = ctx.block_name(node);
+    let kind_node = node.children.iter().find(|c| c.name.value == "kind");
+    let kind = kind_node.and_then(|n| ctx.one_str(n));
+    let allowed: &[&str] = match kind.as_ref().map(|k| k.value.as_str()) {
+        Some("single") => &["kind", "requests", "early-stop"],
+        Some("batch") => &["kind", "batch-size", "batches"],
+        Some("server") => &["kind", "users", "rate", "duration"],
+        Some("rate") => &["kind", "rate", "burstiness", "duration", "ramp-from"],
+        Some("concurrency") => &["kind", "concurrency", "requests", "early-stop"],
+        Some("saturation") => &[
+            "kind",
+            "start",
+            "factor",
+            "max-rate",
+            "step-duration",
+            "precision",
+            "burstiness",
+            "ttft-p95",
+            "e2e-p95",
+            "max-error-rate",
+        ],
+        Some("offline") => &["kind", "requests"],
+        Some("replay") => &["kind", "trace", "speed"],
+        Some(other) => {
+            let help = did_you_mean(other, SCENARIO_KINDS.iter().copied())
+                .unwrap_or_else(|| known_list(SCENARIO_KINDS.iter().copied()));
+            ctx.err_help(
+                kind.as_ref().unwrap().span,
+                format!("unknown scenario kind `{other}`"),
+                "not a scenario kind",
+                help,
+            );
+            return None;
+        }
+        None => {
+            if kind_node.is_none() {
+                ctx.err_help(
+                    node.name.span,
+                    "scenario has no `kind`",
+                    "missing `kind`",
+                    known_list(SCENARIO_KINDS.iter().copied()),
+                );
+            }
+            return None;
+        }
+    };
+    let f = ctx.fields(node, allowed, &[]);
+    let required_ints = |field: &str, min: u64, max: u64, ctx: &mut Ctx| -> Vec<u64> {
+        match Ctx::first(&f, field) {
+            Some(n) => ctx.ints(n, min, max),
+            None => {
+                ctx.err(
+                    node.name.span,
+                    format!(
+                        "`{}` scenario needs `{field}`",
+                        kind.as_ref().unwrap().value
+                    ),
+                    format!("missing `{field}`"),
+                );
+                Vec::new()
+            }
+        }
+    };
+    let spec = match kind.as_ref().unwrap().value.as_str() {
+        "single" => ScenarioSpec::Single {
+            requests: match Ctx::first(&f, "requests") {
+                Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
+                None => vec![None],
+            },
+            early_stop: Ctx::first(&f, "early-stop").and_then(|n| ctx.one_num(n, 0.001, 10.0)),
+        },
+        "batch" => {
+            let batch_size = required_ints("batch-size", 1, 1_000_000, ctx);
+            let batches = match Ctx::first(&f, "batches") {
+                Some(n) => ctx.ints(n, 1, 1_000_000),
+                None => vec![1],
+            };
+            ScenarioSpec::Batch {
+                batch_size,
+                batches,
+            }
+        }
+        "server" => {
+            let users = required_ints("users", 1, 1_000_000, ctx);
+            let rate = match Ctx::first(&f, "rate") {
+                Some(n) => ctx.nums(n, 1e-6, 1e9),
+                None => {
+                    ctx.err_help(
+                        node.name.span,
+                        "`server` scenario needs `rate`",
+                        "missing `rate`",
+                        "requests per minute per user, e.g. `rate 30`",
+                    );
+                    Vec::new()
+                }
+            };
+            let duration_s = match Ctx::first(&f, "duration") {
+                Some(n) => ctx.nums(n, 0.001, 7.0 * 86_400.0),
+                None => {
+                    ctx.err_help(
+                        node.name.span,
+                        "`server` scenario needs `duration`",
+                        "missing `duration`",
+                        "seconds of traffic, e.g. `duration 60`",
+                    );
+                    Vec::new()
+                }
+            };
+            ScenarioSpec::Server {
+                users,
+                rate,
+                duration_s,
+            }
+        }
+        "rate" => {
+            let need = |field: &str, min: f64, max: f64, help: &str, ctx: &mut Ctx| match Ctx::first(
+                &f, field,
+            ) {
+                Some(n) => ctx.nums(n, min, max),
+                None => {
+                    ctx.err_help(
+                        node.name.span,
+                        format!("`rate` scenario needs `{field}`"),
+                        format!("missing `{field}`"),
+                        help,
+                    );
+                    Vec::new()
+                }
+            };
+            let rate = need(
+                "rate",
+                1e-6,
+                1e7,
+                "requests per second in total, e.g. `rate 4`",
+                ctx,
+            );
+            let duration_s = need(
+                "duration",
+                0.001,
+                7.0 * 86_400.0,
+                "seconds of traffic, e.g. `duration 60`",
+                ctx,
+            );
+            let burstiness = Ctx::first(&f, "burstiness")
+                .map(|n| ctx.nums(n, 0.01, 1000.0))
+                .unwrap_or_else(|| vec![1.0]);
+            let ramp_from = Ctx::first(&f, "ramp-from").and_then(|n| ctx.one_num(n, 0.0, 1e7));
+            ScenarioSpec::Rate {
+                rate,
+                burstiness,
+                duration_s,
+                ramp_from,
+            }
+        }
+        "saturation" => {
+            let num = |name: &str, min: f64, max: f64, ctx: &mut Ctx| {
+                Ctx::first(&f, name).and_then(|n| ctx.one_num(n, min, max))
+            };
+            let start = num("start", 0.001, 1e7, ctx).unwrap_or(1.0);
+            let factor = num("factor", 1.05, 100.0, ctx).unwrap_or(2.0);
+            let max_rate = num("max-rate", 0.001, 1e7, ctx).unwrap_or(1000.0);
+            let step_s = num("step-duration", 0.1, 86_400.0, ctx).unwrap_or(10.0);
+            let precision = num("precision", 0.001, 1.0, ctx).unwrap_or(0.05);
+            let burstiness = num("burstiness", 0.01, 1000.0, ctx).unwrap_or(1.0);
+            let ttft_p95 = num("ttft-p95", 0.0001, 86_400.0, ctx);
+            let e2e_p95 = num("e2e-p95", 0.0001, 86_400.0, ctx);
+            let max_error_rate = num("max-error-rate", 0.0, 1.0, ctx).unwrap_or(0.01);
+            if max_rate < start {
+                ctx.err(
+                    node.name.span,
+                    format!("`max-rate` {max_rate} is below `start` {start}"),
+                    "this scenario",
+                );
+            }
+            ScenarioSpec::Saturation(SaturationSpec {
+                start,
+                factor,
+                max_rate,
+                step_s,
+                precision,
+                burstiness,
+                ttft_p95,
+                e2e_p95,
+                max_error_rate,
+            })
+        }
+        "concurrency" => {
+            let concurrency = required_ints("concurrency", 1, 1_000_000, ctx);
+            let requests = match Ctx::first(&f, "requests") {
+                Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
+                None => vec![None],
+            };
+            let early_stop = Ctx::first(&f, "early-stop").and_then(|n| ctx.one_num(n, 0.001, 10.0));
+            ScenarioSpec::Concurrency {
+                concurrency,
+                requests,
+                early_stop,
+            }
+        }
+        "replay" => {
+            let trace = match Ctx::first(&f, "trace").and_then(|n| ctx.one_str(n)) {
+                Some(t) => Some(Spanned::new(ctx.expand_env(&t), t.span)),
+                None => {
+                    if Ctx::first(&f, "trace").is_none() {
+                        ctx.err_help(node.name.span, "`replay` scenario needs `trace`", "missing `trace`", "a JSONL, CSV or Parquet file with arrival times `t` (seconds) and optionally `output_tokens`");
+                    }
+                    None
+                }
+            };
+            let speed = Ctx::first(&f, "speed")
+                .map(|n| ctx.nums(n, 0.001, 1000.0))
+                .unwrap_or_else(|| vec![1.0]);
+            ScenarioSpec::Replay {
+                trace: trace?,
+                speed,
+            }
+        }
+        "offline" => ScenarioSpec::Offline {
+            requests: match Ctx::first(&f, "requests") {
+                Some(n) => ctx.ints(n, 1, 10_000_000).into_iter().map(Some).collect(),
+                None => vec![None],
+            },
+        },
+        _ => unreachable!("kind checked above"),
+    };
+    Some(Scenario { name: name?, spec })
+}
