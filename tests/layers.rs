@@ -138,7 +138,11 @@ fn no_import_cycle_between_top_level_modules() {
     ) {
         state.insert(m.to_string(), 1);
         stack.push(m.to_string());
-        for next in g.get(m).map(|e| e.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+        for next in g
+            .get(m)
+            .map(|e| e.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+        {
             match state.get(&next).copied().unwrap_or(0) {
                 0 => visit(&next, g, state, stack, cycles),
                 1 => {
@@ -160,7 +164,11 @@ fn no_import_cycle_between_top_level_modules() {
             visit(m, &g, &mut state, &mut Vec::new(), &mut cycles);
         }
     }
-    assert!(cycles.is_empty(), "import cycles among src/ modules:\n{}", cycles.join("\n"));
+    assert!(
+        cycles.is_empty(),
+        "import cycles among src/ modules:\n{}",
+        cycles.join("\n")
+    );
 }
 
 #[test]
@@ -169,18 +177,26 @@ fn every_import_goes_down_the_layers() {
     let mut wrong = Vec::new();
     for (m, deps) in &g {
         let Some(lm) = layer_of(m) else {
-            wrong.push(format!("{m}: not placed in a layer (add it to LAYERS and the docs)"));
+            wrong.push(format!(
+                "{m}: not placed in a layer (add it to LAYERS and the docs)"
+            ));
             continue;
         };
         for (d, files) in deps {
             match layer_of(d) {
                 Some(ld) if ld < lm => {}
-                Some(_) => wrong.push(format!("{m} imports {d} (same or higher layer) in {files:?}")),
+                Some(_) => wrong.push(format!(
+                    "{m} imports {d} (same or higher layer) in {files:?}"
+                )),
                 None => wrong.push(format!("{m} imports {d}, which is in no layer")),
             }
         }
     }
-    assert!(wrong.is_empty(), "imports against the layering:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "imports against the layering:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]

@@ -18,7 +18,7 @@ use bollard::Docker;
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::{catalog, fill, tail_of, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
+use super::{fill, tail_of, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
 use crate::spec::Launch;
 
 pub(crate) const LABEL_KEY: &str = "bench360.key";
@@ -199,7 +199,7 @@ pub(crate) struct ContainerCommand {
 
 /// The container's command and environment for a deployment (pure; unit-tested).
 pub(crate) fn container_command(spec: &LaunchSpec) -> Result<ContainerCommand, String> {
-    let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated");
+    let entry = spec.engine.catalog;
     let recipe = entry
         .docker
         .as_ref()
@@ -335,7 +335,7 @@ impl Launcher for DockerLauncher {
                 .map_err(|e| format!("cannot create the Hugging Face cache {h}: {e}"))?;
             binds.push(format!("{h}:/root/.cache/huggingface"));
         }
-        let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated");
+        let entry = spec.engine.catalog;
         let recipe = entry.docker.as_ref().expect("checked by container_command");
         let device_ids =
             crate::host::gpus::Allocation::from_env().for_docker(spec.engine.gpus.as_deref())?;
@@ -517,7 +517,7 @@ impl RunningEngine for DockerEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Api, Engine, PullPolicy, Spanned};
+    use crate::spec::{catalog, Api, Engine, PullPolicy, Spanned};
 
     fn spec(
         kind: &str,
@@ -530,6 +530,7 @@ mod tests {
             engine: Engine {
                 name: Spanned::new("e".into(), (0..0).into()),
                 kind: Spanned::new(kind.into(), (0..0).into()),
+                catalog: catalog::lookup(kind).unwrap(),
                 launch: Launch::Docker {
                     image: recipe.image.into(),
                     tag: recipe.tag.into(),
@@ -571,7 +572,7 @@ mod tests {
     }
 
     // Each engine's command line as its documentation prescribes (flag names from the docs
-    // cited in src/engine/catalog.rs).
+    // cited in src/spec/catalog.rs).
     #[test]
     fn container_commands_per_engine() {
         assert_eq!(

@@ -9,7 +9,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::record::Phases;
-use crate::spec::catalog;
 use crate::spec::{Engine, Launch};
 
 /// Everything a launcher needs to start one deployment.
@@ -83,7 +82,7 @@ fn fill(template: &str, spec: &LaunchSpec, at: &Placement) -> String {
 /// The full argument list of a process engine: the catalog's arguments, the quantization's
 /// (when not `default`), then the sweep's.
 pub(crate) fn process_args(spec: &LaunchSpec, port: u16) -> Vec<String> {
-    let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated by the resolver");
+    let entry = spec.engine.catalog;
     let at = Placement {
         host: "127.0.0.1".into(),
         port,
@@ -174,7 +173,7 @@ impl Launcher for ProcessLauncher {
             .map_err(|e| format!("failed to start `{binary}`: {e}"))?;
         let start_s = t0.elapsed().as_secs_f64();
         let base_url = format!("http://127.0.0.1:{port}");
-        let entry = catalog::lookup(&spec.engine.kind.value).expect("kind validated");
+        let entry = spec.engine.catalog;
         let health = format!("{base_url}{}", entry.health_path);
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
@@ -346,7 +345,7 @@ impl RunningEngine for EndpointEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Api, Spanned};
+    use crate::spec::{catalog, Api, Spanned};
 
     #[test]
     fn llama_cpp_context_is_per_slot_times_slots() {
@@ -354,6 +353,7 @@ mod tests {
             engine: Engine {
                 name: Spanned::new("e".into(), (0..0).into()),
                 kind: Spanned::new("llama.cpp".into(), (0..0).into()),
+                catalog: catalog::lookup("llama.cpp").unwrap(),
                 launch: Launch::Process {
                     binary: "llama-server".into(),
                 },

@@ -145,8 +145,7 @@ impl Executor<'_> {
         let result: Result<serde_json::Value, String> = match &engine.launch {
             Launch::Process { binary } => match facts::resolve_binary(binary) {
                 Ok(path) => {
-                    let entry =
-                        crate::spec::catalog::lookup(&engine.kind.value).expect("validated");
+                    let entry = engine.catalog;
                     let out = tokio::time::timeout(
                         Duration::from_secs(30),
                         tokio::process::Command::new(&path)
@@ -507,8 +506,9 @@ impl Executor<'_> {
         let targets = telemetry::Targets {
             engine_pid: engine.pid(),
             gpus: engine_def.gpus.clone(),
-            metrics_url: crate::spec::catalog::lookup(&engine_def.kind.value)
-                .and_then(|e| e.metrics_path)
+            metrics_url: engine_def
+                .catalog
+                .metrics_path
                 .map(|p| format!("{}{p}", engine.base_url())),
         };
         let tcfg = self.sweep.telemetry;

@@ -127,6 +127,8 @@ pub(crate) struct Variant {
 pub(crate) struct Engine {
     pub name: Spanned<String>,
     pub kind: Spanned<String>,
+    /// The catalog row of `kind`, resolved once by the resolver.
+    pub catalog: &'static catalog::CatalogEntry,
     pub launch: Launch,
     /// Parallel request slots the engine is started with.
     pub parallel: u32,

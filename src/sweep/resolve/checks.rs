@@ -31,7 +31,7 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
     for cfg in crate::spec::expand::deployments(sweep) {
         let engine = &sweep.engines[cfg.engine];
         let variant = &sweep.models[cfg.model].variants[cfg.variant];
-        let entry = catalog::lookup(&engine.kind.value).expect("kind validated");
+        let entry = engine.catalog;
         if !entry.accepts_quantization(&variant.quantization.value) {
             ctx.err_help(
                 variant.quantization.span,

@@ -262,6 +262,7 @@ pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
     Some(Engine {
         name: name?,
         kind: kind?,
+        catalog: entry?,
         launch: launch?,
         parallel,
         ctx_size,
