@@ -1,0 +1,605 @@
+//! Building the DAG: the matrix expansion walked once, one key builder per node kind.
+//!
+//! Each node kind's key inputs are a `#[derive(Serialize)]` struct, flattened by [`inputs_of`]
+//! into the string map that is hashed ([`key_of`]) and that `plan` diffs ("changed: x: old →
+//! new"). Field names are the map's names. Values keep the exact text the keys have always
+//! hashed (a node key must not move under a user's cache — `tests/fixtures/keys` pins them):
+//! integers as numbers, floats as Rust's `Display` text, lists and enums as their JSON.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::Serialize;
+
+use super::graph::{Deployment, Node, NodeKind, Plan, PlanBuilder, PlanError, RunSpec};
+use super::{weights_path, Facts};
+use crate::record::Columns;
+use crate::spec::expand::{self, Config, DeploymentRef, ScenarioInstance};
+use crate::spec::{Engine, ModelSource, Sweep};
+use crate::store::keys::{key_of, KeyInputs};
+use crate::task;
+
+/// Flattens a key-input struct into the map that is hashed and diffed: strings as they are,
+/// numbers as their text, absent (`None`) fields left out, flattened maps merged.
+pub(crate) fn inputs_of<T: Serialize>(t: &T) -> KeyInputs {
+    let mut out = KeyInputs::new();
+    if let serde_json::Value::Object(m) = serde_json::to_value(t).expect("key inputs serialize") {
+        for (k, v) in m {
+            match v {
+                serde_json::Value::Null => {}
+                serde_json::Value::String(s) => {
+                    out.insert(k, s);
+                }
+                other => {
+                    out.insert(k, other.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn json<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).expect("serializable")
+}
+
+pub(super) fn hash_str(s: &str) -> String {
+    blake3::hash(s.as_bytes()).to_hex()[..32].to_string()
+}
+
+/// What a `pull` node resolves: the engine's artifact (binary checksum, image digest, URL).
+#[derive(Serialize)]
+struct PullKey<'a> {
+    node: &'static str,
+    #[serde(rename = "engine.kind")]
+    kind: &'a str,
+    /// The launch block as JSON.
+    #[serde(rename = "engine.launch")]
+    launch: String,
+    #[serde(rename = "engine.artifact")]
+    artifact: String,
+}
+
+/// A deployment: the engine started with one model variant on this machine.
+#[derive(Serialize)]
+struct ColdstartKey<'a> {
+    node: &'static str,
+    pull: &'a str,
+    #[serde(rename = "model.quantization")]
+    quantization: &'a str,
+    #[serde(rename = "model.path")]
+    path: Option<String>,
+    /// Content hash of the weights, or "unreadable" (the node is then blocked).
+    #[serde(rename = "model.weights")]
+    weights: Option<String>,
+    #[serde(rename = "model.id")]
+    id: Option<&'a str>,
+    #[serde(rename = "engine.parallel")]
+    parallel: u32,
+    /// Rust `Display` of the fraction.
+    #[serde(rename = "engine.gpu-memory")]
+    gpu_memory: String,
+    #[serde(rename = "engine.dtype")]
+    dtype: String,
+    #[serde(rename = "engine.gpus")]
+    gpus: Option<String>,
+    #[serde(rename = "engine.ctx-size")]
+    ctx_size: u32,
+    #[serde(rename = "engine.args")]
+    args: String,
+    #[serde(rename = "engine.catalog-args")]
+    catalog_args: String,
+    /// `engine.env.NAME`: values may be secrets, so only a hash enters the key.
+    #[serde(flatten)]
+    env: BTreeMap<String, String>,
+    /// `machine.FIELD`: the fingerprint of the machine the deployment runs on.
+    #[serde(flatten)]
+    machine: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct WarmupKey<'a> {
+    node: &'static str,
+    deployment: &'a str,
+    requests: u32,
+}
+
+/// One measured run of a configuration on a deployment.
+#[derive(Serialize)]
+struct RunKey<'a> {
+    node: &'static str,
+    deployment: &'a str,
+    api: String,
+    #[serde(rename = "task.kind")]
+    task_kind: String,
+    #[serde(rename = "task.samples")]
+    samples: String,
+    #[serde(rename = "task.shots")]
+    shots: u32,
+    #[serde(rename = "task.system")]
+    system: &'a str,
+    #[serde(rename = "task.template")]
+    template: String,
+    /// `task.dataset.FILE`: content hash of each file the prompts come from.
+    #[serde(flatten)]
+    dataset: BTreeMap<String, String>,
+    #[serde(rename = "scenario.kind")]
+    scenario_kind: &'a str,
+    #[serde(rename = "scenario.trace-content")]
+    trace_content: Option<String>,
+    /// `scenario.PARAM`: the scenario instance's parameters.
+    #[serde(flatten)]
+    scenario: BTreeMap<String, String>,
+    #[serde(rename = "sampling.max-tokens")]
+    max_tokens: u32,
+    #[serde(rename = "sampling.temperature")]
+    temperature: String,
+    #[serde(rename = "sampling.top-p")]
+    top_p: String,
+    #[serde(rename = "sampling.stop")]
+    stop: String,
+    #[serde(rename = "request-timeout")]
+    request_timeout: String,
+    #[serde(rename = "telemetry.interval")]
+    telemetry_interval: String,
+    #[serde(rename = "telemetry.idle")]
+    telemetry_idle: String,
+    seed: u64,
+    repeat: u32,
+}
+
+#[derive(Serialize)]
+struct ScoreKey<'a> {
+    node: &'static str,
+    run: &'a str,
+    metric: String,
+    /// `scoring-file.PATH`: content hash of each file the scorer reads (a scorer script).
+    #[serde(flatten)]
+    scoring_files: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct ReportKey {
+    node: &'static str,
+    format: &'static str,
+    slo: String,
+    cost: String,
+    /// `coldstart LABEL` and `score LABEL` → key: everything the report reads.
+    #[serde(flatten)]
+    parts: BTreeMap<String, String>,
+}
+
+fn pull_node(engine: &Engine, facts: &Facts) -> Node {
+    let (artifact, blocked_by) = match facts.artifacts.get(&engine.name.value) {
+        Some(Ok(d)) => (d.clone(), None),
+        Some(Err(e)) => ("unresolved".to_string(), Some(e.clone())),
+        None => (
+            "unresolved".to_string(),
+            Some("engine artifact was not examined".to_string()),
+        ),
+    };
+    let inputs = inputs_of(&PullKey {
+        node: "pull",
+        kind: &engine.kind.value,
+        launch: json(&engine.launch),
+        artifact,
+    });
+    Node {
+        kind: NodeKind::Pull,
+        key: key_of(&inputs),
+        label: format!("pull {}", engine.name.value),
+        inputs,
+        deployment: None,
+        run: None,
+        blocked_by,
+    }
+}
+
+fn coldstart_node(
+    sweep: &Sweep,
+    facts: &Facts,
+    at: DeploymentRef,
+    pull_key: &str,
+    label: &str,
+    deployment: usize,
+) -> Node {
+    let engine = &sweep.engines[at.engine];
+    let model = &sweep.models[at.model];
+    let variant = &model.variants[at.variant];
+    let mut blocked_by = None;
+    let (path, weights, id) = match weights_path(sweep, at) {
+        Some(p) => {
+            let weights = match facts.file(&p) {
+                Ok(h) => h,
+                Err(e) => {
+                    blocked_by = Some(e);
+                    "unreadable".into()
+                }
+            };
+            (Some(p.display().to_string()), Some(weights), None)
+        }
+        None => match &model.source {
+            ModelSource::Id(id) => (None, None, Some(id.as_str())),
+            ModelSource::Path(_) => (None, None, None),
+        },
+    };
+    let inputs = inputs_of(&ColdstartKey {
+        node: "coldstart",
+        pull: pull_key,
+        quantization: &variant.quantization.value,
+        path,
+        weights,
+        id,
+        parallel: engine.parallel,
+        gpu_memory: engine.gpu_memory.to_string(),
+        dtype: json(&engine.dtype),
+        gpus: engine.gpus.as_ref().map(json),
+        ctx_size: engine.ctx_size,
+        args: json(&engine.args),
+        catalog_args: json(&Some(engine.catalog.process_args)),
+        env: engine
+            .env
+            .iter()
+            .map(|(k, v)| (format!("engine.env.{k}"), format!("blake3:{}", hash_str(v))))
+            .collect(),
+        machine: facts
+            .machines
+            .get(label)
+            .unwrap_or(&facts.machine)
+            .iter()
+            .map(|(k, v)| (format!("machine.{k}"), v.clone()))
+            .collect(),
+    });
+    Node {
+        kind: NodeKind::Coldstart,
+        key: key_of(&inputs),
+        label: format!("coldstart {label}"),
+        inputs,
+        deployment: Some(deployment),
+        run: None,
+        blocked_by,
+    }
+}
+
+fn warmup_node(sweep: &Sweep, coldstart_key: &str, label: &str, deployment: usize) -> Node {
+    let inputs = inputs_of(&WarmupKey {
+        node: "warmup",
+        deployment: coldstart_key,
+        requests: sweep.defaults.warmup,
+    });
+    Node {
+        kind: NodeKind::Warmup,
+        key: key_of(&inputs),
+        label: format!("warmup {label}"),
+        inputs,
+        deployment: Some(deployment),
+        run: None,
+        blocked_by: None,
+    }
+}
+
+/// The run's label: deployment, task, scenario, the axis values that vary, the repeat.
+fn run_label(sweep: &Sweep, cfg: &Config, deployment_label: &str) -> String {
+    let task = &sweep.tasks[cfg.task];
+    let scenario = &sweep.scenarios[cfg.scenario];
+    let mut axis = cfg.instance.axis_params(&scenario.spec);
+    let m = &sweep.matrix;
+    if m.max_tokens.len() > 1 {
+        axis.push(("max-tokens".into(), cfg.sampling.max_tokens.to_string()));
+    }
+    if m.temperature.len() > 1 {
+        axis.push(("temperature".into(), cfg.sampling.temperature.to_string()));
+    }
+    if m.top_p.len() > 1 {
+        axis.push(("top-p".into(), cfg.sampling.top_p.to_string()));
+    }
+    let axis_label = if axis.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "[{}]",
+            axis.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    let repeat = if sweep.repeats > 1 {
+        format!(" #{}", cfg.repeat + 1)
+    } else {
+        String::new()
+    };
+    format!(
+        "{deployment_label} {} {}{axis_label}{repeat}",
+        task.name.value, scenario.name.value
+    )
+}
+
+/// Per task, computed once: its implementation, prompt files and scoring files.
+struct TaskFacts {
+    imp: Box<dyn task::Task>,
+    files: Vec<PathBuf>,
+    scoring_files: Vec<PathBuf>,
+}
+
+fn run_node(
+    sweep: &Sweep,
+    facts: &Facts,
+    cfg: &Config,
+    t: &TaskFacts,
+    deployment_key: &str,
+    label: &str,
+    deployment: usize,
+    run_index: usize,
+) -> Node {
+    let task = &sweep.tasks[cfg.task];
+    let engine = &sweep.engines[cfg.engine];
+    let mut blocked_by = None;
+    let dir = sweep.resolve_path(&task.dataset.value);
+    let mut dataset = BTreeMap::new();
+    for f in &t.files {
+        let name = f
+            .strip_prefix(&dir)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .into_owned();
+        let name = if name.is_empty() {
+            f.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        } else {
+            name
+        };
+        let h = facts.file(f).unwrap_or_else(|e| {
+            blocked_by.get_or_insert(e);
+            "unreadable".into()
+        });
+        dataset.insert(format!("task.dataset.{name}"), h);
+    }
+    let trace_content = match &cfg.instance {
+        ScenarioInstance::Replay { trace, .. } => {
+            Some(facts.file(&PathBuf::from(trace)).unwrap_or_else(|e| {
+                blocked_by.get_or_insert(e);
+                "unreadable".into()
+            }))
+        }
+        _ => None,
+    };
+    let inputs = inputs_of(&RunKey {
+        node: "run",
+        deployment: deployment_key,
+        api: json(&task.mode.unwrap_or(engine.api)),
+        task_kind: json(&task.kind),
+        samples: task.samples.map_or("all".into(), |s| s.to_string()),
+        shots: task.shots,
+        system: task.system.as_deref().unwrap_or_default(),
+        template: hash_str(&t.imp.template()),
+        dataset,
+        scenario_kind: cfg.instance.kind(),
+        trace_content,
+        scenario: cfg
+            .instance
+            .params()
+            .into_iter()
+            .map(|(k, v)| (format!("scenario.{k}"), v))
+            .collect(),
+        max_tokens: cfg.sampling.max_tokens,
+        temperature: cfg.sampling.temperature.to_string(),
+        top_p: cfg.sampling.top_p.to_string(),
+        stop: json(&cfg.sampling.stop),
+        request_timeout: sweep.defaults.request_timeout_s.to_string(),
+        telemetry_interval: sweep.telemetry.interval.as_secs_f64().to_string(),
+        telemetry_idle: sweep.telemetry.idle.as_secs_f64().to_string(),
+        seed: sweep.seed,
+        repeat: cfg.repeat,
+    });
+    Node {
+        kind: NodeKind::Run,
+        key: key_of(&inputs),
+        label: format!("run {label}"),
+        inputs,
+        deployment: Some(deployment),
+        run: Some(run_index),
+        blocked_by,
+    }
+}
+
+fn score_node(
+    sweep: &Sweep,
+    facts: &Facts,
+    t: &TaskFacts,
+    run_key: &str,
+    label: &str,
+    deployment: usize,
+    run_index: usize,
+) -> Node {
+    let inputs = inputs_of(&ScoreKey {
+        node: "score",
+        run: run_key,
+        metric: t.imp.metric(),
+        scoring_files: t
+            .scoring_files
+            .iter()
+            .map(|f| {
+                let h = facts.file(f).unwrap_or_else(|e| format!("unreadable: {e}"));
+                let name = f.strip_prefix(&sweep.base_dir).unwrap_or(f);
+                (format!("scoring-file.{}", name.display()), h)
+            })
+            .collect(),
+    });
+    Node {
+        kind: NodeKind::Score,
+        key: key_of(&inputs),
+        label: format!("score {label}"),
+        inputs,
+        deployment: Some(deployment),
+        run: Some(run_index),
+        blocked_by: None,
+    }
+}
+
+fn columns(sweep: &Sweep, cfg: &Config) -> Columns {
+    let model = &sweep.models[cfg.model];
+    let engine = &sweep.engines[cfg.engine];
+    Columns {
+        sweep: sweep.name.clone(),
+        model: model.name.value.clone(),
+        quantization: model.variants[cfg.variant].quantization.value.clone(),
+        engine: engine.name.value.clone(),
+        engine_kind: engine.kind.value.clone(),
+        task: sweep.tasks[cfg.task].name.value.clone(),
+        scenario: sweep.scenarios[cfg.scenario].name.value.clone(),
+        scenario_kind: cfg.instance.kind().into(),
+        scenario_params: json(&cfg.instance.params()),
+        max_tokens: cfg.sampling.max_tokens,
+        temperature: cfg.sampling.temperature,
+        top_p: cfg.sampling.top_p,
+        seed: sweep.seed,
+        repeat: cfg.repeat,
+    }
+}
+
+/// Builds the sealed DAG with every node's key.
+pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
+    let mut b = PlanBuilder {
+        graph: DiGraph::new(),
+    };
+    let mut deployments: Vec<Deployment> = Vec::new();
+    let mut pulls: BTreeMap<usize, NodeIndex> = BTreeMap::new();
+    let mut runs = Vec::new();
+    let tasks: Vec<TaskFacts> = (0..sweep.tasks.len())
+        .map(|t| {
+            let imp = task::of(sweep, t);
+            TaskFacts {
+                files: imp.files(),
+                scoring_files: task::scoring_files(sweep, t),
+                imp,
+            }
+        })
+        .collect();
+
+    for cfg in &expand::configs(sweep) {
+        let at = cfg.deployment();
+        let di = match deployments.iter().position(|d| d.at == at) {
+            Some(i) => i,
+            None => {
+                let engine = &sweep.engines[at.engine];
+                let pull = *pulls
+                    .entry(at.engine)
+                    .or_insert_with(|| b.add(pull_node(engine, facts), &[]));
+                let model = &sweep.models[at.model];
+                let label = format!(
+                    "{}:{}@{}",
+                    model.name.value,
+                    model.variants[at.variant].quantization.value,
+                    engine.name.value
+                );
+                let di = deployments.len();
+                let pull_key = b.graph[pull].key.clone();
+                let coldstart = b.add(
+                    coldstart_node(sweep, facts, at, &pull_key, &label, di),
+                    &[pull],
+                );
+                let cs_key = b.graph[coldstart].key.clone();
+                let warmup = b.add(warmup_node(sweep, &cs_key, &label, di), &[coldstart]);
+                deployments.push(Deployment {
+                    at,
+                    label,
+                    pull,
+                    coldstart,
+                    warmup,
+                    runs: Vec::new(),
+                });
+                di
+            }
+        };
+        let dep = &deployments[di];
+        let deployment_key = b.graph[dep.coldstart].key.clone();
+        let warmup = dep.warmup;
+        let label = run_label(sweep, cfg, &dep.label);
+        let run_index = runs.len();
+        let t = &tasks[cfg.task];
+        let run = b.add(
+            run_node(sweep, facts, cfg, t, &deployment_key, &label, di, run_index),
+            &[warmup],
+        );
+        let run_key = b.graph[run].key.clone();
+        let score = b.add(
+            score_node(sweep, facts, t, &run_key, &label, di, run_index),
+            &[run],
+        );
+        runs.push(RunSpec {
+            config: cfg.clone(),
+            columns: columns(sweep, cfg),
+            deployment: di,
+            node: run,
+            score,
+        });
+        deployments[di].runs.push(run_index);
+    }
+
+    let mut parts = BTreeMap::new();
+    for d in &deployments {
+        parts.insert(
+            format!("coldstart {}", d.label),
+            b.graph[d.coldstart].key.clone(),
+        );
+    }
+    for r in &runs {
+        parts.insert(b.graph[r.score].label.clone(), b.graph[r.score].key.clone());
+    }
+    let inputs = inputs_of(&ReportKey {
+        node: "report",
+        format: crate::record::REPORT_FORMAT,
+        slo: json(&sweep.slo),
+        cost: json(&sweep.cost),
+        parts,
+    });
+    let deps: Vec<NodeIndex> = deployments
+        .iter()
+        .map(|d| d.coldstart)
+        .chain(runs.iter().map(|r| r.score))
+        .collect();
+    let report = b.add(
+        Node {
+            kind: NodeKind::Report,
+            key: key_of(&inputs),
+            label: format!("report {}", sweep.name),
+            inputs,
+            deployment: None,
+            run: None,
+            blocked_by: None,
+        },
+        &deps,
+    );
+    b.seal(sweep.name.clone(), deployments, runs, report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_structs_flatten_to_the_strings_keys_have_always_hashed() {
+        #[derive(Serialize)]
+        struct K {
+            a: u32,
+            b: String,
+            c: Option<String>,
+            #[serde(flatten)]
+            m: BTreeMap<String, String>,
+        }
+        let got = inputs_of(&K {
+            a: 7,
+            b: 0.5f64.to_string(),
+            c: None,
+            m: [("x.y".to_string(), "z".to_string())].into(),
+        });
+        let want: KeyInputs = [("a", "7"), ("b", "0.5"), ("x.y", "z")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(got, want);
+    }
+}

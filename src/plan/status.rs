@@ -1,0 +1,146 @@
+//! Node statuses against what the store remembers: cached, will run (and why), blocked.
+
+use serde::Serialize;
+
+use petgraph::Direction;
+
+use super::graph::{Node, NodeKind, Plan};
+use crate::store::keys::{self, KeyInputs};
+use crate::store::Store;
+
+/// What the store remembers of a node, for status and "why".
+#[derive(Debug, Clone)]
+pub(crate) struct Past {
+    pub finished: bool,
+    pub failed_cause: Option<String>,
+    pub inputs: KeyInputs,
+}
+
+pub(crate) trait History {
+    fn past(&self, key: &str) -> Option<Past>;
+    /// Key of the last recorded node with this label in this sweep.
+    fn last_key(&self, sweep: &str, label: &str) -> Option<String>;
+}
+
+impl History for Store {
+    fn past(&self, key: &str) -> Option<Past> {
+        let r = self.record(key)?;
+        Some(Past {
+            finished: r.status == crate::store::RecordStatus::Finished,
+            failed_cause: (r.status == crate::store::RecordStatus::Failed)
+                .then(|| r.cause.unwrap_or_default()),
+            inputs: r.inputs,
+        })
+    }
+
+    fn last_key(&self, sweep: &str, label: &str) -> Option<String> {
+        Store::last_key(self, sweep, label)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub(crate) enum Status {
+    Cached,
+    WillRun {
+        why: String,
+    },
+    /// Not needed: nothing below it runs (warmup only).
+    Skipped,
+    Blocked {
+        why: String,
+    },
+}
+
+impl Status {
+    pub fn will_run(&self) -> bool {
+        matches!(self, Status::WillRun { .. })
+    }
+}
+
+/// Status of every node, in plan order, with the reason for each that will run.
+pub(crate) fn statuses(plan: &Plan, history: &dyn History) -> Vec<Status> {
+    let g = &plan.graph;
+    let mut st: Vec<Option<Status>> = vec![None; g.node_count()];
+    // Warmups are decided after their runs; everything else in topological order.
+    for &i in &plan.order {
+        let node = &g[i];
+        if node.kind == NodeKind::Warmup {
+            continue;
+        }
+        let blocked_dep = g
+            .neighbors_directed(i, Direction::Incoming)
+            .flat_map(|d| {
+                if g[d].kind == NodeKind::Warmup {
+                    g.neighbors_directed(d, Direction::Incoming)
+                        .collect::<Vec<_>>()
+                } else {
+                    vec![d]
+                }
+            })
+            .find(|d| matches!(st[d.index()], Some(Status::Blocked { .. })));
+        let s = if let Some(why) = &node.blocked_by {
+            Status::Blocked { why: why.clone() }
+        } else if let (Some(d), false) = (blocked_dep, node.kind == NodeKind::Report) {
+            Status::Blocked {
+                why: format!("needs `{}`, which is blocked", g[d].label),
+            }
+        } else {
+            match history.past(&node.key) {
+                Some(p) if p.finished => Status::Cached,
+                Some(p) => Status::WillRun {
+                    why: match p.failed_cause {
+                        Some(c) => format!("failed last time: {c}"),
+                        None => "interrupted last time".to_string(),
+                    },
+                },
+                None => Status::WillRun {
+                    why: why_new(plan, history, node),
+                },
+            }
+        };
+        st[i.index()] = Some(s);
+    }
+    for d in &plan.deployments {
+        let any = d.runs.iter().any(|&r| {
+            st[plan.runs[r].node.index()]
+                .as_ref()
+                .is_some_and(Status::will_run)
+        });
+        let cold_blocked = matches!(st[d.coldstart.index()], Some(Status::Blocked { .. }));
+        st[d.warmup.index()] = Some(if cold_blocked {
+            Status::Blocked {
+                why: "its engine cannot start".into(),
+            }
+        } else if any {
+            Status::WillRun {
+                why: "ephemeral: precedes the runs of this engine lifetime".into(),
+            }
+        } else {
+            Status::Skipped
+        });
+    }
+    st.into_iter()
+        .map(|s| s.expect("every node visited"))
+        .collect()
+}
+
+fn why_new(plan: &Plan, history: &dyn History, node: &Node) -> String {
+    let Some(prev) = history.last_key(&plan.sweep, &node.label) else {
+        return "new".to_string();
+    };
+    let Some(past) = history.past(&prev) else {
+        return "new".to_string();
+    };
+    let changes = keys::diff(&past.inputs, &node.inputs);
+    if changes.is_empty() {
+        return "new".to_string();
+    }
+    let shown: Vec<String> = changes.iter().take(3).map(|c| c.to_string()).collect();
+    let more = if changes.len() > 3 {
+        format!(" (+{} more)", changes.len() - 3)
+    } else {
+        String::new()
+    };
+    format!("changed: {}{more}", shown.join("; "))
+}
