@@ -1,0 +1,259 @@
+//! The pure summary of what a run collected: per-device energy (NVML counter minus idle
+//! baseline, or ∫power), means and peaks (see the parent module).
+
+use super::*;
+
+/// Energy of one device (GPU or CPU package) over the run window.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct DeviceEnergy {
+    pub source: String,
+    pub device: String,
+    /// `counter` (energy counter deltas) or `power-integral` (trapezoids over power samples).
+    pub method: String,
+    pub energy_j: f64,
+    pub coverage: f64,
+    pub idle_w: Option<f64>,
+    pub energy_above_idle_j: Option<f64>,
+    pub mean_w: Option<f64>,
+    pub peak_w: Option<f64>,
+    /// When energy came from the counter: the same window integrated from power samples, as
+    /// a cross-check of the two sources.
+    pub power_integral_j: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub(crate) struct Summary {
+    pub notes: Vec<String>,
+    pub interval_s: f64,
+    pub idle_window_s: f64,
+    pub window_s: f64,
+    pub devices: Vec<DeviceEnergy>,
+    /// `gpu`, `cpu-rapl` or `none`: what `energy_j` and the per-unit figures count.
+    pub energy_source: String,
+    pub energy_j: Option<f64>,
+    pub energy_above_idle_j: Option<f64>,
+    pub energy_wh: Option<f64>,
+    pub j_per_output_token: Option<f64>,
+    pub j_per_request: Option<f64>,
+    pub j_per_sentence: Option<f64>,
+    pub output_tokens_per_j: Option<f64>,
+    pub gpu_mem_mean_mb: Option<f64>,
+    pub gpu_mem_peak_mb: Option<f64>,
+    /// Mean GPU memory used (all sampled devices) − model size on disk.
+    pub gpu_mem_overhead_mb: Option<f64>,
+    pub gpu_util_mean_pct: Option<f64>,
+    pub gpu_util_peak_pct: Option<f64>,
+    pub engine_gpu_mem_peak_mb: Option<f64>,
+    pub engine_cpu_mean_pct: Option<f64>,
+    pub engine_cpu_peak_pct: Option<f64>,
+    pub engine_rss_peak_mb: Option<f64>,
+    pub host_cpu_mean_pct: Option<f64>,
+    pub host_mem_peak_mb: Option<f64>,
+    pub bench360_cpu_mean_pct: Option<f64>,
+    /// bench360's own CPU averaged ≥ 90 % of the machine's cores during the window: the
+    /// load generator, not the engine, may have limited the run.
+    #[serde(default)]
+    pub client_cpu_saturated: bool,
+    pub running_peak: Option<f64>,
+    pub waiting_peak: Option<f64>,
+    pub kv_cache_peak_pct: Option<f64>,
+    pub sampler_costs: Vec<SamplerCost>,
+}
+
+pub(super) fn series(
+    samples: &[Sample],
+    source: Source,
+    device: &str,
+    f: impl Fn(&Sample) -> Option<f64>,
+) -> (Vec<i64>, Vec<f64>) {
+    samples
+        .iter()
+        .filter(|s| s.source == source && s.device == device)
+        .filter_map(|s| f(s).map(|v| (s.t_ns, v)))
+        .unzip()
+}
+
+pub(super) fn mean_peak(
+    samples: &[Sample],
+    source: Source,
+    device: &str,
+    f: impl Fn(&Sample) -> Option<f64>,
+    w: (i64, i64),
+) -> Option<(f64, f64)> {
+    let (t, v) = series(samples, source, device, f);
+    energy::mean_peak(&t, &v, w.0, w.1)
+}
+
+/// Energy of each device over the window (counter when present, else power integral), with
+/// idle power from the idle window.
+pub(super) fn device_energy(
+    samples: &[Sample],
+    source: Source,
+    device: &str,
+    wrap: Option<f64>,
+    idle: Option<(i64, i64)>,
+    w: (i64, i64),
+    max_gap: i64,
+) -> Option<DeviceEnergy> {
+    let (ct, cv) = series(samples, source, device, |s| s.energy_mj);
+    let (pt, pv) = series(samples, source, device, |s| s.power_w);
+    let over = |a: i64, b: i64| -> Option<(Integral, &'static str)> {
+        energy::counter_energy(&ct, &cv, wrap, a, b, max_gap)
+            .map(|i| (i, "counter"))
+            .or_else(|| {
+                energy::power_integral(&pt, &pv, a, b, max_gap).map(|i| (i, "power-integral"))
+            })
+    };
+    let (run, method) = over(w.0, w.1)?;
+    let secs = (w.1 - w.0) as f64 / 1e9;
+    let idle_w = idle.and_then(|(a, b)| over(a, b).map(|(i, _)| i.joules / ((b - a) as f64 / 1e9)));
+    let (mean_w, peak_w) = match energy::mean_peak(&pt, &pv, w.0, w.1) {
+        Some((m, p)) => (Some(m), Some(p)),
+        None => (Some(run.joules / secs), None),
+    };
+    let power_integral_j = (method == "counter")
+        .then(|| energy::power_integral(&pt, &pv, w.0, w.1, max_gap).map(|i| i.joules))
+        .flatten();
+    Some(DeviceEnergy {
+        power_integral_j,
+        source: source.as_str().into(),
+        device: device.into(),
+        method: method.into(),
+        energy_j: run.joules,
+        coverage: run.coverage,
+        idle_w,
+        energy_above_idle_j: idle_w.map(|p| run.joules - p * secs),
+        mean_w,
+        peak_w,
+    })
+}
+
+/// Turns a run's samples into its telemetry summary. `idle` and `window` are [start, end] on
+/// the run clock (ns); RAPL counter ranges come with the samples (`Collected::wraps`).
+pub(crate) fn summarize(
+    c: &Collected,
+    cfg: &Config,
+    idle: Option<(i64, i64)>,
+    window: (i64, i64),
+    requests: &[RequestRecord],
+    model_bytes: Option<u64>,
+) -> Summary {
+    let s = &c.samples;
+    let max_gap = (cfg.interval.as_nanos() as i64) * 3;
+    let devices_of = |source: Source| -> Vec<String> {
+        let mut d: Vec<String> = s
+            .iter()
+            .filter(|x| x.source == source)
+            .map(|x| x.device.clone())
+            .collect();
+        d.sort();
+        d.dedup();
+        d
+    };
+    let gpus = devices_of(Source::Gpu);
+    let packages = devices_of(Source::Rapl);
+    let mut out = Summary {
+        notes: c.notes.clone(),
+        interval_s: cfg.interval.as_secs_f64(),
+        idle_window_s: idle.map(|(a, b)| (b - a) as f64 / 1e9).unwrap_or(0.0),
+        window_s: (window.1 - window.0) as f64 / 1e9,
+        sampler_costs: c.costs.clone(),
+        ..Default::default()
+    };
+    for g in &gpus {
+        out.devices.extend(device_energy(
+            s,
+            Source::Gpu,
+            g,
+            None,
+            idle,
+            window,
+            max_gap,
+        ));
+    }
+    for p in &packages {
+        let wrap = c.wraps.iter().find(|(d, _)| d == p).map(|(_, w)| *w);
+        out.devices.extend(device_energy(
+            s,
+            Source::Rapl,
+            p,
+            wrap,
+            idle,
+            window,
+            max_gap,
+        ));
+    }
+    let total = |src: &str| -> Option<(f64, Option<f64>)> {
+        let d: Vec<&DeviceEnergy> = out.devices.iter().filter(|d| d.source == src).collect();
+        if d.is_empty() {
+            return None;
+        }
+        let above = d.iter().map(|x| x.energy_above_idle_j).sum::<Option<f64>>();
+        Some((d.iter().map(|x| x.energy_j).sum(), above))
+    };
+    let (source, e) = match (total("gpu"), total("rapl")) {
+        (Some(g), _) => ("gpu", Some(g)),
+        (None, Some(r)) => ("cpu-rapl", Some(r)),
+        (None, None) => ("none", None),
+    };
+    out.energy_source = source.into();
+    if let Some((joules, above)) = e {
+        let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.ok()).collect();
+        let tokens: u64 = ok
+            .iter()
+            .filter_map(|r| r.completion_tokens)
+            .map(u64::from)
+            .sum();
+        let sentences: usize = ok.iter().map(|r| energy::sentences(&r.output)).sum();
+        out.energy_j = Some(joules);
+        out.energy_above_idle_j = above;
+        out.energy_wh = Some(joules / 3600.0);
+        out.j_per_output_token = (tokens > 0).then(|| joules / tokens as f64);
+        out.output_tokens_per_j = (joules > 0.0).then(|| tokens as f64 / joules);
+        out.j_per_request = (!ok.is_empty()).then(|| joules / ok.len() as f64);
+        out.j_per_sentence = (sentences > 0).then(|| joules / sentences as f64);
+    }
+    // GPU memory and utilization: summed / averaged over the sampled devices per tick.
+    if !gpus.is_empty() {
+        let mut mem_mean = 0.0;
+        let mut mem_peak = 0.0;
+        let mut util: Vec<(f64, f64)> = Vec::new();
+        let mut proc_peak: Option<f64> = None;
+        for g in &gpus {
+            if let Some((m, p)) = mean_peak(s, Source::Gpu, g, |x| x.mem_used_mb, window) {
+                mem_mean += m;
+                mem_peak += p;
+            }
+            util.extend(mean_peak(s, Source::Gpu, g, |x| x.util_pct, window));
+            if let Some((_, p)) = mean_peak(s, Source::Gpu, g, |x| x.proc_mem_mb, window) {
+                *proc_peak.get_or_insert(0.0) += p;
+            }
+        }
+        out.gpu_mem_mean_mb = Some(mem_mean);
+        out.gpu_mem_peak_mb = Some(mem_peak);
+        out.gpu_mem_overhead_mb = model_bytes.map(|b| mem_mean - b as f64 / 1e6);
+        if !util.is_empty() {
+            out.gpu_util_mean_pct = Some(util.iter().map(|u| u.0).sum::<f64>() / util.len() as f64);
+            out.gpu_util_peak_pct = util.iter().map(|u| u.1).reduce(f64::max);
+        }
+        out.engine_gpu_mem_peak_mb = proc_peak;
+    }
+    let mp =
+        |src: Source, dev: &str, f: fn(&Sample) -> Option<f64>| mean_peak(s, src, dev, f, window);
+    if let Some((m, p)) = mp(Source::Process, "engine", |x| x.cpu_pct) {
+        out.engine_cpu_mean_pct = Some(m);
+        out.engine_cpu_peak_pct = Some(p);
+    }
+    out.engine_rss_peak_mb = mp(Source::Process, "engine", |x| x.rss_mb).map(|x| x.1);
+    out.host_cpu_mean_pct = mp(Source::Host, "host", |x| x.cpu_pct).map(|x| x.0);
+    out.host_mem_peak_mb = mp(Source::Host, "host", |x| x.mem_used_mb).map(|x| x.1);
+    out.bench360_cpu_mean_pct = mp(Source::Bench360, "bench360", |x| x.cpu_pct).map(|x| x.0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1) as f64;
+    out.client_cpu_saturated = out.bench360_cpu_mean_pct.is_some_and(|c| c >= 90.0 * cores);
+    out.running_peak = mp(Source::Engine, "engine", |x| x.running).map(|x| x.1);
+    out.waiting_peak = mp(Source::Engine, "engine", |x| x.waiting).map(|x| x.1);
+    out.kv_cache_peak_pct = mp(Source::Engine, "engine", |x| x.kv_cache_pct).map(|x| x.1);
+    out
+}

@@ -1,0 +1,89 @@
+//! Replay traces: reading and checking a trace of arrivals (see the parent module).
+
+/// One request of a replayed trace.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TraceItem {
+    /// Arrival, seconds from the trace's start.
+    pub t: f64,
+    /// Output length to ask for (the request's max tokens), when the trace gives it.
+    pub output_tokens: Option<u32>,
+}
+
+/// Reads a trace: JSONL (objects), CSV (header row) or Parquet, each with a `t` field in
+/// seconds and an optional `output_tokens`. Errors name the file and line.
+pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, String> {
+    let name = path.display().to_string();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let mut items = Vec::new();
+    let item = |t: Option<f64>, out: Option<f64>, line: usize| -> Result<TraceItem, String> {
+        let t = t
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| format!("{name}:{line}: `t` must be a number of seconds ≥ 0"))?;
+        let output_tokens = match out {
+            Some(o) if o.is_finite() && o >= 1.0 => Some(o as u32),
+            Some(_) => return Err(format!("{name}:{line}: `output_tokens` must be ≥ 1")),
+            None => None,
+        };
+        Ok(TraceItem { t, output_tokens })
+    };
+    match ext.as_str() {
+        "jsonl" | "json" => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let v: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| format!("{name}:{}: {e}", i + 1))?;
+                items.push(item(
+                    v.get("t").and_then(|x| x.as_f64()),
+                    v.get("output_tokens").and_then(|x| x.as_f64()),
+                    i + 1,
+                )?);
+            }
+        }
+        "csv" => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+            let mut lines = text.lines().enumerate();
+            let header: Vec<&str> = lines
+                .next()
+                .map(|(_, h)| h.split(',').map(str::trim).collect())
+                .unwrap_or_default();
+            let col = |n: &str| header.iter().position(|h| *h == n);
+            let (ti, oi) = (
+                col("t").ok_or_else(|| format!("{name}:1: no `t` column"))?,
+                col("output_tokens"),
+            );
+            for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {
+                let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+                let num = |k: usize| cells.get(k).and_then(|c| c.parse::<f64>().ok());
+                items.push(item(num(ti), oi.and_then(num), i + 1)?);
+            }
+        }
+        "parquet" => {
+            let cols = crate::trace::read_numeric(path, &["t", "output_tokens"])
+                .map_err(|e| format!("cannot read {name}: {e}"))?;
+            let out = cols.get("output_tokens").cloned().unwrap_or_default();
+            for (i, t) in cols["t"].iter().enumerate() {
+                items.push(item(*t, out.get(i).copied().flatten(), i + 1)?);
+            }
+        }
+        other => {
+            return Err(format!(
+                "{name}: unknown trace format `.{other}` (use .jsonl, .csv or .parquet)"
+            ))
+        }
+    }
+    if items.is_empty() {
+        return Err(format!("{name}: the trace has no requests"));
+    }
+    items.sort_by(|a, b| a.t.total_cmp(&b.t));
+    Ok(items)
+}
