@@ -14,10 +14,11 @@ use std::time::Instant;
 
 use crate::plan::{self, NodeKind, Plan, Status};
 use crate::record::Sample;
+pub(crate) use crate::report::build_report;
 use crate::spec::{Launch, Sweep};
 use crate::store::Store;
 use crate::workload::Cancel;
-pub(crate) use node::{build_report, write_report};
+pub(crate) use node::write_report;
 use progress::Progress;
 
 #[derive(Debug, Clone)]

@@ -1,18 +1,22 @@
 //! Reports: aggregation of what the cache holds for a sweep into a terminal table and
 //! `report.md`. Renderers return strings; the caller writes files.
 
+mod build;
 pub(crate) mod html;
 
 pub(crate) mod summary;
 pub(crate) mod svg;
+
+pub(crate) use build::{build_report, publish_report, write_report_files, ReportFiles};
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::stats::{Dist, RunStats};
+use crate::record::stats::Dist;
 use crate::record::Phases;
+use summary::Row;
 
 /// What the `coldstart` node records.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -27,20 +31,6 @@ pub(crate) struct ColdStart {
     /// Whether the weights were already in the mounted Hugging Face cache before the start.
     #[serde(default)]
     pub weights_cached: Option<bool>,
-}
-
-/// One row of the report: a run, its stats and its quality.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Row {
-    pub label: String,
-    pub deployment: String,
-    pub task: String,
-    pub scenario: String,
-    pub run_key: String,
-    pub stats: Option<RunStats>,
-    pub metrics: BTreeMap<String, f64>,
-    pub telemetry: Option<crate::telemetry::Summary>,
-    pub failure: Option<String>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -84,9 +74,9 @@ pub(crate) fn markdown(
     out.push_str("Latencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first content token − send; TPOT = (last − first content token) / (completion tokens − 1); ITL = gap between content chunks; E2E = last token − scheduled.\n\n## Runs\n\n");
     let body: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| match &r.stats {
+        .map(|r| match &r.data.stats {
             Some(s) => vec![
-                r.label.clone(),
+                r.data.label.clone(),
                 format!("{}/{}", s.ok, s.requests),
                 s.failed.to_string(),
                 triple(&s.ttft_ms),
@@ -95,7 +85,7 @@ pub(crate) fn markdown(
                 triple(&s.e2e_ms),
                 format!("{:.1}", s.output_tokens_per_s),
                 format!("{:.2}", s.requests_per_s),
-                pct(r.metrics.get("quality")),
+                pct(r.data.metrics.get("quality")),
                 if s.client_behind {
                     format!("client lag p99 {}", ms(s.queue_ms.p99))
                 } else {
@@ -103,7 +93,7 @@ pub(crate) fn markdown(
                 },
             ],
             None => vec![
-                r.label.clone(),
+                r.data.label.clone(),
                 "–".into(),
                 "–".into(),
                 "–".into(),
@@ -115,7 +105,11 @@ pub(crate) fn markdown(
                 "–".into(),
                 format!(
                     "FAILED: {}",
-                    r.failure.clone().unwrap_or_default().replace('\n', " ")
+                    r.data
+                        .failure
+                        .clone()
+                        .unwrap_or_default()
+                        .replace('\n', " ")
                 ),
             ],
         })
@@ -187,16 +181,19 @@ pub(crate) fn markdown(
         .iter()
         .filter_map(|r| {
             let mut lines = Vec::new();
-            if let Some(f) = &r.failure {
+            if let Some(f) = &r.data.failure {
                 lines.push(format!(
                     "- `{}`: {}",
-                    r.label,
+                    r.data.label,
                     f.lines().next().unwrap_or("")
                 ));
             }
-            if let Some(s) = &r.stats {
+            if let Some(s) = &r.data.stats {
                 for (cause, n) in &s.failures {
-                    lines.push(format!("- `{}`: {n} request(s) failed: {cause}", r.label));
+                    lines.push(format!(
+                        "- `{}`: {n} request(s) failed: {cause}",
+                        r.data.label
+                    ));
                 }
             }
             (!lines.is_empty()).then(|| lines.join("\n"))
@@ -221,7 +218,7 @@ fn num(v: Option<f64>, digits: usize) -> String {
 fn energy_section(rows: &[Row]) -> String {
     let with: Vec<(&Row, &crate::telemetry::Summary)> = rows
         .iter()
-        .filter_map(|r| r.telemetry.as_ref().map(|t| (r, t)))
+        .filter_map(|r| r.data.telemetry.as_ref().map(|t| (r, t)))
         .collect();
     let mut out = String::from("\n## Energy, power and memory\n\n");
     if with.is_empty() {
@@ -247,7 +244,7 @@ fn energy_section(rows: &[Row]) -> String {
             };
             let (idle, mean) = (total(|d| d.idle_w), total(|d| d.mean_w));
             vec![
-                r.label.clone(),
+                r.data.label.clone(),
                 t.energy_source.clone(),
                 num(t.energy_j, 1),
                 num(t.energy_above_idle_j, 1),
@@ -331,18 +328,18 @@ pub(crate) fn terminal(rows: &[Row]) -> String {
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| match &r.stats {
+        .map(|r| match &r.data.stats {
             Some(s) => vec![
-                r.label.clone(),
+                r.data.label.clone(),
                 format!("{}/{}", s.ok, s.requests),
                 format!("{} / {}", ms(s.ttft_ms.p50), ms(s.ttft_ms.p99)),
                 format!("{} / {}", ms(s.tpot_ms.p50), ms(s.tpot_ms.p99)),
                 format!("{} / {}", ms(s.e2e_ms.p50), ms(s.e2e_ms.p99)),
                 format!("{:.1}", s.output_tokens_per_s),
-                pct(r.metrics.get("quality")),
+                pct(r.data.metrics.get("quality")),
             ],
             None => vec![
-                r.label.clone(),
+                r.data.label.clone(),
                 "FAILED".into(),
                 String::new(),
                 String::new(),

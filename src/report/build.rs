@@ -1,0 +1,291 @@
+//! Building the report from the cache alone: for every run of the plan, what it recorded
+//! (its summary, scores and traces), never recomputed from what the executor held in memory.
+
+use std::path::{Path, PathBuf};
+
+use petgraph::graph::NodeIndex;
+
+use super::summary::RunData;
+use super::{markdown, terminal, ColdStart};
+use crate::plan::Plan;
+use crate::store::{RecordStatus, Store};
+use crate::task;
+
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: PathBuf) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// A report's files, rendered.
+pub(crate) struct ReportFiles {
+    pub md: String,
+    pub html: String,
+    pub table: String,
+    pub summary: Vec<Vec<(&'static str, crate::trace::Cell)>>,
+}
+
+fn run_data(
+    store: &Store,
+    plan: &Plan,
+    spec: &crate::plan::RunSpec,
+    resolve: &dyn Fn(NodeIndex) -> String,
+) -> RunData {
+    let g = &plan.graph;
+    let run_key = resolve(spec.node);
+    let score_key = resolve(spec.score);
+    let rec = store.record(&run_key);
+    let finished = rec
+        .as_ref()
+        .is_some_and(|r| r.status == RecordStatus::Finished);
+    let dir = store.object_dir(&run_key);
+    let failure = match &rec {
+        Some(r) if r.status == RecordStatus::Failed => r.cause.clone(),
+        Some(r) if r.status == RecordStatus::Started => {
+            Some("interrupted before it finished".into())
+        }
+        None => Some("not run yet".into()),
+        _ => None,
+    };
+    let d = &plan.deployments[spec.deployment];
+    let mut data = RunData {
+        label: g[spec.node].label.trim_start_matches("run ").to_string(),
+        deployment: d.label.clone(),
+        run_key: run_key.clone(),
+        columns: Some(spec.columns.clone()),
+        failure,
+        coldstart: read_json(
+            store
+                .object_dir(&resolve(d.coldstart))
+                .join("coldstart.json"),
+        ),
+        ..Default::default()
+    };
+    if !finished {
+        return data;
+    }
+    data.stats = read_json(dir.join("stats.json"));
+    data.telemetry = read_json(dir.join("telemetry.json"));
+    data.metrics = store
+        .record(&score_key)
+        .filter(|r| r.status == RecordStatus::Finished)
+        .and_then(|_| read_json(store.object_dir(&score_key).join("metrics.json")))
+        .unwrap_or_default();
+    let num = |file: &str, cols: &[&str]| {
+        crate::trace::read_numeric(&dir.join(file), cols).unwrap_or_default()
+    };
+    let req = num(
+        "requests.parquet",
+        &[
+            "ok",
+            "ttft_ms",
+            "tpot_ms",
+            "e2e_ms",
+            "scheduled_ns",
+            "sent_ns",
+            "end_ns",
+            "request_id",
+        ],
+    );
+    let col = |m: &std::collections::BTreeMap<String, Vec<Option<f64>>>, k: &str| {
+        m.get(k).cloned().unwrap_or_default()
+    };
+    let ok = col(&req, "ok");
+    let pick = |k: &str| -> Vec<f64> {
+        col(&req, k)
+            .iter()
+            .zip(&ok)
+            .filter(|(_, o)| **o == Some(1.0))
+            .filter_map(|(v, _)| *v)
+            .collect()
+    };
+    data.ttft_ms = pick("ttft_ms");
+    data.tpot_ms = pick("tpot_ms");
+    data.e2e_ms = pick("e2e_ms");
+    let start = col(&req, "scheduled_ns")
+        .iter()
+        .flatten()
+        .fold(f64::INFINITY, |a, b| a.min(*b));
+    // Requests in flight: +1 at send, −1 at end.
+    let mut events: Vec<(f64, f64)> = col(&req, "sent_ns")
+        .iter()
+        .zip(col(&req, "end_ns"))
+        .filter_map(|(s, e)| Some([(s.as_ref()? - start, 1.0), (e? - start, -1.0)]))
+        .flatten()
+        .collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // A step line: each change drawn as a vertical jump.
+    let mut level = 0.0;
+    for (t, delta) in events {
+        data.inflight.push((t / 1e9, level));
+        level += delta;
+        data.inflight.push((t / 1e9, level));
+    }
+    if let Ok(outputs) = crate::trace::read_strings(&dir.join("requests.parquet"), &["output"]) {
+        data.sentences = outputs["output"]
+            .iter()
+            .zip(&ok)
+            .filter(|(_, o)| **o == Some(1.0))
+            .map(|(t, _)| crate::telemetry::energy::sentences(t.as_deref().unwrap_or("")))
+            .sum();
+    }
+    // ITL: gaps between content chunks of successful requests.
+    let ok_ids: std::collections::HashSet<i64> = col(&req, "request_id")
+        .iter()
+        .zip(&ok)
+        .filter(|(_, o)| **o == Some(1.0))
+        .filter_map(|(i, _)| i.map(|x| x as i64))
+        .collect();
+    let chunks = num("chunks.parquet", &["request_id", "t_ns"]);
+    let kinds =
+        crate::trace::read_strings(&dir.join("chunks.parquet"), &["kind"]).unwrap_or_default();
+    let mut last: std::collections::HashMap<i64, f64> = std::collections::HashMap::new();
+    for ((id, t), k) in col(&chunks, "request_id")
+        .iter()
+        .zip(col(&chunks, "t_ns"))
+        .zip(kinds.get("kind").cloned().unwrap_or_default())
+    {
+        let (Some(id), Some(t)) = (id.map(|x| x as i64), t) else {
+            continue;
+        };
+        if k.as_deref() != Some("content") || !ok_ids.contains(&id) {
+            continue;
+        }
+        if let Some(prev) = last.insert(id, t) {
+            data.itl_ms.push((t - prev) / 1e6);
+        }
+    }
+    data.scores = crate::trace::read_numeric(
+        &store.object_dir(&score_key).join("scores.parquet"),
+        &["score"],
+    )
+    .map(|m| m["score"].iter().flatten().copied().collect())
+    .unwrap_or_default();
+    // GPU power and memory over the window, summed over devices per sample time.
+    let tele = num(
+        "telemetry.parquet",
+        &["t_ns", "power_w", "mem_used_mb", "util_pct"],
+    );
+    let sources =
+        crate::trace::read_strings(&dir.join("telemetry.parquet"), &["source"]).unwrap_or_default();
+    let mut power: std::collections::BTreeMap<i64, f64> = Default::default();
+    let mut mem: std::collections::BTreeMap<i64, f64> = Default::default();
+    let mut util: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
+    for ((((t, w), m), u), src) in col(&tele, "t_ns")
+        .iter()
+        .zip(col(&tele, "power_w"))
+        .zip(col(&tele, "mem_used_mb"))
+        .zip(col(&tele, "util_pct"))
+        .zip(sources.get("source").cloned().unwrap_or_default())
+    {
+        let (Some(t), Some("gpu")) = (t, src.as_deref()) else {
+            continue;
+        };
+        // Samples of all GPUs in one tick land within a few ms: bucket them by 10 ms.
+        let bucket = ((t - start) / 1e7).round() as i64;
+        if let Some(w) = w {
+            *power.entry(bucket).or_default() += w;
+        }
+        if let Some(m) = m {
+            *mem.entry(bucket).or_default() += m / 1000.0;
+        }
+        if let Some(u) = u {
+            let e = util.entry(bucket).or_default();
+            e.0 += u;
+            e.1 += 1.0;
+        }
+    }
+    data.power = power
+        .into_iter()
+        .map(|(b, w)| (b as f64 / 100.0, w))
+        .collect();
+    data.gpu_mem_gb = mem
+        .into_iter()
+        .map(|(b, m)| (b as f64 / 100.0, m))
+        .collect();
+    data.gpu_util = util
+        .into_iter()
+        .map(|(b, (sum, k))| (b as f64 / 100.0, sum / k))
+        .collect();
+    data
+}
+
+/// Builds the report from the cache alone: for every run of the plan, its recorded results
+/// (or, when the planned key has no record, the last recorded node of the same
+/// configuration), and the cold starts.
+pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Sweep) -> ReportFiles {
+    let g = &plan.graph;
+    let resolve = |i: NodeIndex| -> String {
+        let key = &g[i].key;
+        if store.record(key).is_some() {
+            key.clone()
+        } else {
+            store
+                .last_key(&plan.sweep, &g[i].label)
+                .unwrap_or_else(|| key.clone())
+        }
+    };
+    let primaries: Vec<&'static str> = (0..sweep.tasks.len())
+        .map(|t| task::of(sweep, t).primary())
+        .collect();
+    let rows: Vec<crate::report::summary::Row> = plan
+        .runs
+        .iter()
+        .map(|spec| {
+            let mut data = run_data(store, plan, spec, &resolve);
+            data.primary = primaries[spec.config.task].to_string();
+            crate::report::summary::derive(data, &sweep.slo, sweep.cost.as_ref())
+        })
+        .collect();
+    let coldstarts: Vec<(String, Option<ColdStart>)> = plan
+        .deployments
+        .iter()
+        .map(|d| {
+            (
+                d.label.clone(),
+                read_json(
+                    store
+                        .object_dir(&resolve(d.coldstart))
+                        .join("coldstart.json"),
+                ),
+            )
+        })
+        .collect();
+    ReportFiles {
+        md: markdown(&plan.sweep, &coldstarts, &rows),
+        html: crate::report::html::page(&plan.sweep, &rows, &sweep.slo, sweep.cost.as_ref()),
+        table: terminal(&rows),
+        summary: crate::report::summary::table(&rows),
+    }
+}
+
+/// Writes `reports/<sweep>/`: report.md, report.html, summary.parquet, summary.csv (each
+/// atomically); returns the HTML report's path.
+pub(crate) fn publish_report(
+    store: &Store,
+    sweep: &str,
+    files: &ReportFiles,
+) -> std::io::Result<PathBuf> {
+    let dir = store.report_dir(sweep);
+    std::fs::create_dir_all(&dir)?;
+    write_report_files(&dir, files)?;
+    Ok(dir.join("report.html"))
+}
+
+pub(crate) fn write_report_files(dir: &Path, files: &ReportFiles) -> std::io::Result<()> {
+    crate::store::write_atomic(&dir.join("report.md"), files.md.as_bytes())?;
+    crate::store::write_atomic(&dir.join("report.html"), files.html.as_bytes())?;
+    // Unique temp names: the report job and a `bench360 report` elsewhere may write at once.
+    let (parquet, csv) = (dir.join("summary.parquet"), dir.join("summary.csv"));
+    let (tp, tc) = (
+        crate::store::temp_beside(&parquet),
+        crate::store::temp_beside(&csv),
+    );
+    let written = crate::trace::write_rows(&tp, &tc, &files.summary)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|()| std::fs::rename(&tp, &parquet))
+        .and_then(|()| std::fs::rename(&tc, &csv));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tp);
+        let _ = std::fs::remove_file(&tc);
+    }
+    written
+}
