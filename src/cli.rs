@@ -111,10 +111,16 @@ pub(crate) enum Command {
     /// rougeL, rougeLsum (F, stemmed; Lsum over newline-separated sentences). squad:
     /// {id, prediction, answers: [..]} → exact, f1 (official SQuAD v2). sql: {id, prediction,
     /// reference, database} → execution_accuracy, exact_match, error (read-only sandbox).
+    /// mmlu: {id, prediction, answer} → extracted, correct, parsed, ambiguous (the task's
+    /// letter extraction).
     Metric {
-        #[arg(value_parser = ["rouge", "squad", "sql"])]
+        #[arg(value_parser = ["rouge", "squad", "sql", "mmlu"])]
         metric: String,
         file: Option<PathBuf>,
+        /// rouge: split prediction and reference into sentences first, one per line, as the
+        /// summarization task does before rougeLsum (reproduces the task's scores exactly).
+        #[arg(long)]
+        split_sentences: bool,
         /// Time limit of one SQL statement, seconds.
         #[arg(long, default_value_t = 5.0)]
         sql_timeout: f64,

@@ -638,6 +638,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             metric,
             file,
             sql_timeout,
+            split_sentences,
         } => {
             let input: Box<dyn std::io::BufRead> = match &file {
                 Some(f) => Box::new(std::io::BufReader::new(
@@ -651,6 +652,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 input,
                 &mut std::io::stdout().lock(),
                 std::time::Duration::from_secs_f64(sql_timeout),
+                split_sentences,
             )?;
             Ok(0)
         }

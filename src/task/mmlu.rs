@@ -14,7 +14,7 @@ pub(crate) const TEMPLATE: &str = "mmlu/1\n\
 The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n\
 {shots: question, A-D choices, `Answer: X`, blank line}\n\
 {question}\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nAnswer:";
-pub(crate) const METRIC: &str = "mmlu-accuracy/1 (letter extraction v1)";
+pub(crate) const METRIC: &str = "mmlu-accuracy/1 (letter extraction v2)";
 
 const LETTERS: [char; 4] = ['A', 'B', 'C', 'D'];
 
@@ -128,38 +128,174 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
     Ok(out)
 }
 
+/// Unicode dashes, colons and emphasis folded to ASCII before reading.
+fn fold(output: &str) -> String {
+    let mut s = String::with_capacity(output.len());
+    for c in output.chars() {
+        match c {
+            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE58}' | '\u{FE63}' | '\u{FF0D}' => {
+                s.push('-')
+            }
+            '\u{FF1A}' | '\u{FE55}' | '\u{A789}' => s.push(':'),
+            '\u{FF08}' => s.push('('),
+            '\u{FF09}' => s.push(')'),
+            '*' | '_' | '`' => s.push(' '),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// Explicit statements of the chosen letter: "the answer is (B)", "Answer: B", "Answer - B",
+/// "answer is: Option B", "Option C is correct", "I would choose D", "correct choice is c)".
 static EXPLICIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i:answer|correct option|correct choice)\s*(?:is|:|=|would be)?\s*(?i:option|choice|letter)?\s*[:\-]?\s*(?:\*\*)?(?:\(([A-Da-d])\)|\[([A-Da-d])\]|([A-D])\b|([a-d])(?:[.):,*]|\s*$))",
+        r"(?xi)
+        (?:
+            (?:answer|correct\s+(?:option|choice|letter)|best\s+(?:option|choice))
+            \s*(?:is|would\s+be|will\s+be|should\s+be|=|:|-)?\s*[:\-]?\s*
+            (?:(?:option|choice|letter)\s*)?
+          | (?:i\s+would|i'd|i\s+will|i'll|i)\s+(?:choose|pick|select|go\s+with|answer)\s+
+            (?:(?:option|choice|letter)\s*)?
+          | (?:^|[^a-z])(?:option|choice)\s*
+        )
+        (?-i:
+            \(\s*(?P<p>[A-Da-d])\s*\)
+          | \[\s*(?P<b>[A-Da-d])\s*\]
+          | (?P<u>[A-D])(?:[^A-Za-z0-9'-]|$)
+          | (?P<l>[a-d])(?:[.):,;!]|\s*$)
+        )",
     )
     .expect("valid regex")
 });
-static LEADING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*(?:\*\*)?[\(\[]?([A-D])(?:[\)\].:,*]|\s|$)").expect("valid regex")
-});
-static PARENS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\(([A-D])\)").expect("valid regex"));
-static DOTTED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b([A-D])[.)]").expect("valid regex"));
 
-/// The letter an output chooses, or None when it names none. Tried in order: an explicit
-/// "answer is X" / "Answer: (X)" phrase, a letter opening the output, a parenthesised
-/// letter, a letter followed by "." or ")". Lower-case letters count only inside an explicit
-/// phrase and then only when delimited (so "the answer is a bit unclear" is not A).
+/// After an "Option X" match, what makes it a statement of the answer.
+static OPTION_AFFIRMED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*[).:]?\s*(?:is|would\s+be|seems|appears)\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|best|true|answer)")
+        .expect("valid regex")
+});
+
+/// Letter ranges and lists that name the options rather than choose one: "(A-D)", "A to D",
+/// "A, B, C or D".
+static RANGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\(?\b[A-D]\s*(?:-|to|through)\s*[A-D]\b\)?").expect("valid regex")
+});
+
+/// A letter token: in parentheses or brackets, or standing alone between non-letters.
+static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:\(\s*([A-D])\s*\)|\[\s*([A-D])\s*\]|(?:^|[^A-Za-z0-9'’-])([A-D])(?:$|[^A-Za-z0-9'’-]))")
+        .expect("valid regex")
+});
+
+static NEGATED_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:\bnot|n't|\bnor|\bexcept|\bexclude|\beliminate|\brule\s+out|\bneither)\s*(?:option|choice|letter)?\s*\(?\s*$")
+        .expect("valid regex")
+});
+static NEGATED_AFTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*\)?\s*(?:(?:,|and|or|&)\s*\(?[A-D]\)?\s*)*(?:is|are|seems|seem)\s+(?:also\s+)?(?:wrong|incorrect|not|false|unlikely|ruled\s+out)")
+        .expect("valid regex")
+});
+/// Words after which a bare capital letter is a choice ("it is C", "go with B").
+static CUE_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:\bis|\bbe|\bwith|\bchoose|\bpick|\bselect|\banswer|\boption|\bchoice|\bletter|:|-|=)\s*$")
+        .expect("valid regex")
+});
+
+/// How an output answered: one letter, or none (unreadable, or several asserted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    Letter(char),
+    /// No letter could be read.
+    None,
+    /// Several different letters were asserted: no guess is made.
+    Ambiguous,
+}
+
+fn one_of(letters: &[char]) -> Reading {
+    match letters.first() {
+        None => Reading::None,
+        Some(&l) if letters.iter().all(|&x| x == l) => Reading::Letter(l),
+        Some(_) => Reading::Ambiguous,
+    }
+}
+
+/// Reads the letter an output chooses, as a careful reader would (README, "Answer
+/// extraction"). First explicit statements ("The answer is B", "Answer: (C)", "Answer — B",
+/// "Option C is correct", "I would choose D"); if they name several different letters, the
+/// answer is ambiguous. Otherwise the letters the output asserts: letter tokens ("B", "(B)",
+/// "B.", "**B**") that are not negated ("not A", "A and B are wrong"), not part of a range
+/// ("(A-D)") and not an English article ("A common…"). One distinct letter is the answer;
+/// several or none leave the output unparsed.
+pub(crate) fn read_letter(output: &str) -> Reading {
+    let text = fold(output);
+    let mut explicit = Vec::new();
+    for c in EXPLICIT.captures_iter(&text) {
+        let whole = c.get(0).expect("match");
+        let m = ["p", "b", "u", "l"]
+            .iter()
+            .find_map(|n| c.name(n))
+            .expect("one letter group");
+        let letter = m
+            .as_str()
+            .chars()
+            .next()
+            .expect("one char")
+            .to_ascii_uppercase();
+        let lead = whole.as_str().trim_start().to_ascii_lowercase();
+        let bare_option = !lead.contains("answer")
+            && !lead.contains("correct")
+            && !lead.contains("best")
+            && !lead.starts_with('i');
+        if bare_option && !OPTION_AFFIRMED.is_match(&text[m.end()..]) {
+            continue;
+        }
+        if NEGATED_AFTER.is_match(&text[m.end()..]) {
+            continue;
+        }
+        explicit.push(letter);
+    }
+    if !explicit.is_empty() {
+        return one_of(&explicit);
+    }
+    let cleaned = RANGE.replace_all(&text, " ");
+    let mut asserted = Vec::new();
+    for c in TOKEN.captures_iter(&cleaned) {
+        let (m, bracketed) = match (c.get(1).or(c.get(2)), c.get(3)) {
+            (Some(m), _) => (m, true),
+            (None, Some(m)) => (m, false),
+            _ => continue,
+        };
+        let before = &cleaned[..m.start()];
+        let before = before.strip_suffix('(').unwrap_or(before);
+        let after = &cleaned[m.end()..];
+        if NEGATED_BEFORE.is_match(before) || NEGATED_AFTER.is_match(after) {
+            continue;
+        }
+        if !bracketed {
+            let line_start = before.rsplit('\n').next().unwrap_or("").trim().is_empty();
+            let punct_after = after.starts_with(['.', ')', ':', ',', ';', '!', '?'])
+                || after.trim().is_empty()
+                || after.starts_with('\n');
+            let cued = CUE_BEFORE.is_match(before);
+            // "A common mistake…": an article, not a choice.
+            let article = m.as_str() == "A"
+                && after.starts_with(' ')
+                && after[1..].starts_with(|ch: char| ch.is_lowercase());
+            if article || !(line_start || punct_after || cued) {
+                continue;
+            }
+        }
+        asserted.push(m.as_str().chars().next().expect("one char"));
+    }
+    one_of(&asserted)
+}
+
+/// The letter an output chooses, or None when it names none or several.
 pub(crate) fn extract_letter(output: &str) -> Option<char> {
-    let first = |re: &Regex| {
-        re.captures(output).and_then(|c| {
-            c.iter()
-                .skip(1)
-                .flatten()
-                .next()
-                .and_then(|m| m.as_str().chars().next())
-                .map(|l| l.to_ascii_uppercase())
-        })
-    };
-    first(&EXPLICIT)
-        .or_else(|| first(&LEADING))
-        .or_else(|| first(&PARENS))
-        .or_else(|| first(&DOTTED))
+    match read_letter(output) {
+        Reading::Letter(l) => Some(l),
+        Reading::None | Reading::Ambiguous => None,
+    }
 }
 
 pub(crate) fn score(sample: &Sample, output: &str) -> Score {
@@ -198,6 +334,18 @@ mod tests {
             ("I am not sure", None),
             ("", None),
             ("A. 4\nAnswer: D", Some('D')),
+            // Issue 14's phrasings.
+            ("The answer is not A. It is C.", Some('C')),
+            ("A and B are wrong; C", Some('C')),
+            ("The answer is: Option B", Some('B')),
+            ("Answer \u{2014} B", Some('B')),
+            ("Option C is correct.", Some('C')),
+            ("I would choose D because it is the largest.", Some('D')),
+            ("None of the options (A-D) is correct.", None),
+            ("Answer\u{FF1A}D", Some('D')),
+            ("A common mistake is to pick the first option.", None),
+            ("A. Paris\nB. London\nC. Rome\nD. Madrid", None),
+            ("The answer is A. No wait, the answer is B.", None),
         ];
         for (text, want) in cases {
             assert_eq!(extract_letter(text), want, "{text:?}");

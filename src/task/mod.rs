@@ -341,6 +341,7 @@ pub(crate) fn metric_cli(
     input: Box<dyn std::io::BufRead>,
     out: &mut dyn std::io::Write,
     sql_timeout: Duration,
+    split_sentences: bool,
 ) -> anyhow::Result<()> {
     use serde_json::{json, Value};
     let mut sandboxes: BTreeMap<String, Result<sql::Sandbox, String>> = BTreeMap::new();
@@ -361,7 +362,15 @@ pub(crate) fn metric_cli(
         let pred = field("prediction")?;
         let res = match metric {
             "rouge" => {
-                let r = rouge::score(&field("reference")?, &pred);
+                let (reference, pred) = if split_sentences {
+                    (
+                        rouge::sentence_lines(&field("reference")?),
+                        rouge::sentence_lines(&pred),
+                    )
+                } else {
+                    (field("reference")?, pred)
+                };
+                let r = rouge::score(&reference, &pred);
                 json!({"id": id, "rouge1": r.rouge1.f, "rouge2": r.rouge2.f,
                        "rougeL": r.rouge_l.f, "rougeLsum": r.rouge_lsum.f})
             }
@@ -398,6 +407,18 @@ pub(crate) fn metric_cli(
                        "execution_accuracy": s.metrics.get("execution_accuracy"),
                        "exact_match": s.metrics.get("exact_match"),
                        "extracted": s.extracted, "error": s.error})
+            }
+            "mmlu" => {
+                let answer = field("answer")?;
+                let reading = mmlu::read_letter(&pred);
+                let extracted = match reading {
+                    mmlu::Reading::Letter(l) => Some(l.to_string()),
+                    _ => None,
+                };
+                let correct = extracted.as_deref() == Some(answer.trim());
+                json!({"id": id, "extracted": extracted, "correct": correct,
+                       "parsed": extracted.is_some(),
+                       "ambiguous": reading == mmlu::Reading::Ambiguous})
             }
             other => anyhow::bail!("unknown metric `{other}`"),
         };

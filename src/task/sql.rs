@@ -21,6 +21,14 @@ use rusqlite::{Connection, OpenFlags};
 
 /// Results larger than this are an error (a model's cross join should not eat the memory).
 pub(crate) const MAX_ROWS: usize = 100_000;
+/// Largest string or blob a statement may make (SQLITE_LIMIT_LENGTH): `zeroblob(1e9)` fails
+/// at once with "string or blob too big" instead of allocating.
+pub(crate) const MAX_VALUE_BYTES: i32 = 1_000_000;
+/// Largest result, summed over every value of every row.
+pub(crate) const MAX_RESULT_BYTES: usize = 32 << 20;
+/// SQLite's heap in this process, all sandboxes together (`sqlite3_hard_heap_limit64`): past
+/// it a statement fails with "out of memory" and the others go on.
+pub(crate) const HEAP_LIMIT_BYTES: i64 = 512 << 20;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
@@ -41,7 +49,15 @@ impl Value {
             Value::Real(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("i{}", *f as i64),
             Value::Real(f) => format!("r{:e}", f),
             Value::Text(s) => format!("t{s}"),
-            Value::Blob(b) => format!("b{}", b.len()) + &String::from_utf8_lossy(b),
+            Value::Blob(b) => {
+                // Bytes as they are (hex), never a lossy text decoding: x'ff' ≠ x'fe'.
+                let mut s = String::with_capacity(1 + 2 * b.len());
+                s.push('b');
+                for byte in b {
+                    s.push_str(&format!("{byte:02x}"));
+                }
+                s
+            }
         }
     }
 }
@@ -80,6 +96,18 @@ impl Sandbox {
             .map_err(|e| e.to_string())?;
         conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_ATTACHED, 0)
             .map_err(|e| e.to_string())?;
+        conn.set_limit(
+            rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+            MAX_VALUE_BYTES,
+        )
+        .map_err(|e| e.to_string())?;
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_SQL_LENGTH, 100_000)
+            .map_err(|e| e.to_string())?;
+        static HEAP: std::sync::Once = std::sync::Once::new();
+        // SAFETY: sets a process-wide SQLite setting; callable at any time, from any thread.
+        HEAP.call_once(|| unsafe {
+            rusqlite::ffi::sqlite3_hard_heap_limit64(HEAP_LIMIT_BYTES);
+        });
         conn.authorizer(Some(authorize));
         let deadline_ns = Arc::new(AtomicI64::new(i64::MAX));
         let base = Instant::now();
@@ -120,13 +148,23 @@ impl Sandbox {
         let n = stmt.column_count();
         let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
+        let mut bytes = 0usize;
         while let Some(row) = rows.next().map_err(|e| e.to_string())? {
             if out.len() >= MAX_ROWS {
                 return Err(format!("more than {MAX_ROWS} rows"));
             }
+            if bytes > MAX_RESULT_BYTES {
+                return Err(format!("result larger than {MAX_RESULT_BYTES} bytes"));
+            }
             let mut r = Vec::with_capacity(n);
             for i in 0..n {
-                r.push(match row.get_ref(i).map_err(|e| e.to_string())? {
+                let v = row.get_ref(i).map_err(|e| e.to_string())?;
+                bytes += 16
+                    + match v {
+                        ValueRef::Text(t) | ValueRef::Blob(t) => t.len(),
+                        _ => 0,
+                    };
+                r.push(match v {
                     ValueRef::Null => Value::Null,
                     ValueRef::Integer(v) => Value::Int(v),
                     ValueRef::Real(v) => Value::Real(v),
@@ -171,41 +209,106 @@ pub(crate) fn same_result(gold: &Rows, pred: &Rows, ordered: bool) -> bool {
     true
 }
 
-static FENCE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?s)```[ \t]*(?i:sql|sqlite)?[ \t]*\n?(.*?)```").expect("valid regex")
-});
-static OPEN_FENCE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?s)```[ \t]*(?i:sql|sqlite)?[ \t]*\n?(.*)$").expect("valid regex")
-});
-static STATEMENT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?is)\b(select|with)\b.*").expect("valid regex"));
+static FENCE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)```[^\n`]*\n?(.*?)```").expect("valid regex"));
+static OPEN_FENCE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)```[^\n`]*\n?(.*)$").expect("valid regex"));
+static START: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(?:select|with)\b").expect("valid regex"));
 
-/// The SQL in a model's output: the first fenced code block (closed or not), else the text
-/// from the first SELECT or WITH; cut at the first `;` outside quotes. None when there is no
-/// statement.
-pub(crate) fn extract_sql(output: &str) -> Option<String> {
-    let body = FENCE
-        .captures(output)
-        .or_else(|| OPEN_FENCE.captures(output))
-        .map(|c| c[1].to_string())
-        .unwrap_or_else(|| output.to_string());
-    let m = STATEMENT.find(&body)?;
-    let text = m.as_str();
+thread_local! {
+    /// An empty in-memory database on which candidate statements are prepared, never run.
+    static PARSER: Option<Connection> = Connection::open_in_memory().ok();
+}
+
+/// Whether SQLite's parser accepts `sql` as one whole statement. Preparing against an empty
+/// database, errors about names ("no such table") mean the syntax was accepted.
+fn parses(sql: &str) -> bool {
+    PARSER.with(|c| {
+        let Some(c) = c else { return false };
+        match c.prepare(sql) {
+            Ok(_) => true,
+            Err(rusqlite::Error::SqlInputError { msg, .. })
+            | Err(rusqlite::Error::SqliteFailure(_, Some(msg))) => {
+                let m = msg.to_ascii_lowercase();
+                !(m.contains("syntax error")
+                    || m.contains("incomplete input")
+                    || m.contains("unrecognized token")
+                    || m.contains("unterminated"))
+            }
+            Err(_) => false,
+        }
+    })
+}
+
+/// Where a statement starting at the beginning of `text` may end: every line end, every `;`,
+/// every sentence end (". ", a final "."), all outside quotes, and the end of the text.
+fn cut_points(text: &str) -> Vec<usize> {
+    let mut cuts = Vec::new();
     let mut quote: Option<char> = None;
-    let mut end = text.len();
-    for (i, c) in text.char_indices() {
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
         match (quote, c) {
             (None, '\'' | '"' | '`') => quote = Some(c),
             (Some(q), c) if c == q => quote = None,
-            (None, ';') => {
-                end = i;
-                break;
-            }
+            (None, '\n' | ';') => cuts.push(i),
+            (None, '.') if next.is_none_or(char::is_whitespace) => cuts.push(i),
             _ => {}
         }
     }
-    let sql = text[..end].trim();
-    (!sql.is_empty()).then(|| sql.to_string())
+    cuts.push(text.len());
+    cuts
+}
+
+/// A `;` outside quotes: more than one statement (SQLite would prepare only the first).
+fn several_statements(sql: &str) -> bool {
+    let mut quote: Option<char> = None;
+    for c in sql.chars() {
+        match (quote, c) {
+            (None, '\'' | '"' | '`') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ';') => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The statement that starts at the beginning of `text`: its longest prefix, cut where prose
+/// may resume, that SQLite's parser accepts.
+fn statement_at(text: &str) -> Option<&str> {
+    cut_points(text)
+        .into_iter()
+        .rev()
+        .map(|end| text[..end].trim().trim_end_matches(';').trim_end())
+        .find(|sql| !sql.is_empty() && !several_statements(sql) && parses(sql))
+}
+
+/// The SQL in a model's output, as a careful reader takes it (README, "Answer extraction"):
+/// inside the first fenced code block that holds a statement (closed or not), else in the
+/// whole output, the first place where a SELECT or WITH begins a statement that SQLite's own
+/// parser accepts, up to where prose resumes (the longest such prefix). None when there is no
+/// statement.
+pub(crate) fn extract_sql(output: &str) -> Option<String> {
+    let mut bodies: Vec<&str> = FENCE
+        .captures_iter(output)
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    if bodies.is_empty() {
+        if let Some(c) = OPEN_FENCE.captures(output) {
+            bodies.extend(c.get(1).map(|m| m.as_str()));
+        }
+    }
+    bodies.push(output);
+    for body in bodies {
+        for m in START.find_iter(body) {
+            if let Some(sql) = statement_at(&body[m.start()..]) {
+                return Some(sql.to_string());
+            }
+        }
+    }
+    None
 }
 
 static SPACES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s+").expect("valid regex"));
@@ -321,6 +424,57 @@ mod tests {
         );
         assert_eq!(extract_sql("```sql\nSELECT 1").as_deref(), Some("SELECT 1"));
         assert_eq!(extract_sql("I don't know"), None);
+        // Issue 14's phrasings: prose after a blank line, no `;`; prose with "with" first.
+        assert_eq!(
+            extract_sql("SELECT count(*) FROM singer\n\nThis query counts the singers.").as_deref(),
+            Some("SELECT count(*) FROM singer")
+        );
+        assert_eq!(
+            extract_sql(
+                "Here is the query, written with standard SQLite syntax:\nSELECT name FROM singer ORDER BY age"
+            )
+            .as_deref(),
+            Some("SELECT name FROM singer ORDER BY age")
+        );
+        assert_eq!(
+            extract_sql("SELECT name FROM singer. It lists every singer.").as_deref(),
+            Some("SELECT name FROM singer")
+        );
+        assert_eq!(
+            extract_sql("SELECT 1; SELECT 2").as_deref(),
+            Some("SELECT 1")
+        );
+        assert_eq!(
+            extract_sql("WITH x AS (SELECT 1 AS a) SELECT a FROM x\nThat is all.").as_deref(),
+            Some("WITH x AS (SELECT 1 AS a) SELECT a FROM x")
+        );
+    }
+
+    #[test]
+    fn huge_values_fail_the_statement_not_the_process() {
+        let sb = Sandbox::open(&db_path(), Duration::from_secs(5)).unwrap();
+        for sql in [
+            "SELECT zeroblob(100000000) FROM singer",
+            "SELECT zeroblob(1000000000) FROM singer",
+            "SELECT zeroblob(400000000) FROM singer",
+            "SELECT randomblob(900000) FROM singer a, singer b, singer c, singer d",
+        ] {
+            let err = sb.query(sql).unwrap_err();
+            assert!(
+                err.contains("too big") || err.contains("larger than") || err.contains("rows"),
+                "{sql}: {err}"
+            );
+        }
+        // The sandbox still answers afterwards.
+        assert!(sb.query("SELECT count(*) FROM singer").is_ok());
+    }
+
+    #[test]
+    fn blobs_compare_as_bytes() {
+        let a = vec![vec![Value::Blob(vec![0xff])]];
+        let b = vec![vec![Value::Blob(vec![0xfe])]];
+        assert!(!same_result(&a, &b, false));
+        assert!(same_result(&a, &a.clone(), true));
     }
 
     #[test]

@@ -17,13 +17,30 @@ pub(crate) const TEMPLATE: &str = "squad_v2/1\n\
 Answer the question with a short span copied from the context. If the context does not contain the answer, reply: unanswerable\n\n\
 {shots: Context/Question/Answer blocks}\n\
 Context: {context}\nQuestion: {question}\nAnswer:";
-pub(crate) const METRIC: &str = "squad_v2-official/1 (answer extraction v1)";
+pub(crate) const METRIC: &str = "squad_v2-official/2 (answer extraction v2)";
 
 /// Python's `string.punctuation`.
 const PUNCTUATION: &str = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
 
-static ARTICLES: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(a|an|the)\b").expect("valid regex"));
+/// Runs of Python `re` word characters (`str.isalnum()` or `_`): letters and numbers of every
+/// script, superscripts included, combining marks and other connector punctuation not. The
+/// official script's `\b(a|an|the)\b` removes exactly the runs that are an article.
+static PY_WORDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[\p{L}\p{N}_]+").expect("valid regex"));
+
+fn remove_articles(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for m in PY_WORDS.find_iter(s) {
+        if matches!(m.as_str(), "a" | "an" | "the") {
+            out.push_str(&s[last..m.start()]);
+            out.push(' ');
+            last = m.end();
+        }
+    }
+    out.push_str(&s[last..]);
+    out
+}
 
 /// Python's `str.isspace` (what `str.split()` splits on): Unicode white space plus the
 /// information separators U+001C..U+001F.
@@ -37,7 +54,7 @@ pub(crate) fn normalize_answer(s: &str) -> String {
         .chars()
         .filter(|c| !PUNCTUATION.contains(*c))
         .collect();
-    let no_articles = ARTICLES.replace_all(&no_punc, " ");
+    let no_articles = remove_articles(&no_punc);
     no_articles
         .split(py_space)
         .filter(|t| !t.is_empty())
@@ -109,28 +126,56 @@ static ANSWER_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("valid regex")
 });
+/// "…the answer is X" inside the first sentence ("Based on the context, the answer is 1066.").
+static ANSWER_IS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)^[^.!?\n]*?\b(?:the\s+)?(?:final\s+|correct\s+|short\s+)?answer(?:\s+to\s+(?:the|this|your)\s+question)?\s+(?:is|would\s+be|will\s+be)\s*:?\s*",
+    )
+    .expect("valid regex")
+});
+/// The model declines: what a careful reader takes as "no answer".
 static NO_ANSWER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)^\W*(?:unanswerable|no answer|not answerable|cannot be answered|the context does not (?:contain|say|mention)|there is no answer)",
+        r"(?ix)
+        ^\W*(?:n/?a|none|unknown|no\s+answer|unanswerable|not\s+answerable|no\s+information)\W*$
+      | \bunanswerable\b
+      | \bnot\s+answerable\b
+      | \b(?:cannot|can\s*not|can't|could\s+not|couldn't|unable\s+to|impossible\s+to|not\s+possible\s+to)\s+
+          (?:be\s+)?(?:answer(?:ed)?|determine(?:d)?|find|found|know|infer(?:red)?|tell|say|provide|identif(?:y|ied))\b
+      | \b(?:is|are)\s+not\s+(?:mentioned|provided|stated|given|specified|found|included|available|answerable|possible\s+to\s+determine)\b
+      | \b(?:does|do)\s*(?:not|n't)\s+(?:contain|say|mention|provide|specify|state|include|give|answer|tell|indicate)\b
+      | \bthere\s+is\s+no\s+(?:answer|information|mention)\b
+      | \b(?:no|not\s+enough|insufficient)\s+(?:information|context|details?)\b
+      | ^\W*no\s+answer\b
+      | \bi\s+(?:don't|do\s+not)\s+know\b",
     )
     .expect("valid regex")
 });
 
-/// The answer a model gave: its first non-empty line, without an "Answer:" prefix or
-/// surrounding quotes; "unanswerable" (and its usual paraphrases at the start of the line)
-/// is the empty answer.
+/// The answer a model gave, as a careful reader takes it (README, "Answer extraction"): its
+/// first non-empty line; a model declining ("unanswerable", "N/A", "I cannot answer this from
+/// the context", "The answer cannot be determined…") is the empty answer; otherwise without
+/// an "Answer:" prefix, without a leading "…the answer is" in its first sentence, and without
+/// surrounding quotes or emphasis.
 pub(crate) fn extract_answer(output: &str) -> String {
     let line = output
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    let line = ANSWER_PREFIX.replace(line, "");
-    let line = line.trim().trim_matches(|c| c == '"' || c == '*').trim();
     if NO_ANSWER.is_match(line) {
         return String::new();
     }
-    line.to_string()
+    let line = ANSWER_PREFIX.replace(line, "");
+    let line = ANSWER_IS.replace(&line, "");
+    let line = line
+        .trim()
+        .trim_matches(|c| c == '"' || c == '*' || c == '\'' || c == '`')
+        .trim();
+    let line = line.strip_suffix('.').unwrap_or(line).trim();
+    line.trim_matches(|c| c == '"' || c == '*')
+        .trim()
+        .to_string()
 }
 
 #[derive(Debug, Deserialize)]
@@ -272,6 +317,29 @@ mod tests {
         assert_eq!(extract_answer("Unanswerable."), "");
         assert_eq!(extract_answer("The context does not contain it"), "");
         assert_eq!(extract_answer(""), "");
+        // Issue 14's phrasings.
+        assert_eq!(extract_answer("I cannot answer this from the context."), "");
+        assert_eq!(extract_answer("N/A"), "");
+        assert_eq!(
+            extract_answer("The answer cannot be determined from the context."),
+            ""
+        );
+        assert_eq!(
+            extract_answer("Based on the context, the answer is 1066."),
+            "1066"
+        );
+    }
+
+    #[test]
+    fn articles_are_removed_with_python_word_boundaries() {
+        // A combining mark is not a Python word character, so "a" before one is a whole
+        // word and removed, as Python's re.sub(r"\b(a|an|the)\b", " ", …) does.
+        assert_eq!(normalize_answer("a\u{301} b"), "\u{301} b");
+        // A superscript is a Python word character ("²".isalnum()): "a²" is one word.
+        assert_eq!(normalize_answer("a² b"), "a² b");
+        // Connector punctuation other than "_" is not a word character in Python.
+        assert_eq!(normalize_answer("the\u{203F}x"), "\u{203F}x");
+        assert_eq!(normalize_answer("The Norman a an"), "norman");
     }
 
     #[test]

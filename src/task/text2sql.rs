@@ -18,7 +18,7 @@ Write one SQLite query that answers the question. Reply with the SQL query only.
 {shots: Database schema/Question/SQL blocks}\n\
 Database schema:\n{CREATE TABLE per table, with primary and foreign keys}\n\nQuestion: {question}\nSQL:";
 pub(crate) const METRIC: &str =
-    "spider-execution/1 (multiset rows, ordered iff gold has ORDER BY; sql extraction v1)";
+    "spider-execution/2 (multiset rows, ordered iff gold has ORDER BY; blobs as bytes; sql extraction v2: sqlite parser)";
 
 #[derive(Debug, Deserialize)]
 struct Item {
