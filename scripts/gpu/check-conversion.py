@@ -205,9 +205,12 @@ def main():
                       "compared": a.tokens, "identical": hf == ll})
         # Each position where transformers' argmax is not llama.cpp's token must be a near-tie on
         # both sides (logit gap on transformers' side, logprob gap on llama.cpp's when given).
-        agree, misses = 0, []
+        agree, misses, dlp = 0, [], []
+        logp = torch.log_softmax(tf, dim=-1)
         for k, want in enumerate(ll):
             got = int(tf[k].argmax())
+            if k < len(probs) and probs[k].get("id") == want and probs[k].get("logprob") is not None:
+                dlp.append(abs(float(logp[k][want]) - float(probs[k]["logprob"])))
             if got == want:
                 agree += 1
                 continue
@@ -220,10 +223,12 @@ def main():
             tie = gap_hf < a.tie_margin and (gap_ll is None or gap_ll < a.tie_margin)
             misses.append({"at": k + 1, "hf": got, "llama": want, "gap_hf": round(gap_hf, 4),
                            "gap_llama": None if gap_ll is None else round(gap_ll, 4), "near_tie": tie})
-        entry.update({"teacher_forced_agree": agree, "misses": misses})
+        entry.update({"teacher_forced_agree": agree, "misses": misses,
+                      "max_logprob_diff": round(max(dlp), 4) if dlp else None})
         what = "identical" if hf == ll else f"first {same_prefix} the same"
         log(f"greedy prompt {i + 1} ({len(ids)} prompt tokens): transformers {len(hf)} tokens, llama.cpp {len(ll)} "
-            f"(stop: {stop_type}): {what}; on llama.cpp's path transformers' argmax agrees at {agree}/{len(ll)}")
+            f"(stop: {stop_type}): {what}; on llama.cpp's path transformers' argmax agrees at {agree}/{len(ll)}"
+            + (f", logprob of llama.cpp's token differs by at most {max(dlp):.3f}" if dlp else ""))
         for m in misses:
             msg = (f"    position {m['at']}: transformers {m['hf']} {tok.decode([m['hf']])!r} vs llama.cpp {m['llama']} "
                    f"{tok.decode([m['llama']])!r}: logit gap {m['gap_hf']:.3f} (transformers), "

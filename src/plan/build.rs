@@ -323,16 +323,21 @@ struct TaskFacts {
     scoring_files: Vec<PathBuf>,
 }
 
-fn run_node(
-    sweep: &Sweep,
-    facts: &Facts,
-    cfg: &Config,
-    t: &TaskFacts,
-    deployment_key: &str,
-    label: &str,
+/// Where a run node sits: its deployment (key and index), its label and its run index.
+struct RunPlace<'a> {
+    deployment_key: &'a str,
+    label: &'a str,
     deployment: usize,
     run_index: usize,
-) -> Node {
+}
+
+fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunPlace) -> Node {
+    let RunPlace {
+        deployment_key,
+        label,
+        deployment,
+        run_index,
+    } = *at;
     let task = &sweep.tasks[cfg.task];
     let engine = &sweep.engines[cfg.engine];
     let mut blocked_by = None;
@@ -521,7 +526,18 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
         let run_index = runs.len();
         let t = &tasks[cfg.task];
         let run = b.add(
-            run_node(sweep, facts, cfg, t, &deployment_key, &label, di, run_index),
+            run_node(
+                sweep,
+                facts,
+                cfg,
+                t,
+                &RunPlace {
+                    deployment_key: &deployment_key,
+                    label: &label,
+                    deployment: di,
+                    run_index,
+                },
+            ),
             &[warmup],
         );
         let run_key = b.graph[run].key.clone();
