@@ -244,14 +244,35 @@ fn a_second_applier_of_the_same_deployment_gets_a_clear_error() {
 
 #[test]
 fn an_engine_that_cannot_start_is_recorded_and_the_sweep_goes_on() {
-    let broken = r#"engine "broken" {
+    let script = tempfile::Builder::new().suffix(".sh").tempfile().unwrap();
+    std::fs::write(
+        script.path(),
+        "#!/bin/sh\necho 'loading model…' >&2\necho 'boom: cannot load the weights' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        script.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let script_path = script.into_temp_path();
+    let broken = format!(
+        r#"engine "broken" {{
     kind "openai"
-    binary "/bin/false"
+    binary "{}"
     startup-timeout 20
-}"#;
-    let (_dir, cache, sweep) = setup("faults", broken, SCENARIOS, "    scenario \"single\"");
+}}"#,
+        script_path.display()
+    );
+    let (_dir, cache, sweep) = setup("faults", &broken, SCENARIOS, "    scenario \"single\"");
     let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // The engine's last log lines reach the console and the report, not only the record.
+    assert!(
+        text(&out).contains("boom: cannot load the weights"),
+        "{}",
+        text(&out)
+    );
     let r = ran(&out);
     assert!(
         r.contains(&"run smollm2:q4_1@llama mmlu single".to_string()),
@@ -278,6 +299,12 @@ fn an_engine_that_cannot_start_is_recorded_and_the_sweep_goes_on() {
     assert!(
         report.contains("FAILED: engine failed to start"),
         "{report}"
+    );
+    assert!(report.contains("boom: cannot load the weights"), "{report}");
+    let html = std::fs::read_to_string(cache.join("reports/faults/report.html")).unwrap();
+    assert!(
+        html.contains("boom: cannot load the weights"),
+        "report.html"
     );
     // The next plan retries the failed node and says why.
     let plan = will_run(&plan_json(&cache, &sweep));

@@ -18,7 +18,7 @@ use bollard::Docker;
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::{fill, tail_of, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
+use super::{fill, tail_of, EngineError, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
 use crate::spec::Launch;
 
 pub(crate) const LABEL_KEY: &str = "bench360.key";
@@ -281,7 +281,7 @@ async fn exit_cause(d: &Docker, name: &str) -> String {
 impl Launcher for DockerLauncher {
     type Running = DockerEngine;
 
-    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<DockerEngine, String> {
+    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<DockerEngine, EngineError> {
         let Launch::Docker {
             image,
             tag,
@@ -449,7 +449,10 @@ impl Launcher for DockerLauncher {
             if let Some(cause) = engine.exited() {
                 let tail = tail_of(log, 15);
                 engine.stop().await;
-                return Err(format!("{cause} during startup; last log lines:\n{tail}"));
+                return Err(EngineError::Exited {
+                    cause: format!("{cause} during startup"),
+                    tail,
+                });
             }
             if super::healthy(&http, &health, None).await {
                 break;
@@ -457,10 +460,11 @@ impl Launcher for DockerLauncher {
             if Instant::now() > deadline {
                 let tail = tail_of(log, 15);
                 engine.stop().await;
-                return Err(format!(
-                    "engine not healthy at {health} after {:.0} s; last log lines:\n{tail}",
-                    spec.engine.startup_timeout_s
-                ));
+                return Err(EngineError::Unhealthy {
+                    health,
+                    after_s: spec.engine.startup_timeout_s,
+                    tail,
+                });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -11,6 +11,46 @@ use std::time::{Duration, Instant};
 use crate::record::Phases;
 use crate::spec::{Engine, Launch};
 
+/// Why an engine could not be started or reached.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EngineError {
+    /// The engine's process or container ended before it was healthy.
+    #[error("{cause}; last log lines:\n{tail}")]
+    Exited { cause: String, tail: String },
+    /// It did not answer its health check in time.
+    #[error("engine not healthy at {health} after {after_s:.0} s; last log lines:\n{tail}")]
+    Unhealthy {
+        health: String,
+        after_s: f64,
+        tail: String,
+    },
+    /// Everything before the engine runs: ports, log files, mounts, the Docker daemon, pulls.
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl EngineError {
+    /// The engine's last log lines, when the failure has them.
+    pub fn log_tail(&self) -> Option<&str> {
+        match self {
+            EngineError::Exited { tail, .. } | EngineError::Unhealthy { tail, .. } => Some(tail),
+            EngineError::Setup(_) => None,
+        }
+    }
+}
+
+impl From<String> for EngineError {
+    fn from(s: String) -> Self {
+        EngineError::Setup(s)
+    }
+}
+
+impl From<&str> for EngineError {
+    fn from(s: &str) -> Self {
+        EngineError::Setup(s.to_string())
+    }
+}
+
 /// Everything a launcher needs to start one deployment.
 #[derive(Debug, Clone)]
 pub(crate) struct LaunchSpec {
@@ -42,7 +82,7 @@ pub(crate) trait Launcher {
         &self,
         spec: &LaunchSpec,
         log: &Path,
-    ) -> impl Future<Output = Result<Self::Running, String>> + Send;
+    ) -> impl Future<Output = Result<Self::Running, EngineError>> + Send;
 }
 
 /// Where the engine listens and sees its weights: the host for a process, the container's
@@ -113,6 +153,9 @@ fn free_port() -> std::io::Result<u16> {
 pub(crate) fn tail_of(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
+    if all.is_empty() {
+        return format!("(nothing in {})", path.display());
+    }
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
@@ -137,7 +180,7 @@ pub(crate) struct ProcessEngine {
 impl Launcher for ProcessLauncher {
     type Running = ProcessEngine;
 
-    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<ProcessEngine, String> {
+    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<ProcessEngine, EngineError> {
         let Launch::Process { binary } = &spec.engine.launch else {
             return Err("not a process engine".into());
         };
@@ -182,21 +225,21 @@ impl Launcher for ProcessLauncher {
         let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s);
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!(
-                    "engine exited during startup ({status}); last log lines:\n{}",
-                    tail_of(log, 15)
-                ));
+                return Err(EngineError::Exited {
+                    cause: format!("engine exited during startup ({status})"),
+                    tail: tail_of(log, 15),
+                });
             }
             if healthy(&http, &health, None).await {
                 break;
             }
             if Instant::now() > deadline {
                 let _ = child.start_kill();
-                return Err(format!(
-                    "engine not healthy at {health} after {:.0} s; last log lines:\n{}",
-                    spec.engine.startup_timeout_s,
-                    tail_of(log, 15)
-                ));
+                return Err(EngineError::Unhealthy {
+                    health,
+                    after_s: spec.engine.startup_timeout_s,
+                    tail: tail_of(log, 15),
+                });
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -273,7 +316,7 @@ pub(crate) struct EndpointEngine {
 impl Launcher for EndpointLauncher {
     type Running = EndpointEngine;
 
-    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<EndpointEngine, String> {
+    async fn launch(&self, spec: &LaunchSpec, log: &Path) -> Result<EndpointEngine, EngineError> {
         let Launch::Endpoint {
             url,
             served_model,
@@ -298,7 +341,7 @@ impl Launcher for EndpointLauncher {
         let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s.min(60.0));
         while !healthy(&http, &health, api_key.as_deref()).await {
             if Instant::now() > deadline {
-                return Err(format!("endpoint {health} did not answer 200"));
+                return Err(format!("endpoint {health} did not answer 200").into());
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }

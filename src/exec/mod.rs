@@ -115,10 +115,14 @@ impl<'a> Executor<'a> {
 
     fn fail(&mut self, i: petgraph::graph::NodeIndex, cause: String) {
         let label = self.plan.graph[i].label.clone();
-        self.progress.say(&format!(
-            "✗ {label}: {}",
-            cause.lines().next().unwrap_or("")
-        ));
+        let mut lines = cause.lines();
+        let mut text = format!("✗ {label}: {}", lines.next().unwrap_or(""));
+        // The rest of the cause (an engine's last log lines), indented, never dropped.
+        for l in lines {
+            text.push_str("\n    │ ");
+            text.push_str(l);
+        }
+        self.progress.say(&text);
         self.summary.failed.push((label, cause.clone()));
         self.fates.insert(i.index(), cause);
         self.progress.node_done();

@@ -338,7 +338,8 @@ impl Executor<'_> {
                 let _ = std::fs::remove_dir_all(&engine_dir);
                 return;
             }
-            Some(Err(cause)) => {
+            Some(Err(err)) => {
+                let cause = err.to_string();
                 if let Some(j) = cold_journal {
                     j.failed(&cause);
                     self.fail(dep.coldstart, cause.clone());
@@ -347,10 +348,13 @@ impl Executor<'_> {
                 for &r in runs {
                     self.fail_recorded(
                         self.plan.runs[r].node,
-                        format!(
-                            "engine failed to start: {}",
-                            cause.lines().next().unwrap_or("")
-                        ),
+                        match err.log_tail() {
+                            Some(tail) if !tail.trim().is_empty() => format!(
+                                "engine failed to start: {}\n{tail}",
+                                cause.lines().next().unwrap_or("")
+                            ),
+                            _ => format!("engine failed to start: {cause}"),
+                        },
                     );
                 }
                 return;

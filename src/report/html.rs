@@ -400,12 +400,13 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
     for r in rows {
         if let Some(f) = &r.data.failure {
             any = true;
-            let _ = write!(
-                h,
-                "<li><b>{}</b>: {}</li>",
-                esc(&r.data.label),
-                esc(f.lines().next().unwrap_or(""))
-            );
+            let (first, rest) = f.split_once('\n').unwrap_or((f, ""));
+            let _ = write!(h, "<li><b>{}</b>: {}", esc(&r.data.label), esc(first));
+            // The rest of the cause (an engine's last log lines) in full.
+            if !rest.trim().is_empty() {
+                let _ = write!(h, "<pre class=\"log\">{}</pre>", esc(rest.trim_end()));
+            }
+            h.push_str("</li>");
         }
         if let Some(s) = &r.data.stats {
             for (cause, k) in &s.failures {

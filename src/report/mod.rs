@@ -182,11 +182,16 @@ pub(crate) fn markdown(
         .filter_map(|r| {
             let mut lines = Vec::new();
             if let Some(f) = &r.data.failure {
-                lines.push(format!(
-                    "- `{}`: {}",
-                    r.data.label,
-                    f.lines().next().unwrap_or("")
-                ));
+                let (first, rest) = f.split_once('\n').unwrap_or((f, ""));
+                lines.push(format!("- `{}`: {first}", r.data.label));
+                // The rest of the cause (an engine's last log lines) in full, as a block.
+                if !rest.trim().is_empty() {
+                    lines.push("\n  ~~~text".into());
+                    for l in rest.trim_end().lines() {
+                        lines.push(format!("  {}", l.replace("~~~", "~ ~ ~")));
+                    }
+                    lines.push("  ~~~\n".into());
+                }
             }
             if let Some(s) = &r.data.stats {
                 for (cause, n) in &s.failures {
