@@ -69,6 +69,10 @@ pub(crate) enum Command {
         #[arg(required = true)]
         sweeps: Vec<PathBuf>,
     },
+    /// Check the whole cache: every record readable, every finished node's files there with
+    /// the size and blake3 they were written with. Exit 1 when something is damaged (the
+    /// next `plan` shows those nodes as "will run: damaged object …").
+    Verify,
     /// Delete cached nodes that no given sweep's plan uses any more.
     Gc {
         #[arg(required = true)]

@@ -109,7 +109,8 @@ async fn prepare_containers(
         let t0 = std::time::Instant::now();
         let r = engine::docker::pull(&d, &reference, &mp)
             .await
-            .map(|()| t0.elapsed().as_secs_f64());
+            .map(|()| t0.elapsed().as_secs_f64())
+            .map_err(|e| e.to_string());
         if let Err(e) = &r {
             eprintln!("{e}");
         }
@@ -141,15 +142,20 @@ fn load_plan_as(
     view: View,
 ) -> anyhow::Result<(spec::Sweep, plan::Plan)> {
     let (sweep, _) = sweep::load(path)?;
-    let mut facts = plan::facts::gather(store, &sweep);
+    let plan = plan_for(store, &sweep, view)?;
+    Ok((sweep, plan))
+}
+
+/// Facts → sealed plan, for a sweep already parsed (each command parses its sweep once).
+fn plan_for(store: &Store, sweep: &spec::Sweep, view: View) -> anyhow::Result<plan::Plan> {
+    let mut facts = plan::facts::gather(store, sweep);
     if view != View::Local {
         let cf = slurm::SweepDir::new(store, &sweep.name).cluster_facts();
         if view == View::Cluster || cf.is_some() {
-            slurm::cluster_view(&mut facts, &sweep, cf.as_ref());
+            slurm::cluster_view(&mut facts, sweep, cf.as_ref());
         }
     }
-    let plan = plan::build(&sweep, &facts).map_err(anyhow::Error::msg)?;
-    Ok((sweep, plan))
+    Ok(plan::build(sweep, &facts)?)
 }
 
 /// Every task's dataset is read and checked before any engine starts (or any job is
@@ -462,30 +468,29 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 .build()?;
             // --deployment: found by label, which (unlike keys) does not change when an image
             // is pulled below.
+            let (sweep, _) = sweep::load(&path)?;
             let only = match &deployment {
                 Some(sel) => {
-                    let (draft, p) = load_plan(&store, &path)?;
-                    let d = p.find_deployment(sel).map_err(anyhow::Error::msg)?;
-                    let engine = draft.engines[p.deployments[d].at.engine].name.value.clone();
+                    let p = plan_for(&store, &sweep, View::Local)?;
+                    let d = p.find_deployment(sel)?;
+                    let engine = sweep.engines[p.deployments[d].at.engine].name.value.clone();
                     Some((p.deployments[d].label.clone(), engine))
                 }
                 None => None,
             };
             // Containers first: orphans of a killed apply go, images are pulled (or found), so
             // that the plan is keyed by the images' ids.
-            let (draft, _) = sweep::load(&path)?;
             let pulls = rt.block_on(prepare_containers(
-                &draft,
+                &sweep,
                 only.as_ref().map(|(_, e)| e.as_str()),
             ));
-            let (sweep, plan) = load_plan(&store, &path)?;
+            let plan = plan_for(&store, &sweep, View::Local)?;
             let Some(samples) = load_datasets(&sweep, &plan) else {
                 return Ok(2);
             };
             let only = only
                 .map(|(label, _)| plan.find_deployment(&label))
-                .transpose()
-                .map_err(anyhow::Error::msg)?;
+                .transpose()?;
             let job = only.and_then(|d| slurm::InJob::begin(&store, &plan, Some(d)));
             let summary = rt.block_on(async {
                 let (tx, cancel) = workload::Cancel::new();
@@ -547,8 +552,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let (sweep, plan) = load_plan_as(&store, &sweep, View::ClusterIfRan)?;
             let job = slurm::InJob::begin(&store, &plan, None);
             let files = exec::build_report(&store, &plan, &sweep);
-            let (path, recorded) =
-                exec::write_report(&store, &plan, &files).map_err(anyhow::Error::msg)?;
+            let (path, recorded) = exec::write_report(&store, &plan, &files)?;
             println!("{}", files.table);
             eprintln!(
                 "report: {}{}",
@@ -683,6 +687,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             })?;
             print!("{md}");
             Ok(0)
+        }
+        Command::Verify => {
+            let store = Store::open(&cli.cache)?;
+            let (checked, damaged) = store.verify();
+            for (what, why) in &damaged {
+                println!("damaged  {what}: {why}");
+            }
+            eprintln!(
+                "{checked} record(s) checked, {} damaged{}",
+                damaged.len(),
+                if damaged.is_empty() {
+                    ""
+                } else {
+                    "; `bench360 apply` reruns them"
+                }
+            );
+            Ok(if damaged.is_empty() { 0 } else { 1 })
         }
         Command::Gc { sweeps, dry_run } => {
             let store = Store::open(&cli.cache)?;

@@ -310,6 +310,7 @@ fn bench_cached_apply(runs: usize) -> anyhow::Result<f64> {
             cause: None,
             inputs: n.inputs.clone(),
             outputs: serde_json::Value::Null,
+            objects: Default::default(),
         })?;
     }
     let exe = std::env::current_exe()?;

@@ -590,3 +590,81 @@ scenario "replayed" {
         "{itl} vs {per_token}"
     );
 }
+
+/// Object integrity: a truncated trace or record is damage, found by `plan`, `report` and
+/// `verify`, and repaired by the next `apply`; what depends on it runs again too.
+#[test]
+fn damaged_objects_and_records_are_found_and_rerun() {
+    let (_dir, cache, sweep) = setup("damage", "", SCENARIOS, "    scenario \"single\"");
+    let s = sweep.to_str().unwrap();
+    let first = bench(&cache, &["apply", s]);
+    assert!(first.status.success(), "{}", text(&first));
+    let ok = bench(&cache, &["verify"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+
+    let run = records(&cache)
+        .into_iter()
+        .find(|r| r["kind"] == "run")
+        .unwrap();
+    let key = run["key"].as_str().unwrap().to_string();
+    assert!(
+        run["objects"]["requests.parquet"]["size"].as_u64().unwrap() > 0,
+        "{run}"
+    );
+    // Truncate the run's requests table.
+    let parquet = cache.join("objects").join(&key).join("requests.parquet");
+    let len = std::fs::metadata(&parquet).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&parquet)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let planned = will_run(&plan_json(&cache, &sweep));
+    let run_why = &planned
+        .iter()
+        .find(|(l, _)| l.starts_with("run "))
+        .expect("the damaged run runs again")
+        .1;
+    assert!(
+        run_why.contains("damaged object: requests.parquet"),
+        "{planned:?}"
+    );
+    assert!(
+        planned
+            .iter()
+            .any(|(l, w)| l.starts_with("score ") && w.contains("which will run again")),
+        "{planned:?}"
+    );
+    let v = bench(&cache, &["verify"]);
+    assert_eq!(v.status.code(), Some(1), "{}", text(&v));
+    assert!(text(&v).contains("requests.parquet"), "{}", text(&v));
+    let report = bench(&cache, &["report", s]);
+    assert!(
+        text(&report).contains("damaged object") || {
+            let md = std::fs::read_to_string(cache.join("reports/damage/report.md")).unwrap();
+            md.contains("damaged object")
+        },
+        "{}",
+        text(&report)
+    );
+
+    // A truncated record: damage too, not "new".
+    let rec = cache.join("records").join(format!("{key}.json"));
+    let text_rec = std::fs::read_to_string(&rec).unwrap();
+    std::fs::write(&rec, &text_rec[..text_rec.len() / 3]).unwrap();
+    let planned = will_run(&plan_json(&cache, &sweep));
+    assert!(
+        planned
+            .iter()
+            .any(|(l, w)| l.starts_with("run ") && w.starts_with("damaged record")),
+        "{planned:?}"
+    );
+
+    // The next apply repairs everything.
+    let again = bench(&cache, &["apply", s]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(will_run(&plan_json(&cache, &sweep)).is_empty());
+    let ok = bench(&cache, &["verify"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+}

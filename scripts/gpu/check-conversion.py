@@ -18,6 +18,8 @@ template, as an engine's chat endpoint would apply it) and four plain strings, t
      (teacher forcing), and at every one of llama.cpp's positions its argmax must be
      llama.cpp's token, or the two candidates must be a near-tie on both sides: transformers'
      logit gap and llama.cpp's logprob gap (n_probs) both below --tie-margin;
+     Besides, the log-probability that transformers gives llama.cpp's token at each position
+     must be within --logprob-tol (0.3) of llama.cpp's own (n_probs, before sampling);
   3. metadata: the GGUF's chat template and eos id equal the folder's, and llama-server
      serves a file of the GGUF's name (when /props says).
 It exits 1 if any check fails, 2 on a usage or connection problem, 0 otherwise.
@@ -28,7 +30,9 @@ computed in --dtype, float32 by default), so two candidates within a few hundred
 logit can swap: that is what --tie-margin (0.1 by default; 0 accepts no differing token)
 allows, and each such position is printed with both gaps. A wrong conversion (Q/K rows in the
 wrong order, a missing bias, a wrong rope theta or eps, a wrong tokenizer) gives gaps of
-several logits or differing ids within the first few tokens.
+several logits or differing ids within the first few tokens; a subtler one (rope theta 1e4
+instead of 1e6, tried on Qwen2.5-Coder-0.5B) still moved llama.cpp's token log-probabilities by
+0.6-1.3 where a right one stays within about 0.05.
 """
 
 import argparse
@@ -117,6 +121,8 @@ def main():
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--tie-margin", type=float, default=0.1,
                     help="accept a differing token where both sides' logit gap is below this (0.1; 0: none)")
+    ap.add_argument("--logprob-tol", type=float, default=0.3,
+                    help="largest accepted difference in the log-probability of llama.cpp's token (0.3)")
     ap.add_argument("--json", help="write the per-prompt figures here")
     a = ap.parse_args()
     t0 = time.time()
@@ -236,6 +242,9 @@ def main():
             log(msg + (" - near-tie, accepted" if m["near_tie"] else " - NOT a near-tie"))
             if not m["near_tie"]:
                 failures.append(f"prompt {i + 1}, token {m['at']}: {msg.strip()}")
+        if dlp and max(dlp) > a.logprob_tol:
+            failures.append(f"prompt {i + 1}: log-probabilities of llama.cpp's tokens differ by up to {max(dlp):.3f} "
+                            f"(more than --logprob-tol {a.logprob_tol})")
         if len(ll) < a.tokens and stop_type != "eos":
             failures.append(f"prompt {i + 1}: llama-server gave {len(ll)} tokens and stopped by {stop_type}")
         log(f"    transformers: {tok.decode(hf)!r}")

@@ -111,23 +111,40 @@ impl HttpClient {
     }
 }
 
+/// A stream event that cannot be read: the request fails with this cause.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct EventError(pub String);
+
+impl From<String> for EventError {
+    fn from(s: String) -> Self {
+        EventError(s)
+    }
+}
+
+impl From<EventError> for String {
+    fn from(e: EventError) -> Self {
+        e.0
+    }
+}
+
 /// Applies one SSE data payload to the request being recorded.
 pub(crate) fn apply_event(
     rec: &mut RequestRecord,
     chunks: &mut Vec<ChunkRecord>,
     payload: &str,
     t_ns: i64,
-) -> Result<bool, String> {
+) -> Result<bool, EventError> {
     if payload.trim() == "[DONE]" {
         return Ok(true);
     }
     let v: Value = serde_json::from_str(payload)
         .map_err(|e| format!("unparseable stream event ({e}): {}", truncate(payload, 200)))?;
     if let Some(err) = v.get("error") {
-        return Err(format!(
+        return Err(EventError(format!(
             "server error in stream: {}",
             truncate(&err.to_string(), 300)
-        ));
+        )));
     }
     rec.chunks += 1;
     let choice = v.get("choices").and_then(|c| c.get(0));
@@ -341,7 +358,7 @@ mod tests {
             1,
         )
         .unwrap_err();
-        assert!(err.contains("boom"), "{err}");
+        assert!(err.0.contains("boom"), "{err}");
     }
 
     /// A loopback HTTP server that answers every connection with a scripted SSE body:

@@ -27,7 +27,7 @@ pub(crate) const LABEL_PID: &str = "bench360.pid";
 pub(crate) const LABEL_HOST: &str = "bench360.host";
 
 /// Connects to the local Docker engine and agrees on an API version.
-pub(crate) async fn connect() -> Result<Docker, String> {
+pub(crate) async fn connect() -> Result<Docker, EngineError> {
     let d = Docker::connect_with_local_defaults()
         .map_err(|e| format!("Docker engine not reachable: {e}"))?;
     let d = d
@@ -61,7 +61,7 @@ pub(crate) struct ImageFacts {
 pub(crate) async fn inspect_local(
     d: &Docker,
     reference: &str,
-) -> Result<Option<ImageFacts>, String> {
+) -> Result<Option<ImageFacts>, EngineError> {
     match d.inspect_image(reference).await {
         Ok(i) => Ok(Some(ImageFacts {
             id: i.id.unwrap_or_default(),
@@ -74,7 +74,9 @@ pub(crate) async fn inspect_local(
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
         }) => Ok(None),
-        Err(e) => Err(format!("cannot inspect image {reference}: {e}")),
+        Err(e) => Err(EngineError::Setup(format!(
+            "cannot inspect image {reference}: {e}"
+        ))),
     }
 }
 
@@ -83,7 +85,7 @@ pub(crate) async fn pull(
     d: &Docker,
     reference: &str,
     mp: &indicatif::MultiProgress,
-) -> Result<(), String> {
+) -> Result<(), EngineError> {
     let (image, tag) = match reference.rsplit_once(':') {
         Some((i, t)) if !t.contains('/') => (i, t),
         _ => (reference, "latest"),
@@ -133,11 +135,11 @@ pub(crate) async fn pull(
     for b in bars.values() {
         b.finish_and_clear();
     }
-    result
+    result.map_err(EngineError::Setup)
 }
 
 /// Removes containers labelled by bench360 on this host whose apply is no longer running.
-pub(crate) async fn remove_orphans(d: &Docker) -> Result<Vec<String>, String> {
+pub(crate) async fn remove_orphans(d: &Docker) -> Result<Vec<String>, EngineError> {
     let filters: HashMap<&str, Vec<&str>> = HashMap::from([("label", vec![LABEL_KEY])]);
     let opts = ListContainersOptionsBuilder::default()
         .all(true)
@@ -198,7 +200,7 @@ pub(crate) struct ContainerCommand {
 }
 
 /// The container's command and environment for a deployment (pure; unit-tested).
-pub(crate) fn container_command(spec: &LaunchSpec) -> Result<ContainerCommand, String> {
+pub(crate) fn container_command(spec: &LaunchSpec) -> Result<ContainerCommand, EngineError> {
     let entry = spec.engine.catalog;
     let recipe = entry
         .docker

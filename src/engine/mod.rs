@@ -12,7 +12,7 @@ use crate::record::Phases;
 use crate::spec::{Engine, Launch};
 
 /// Why an engine could not be started or reached.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum EngineError {
     /// The engine's process or container ended before it was healthy.
     #[error("{cause}; last log lines:\n{tail}")]

@@ -160,7 +160,7 @@ impl<'a> Executor<'a> {
         let _lock = match lock {
             Ok(l) => l,
             Err(e) => {
-                self.fail(i, e);
+                self.fail(i, e.to_string());
                 return;
             }
         };
@@ -195,7 +195,7 @@ impl<'a> Executor<'a> {
                 _ => {}
             }
         }
-        for d in 0..self.plan.deployments.len() {
+        for d in deployment_order(self.plan) {
             if self.cancel.is_cancelled() {
                 break;
             }
@@ -213,20 +213,32 @@ impl<'a> Executor<'a> {
         self.summary
     }
 
+    /// Whether every node `i` depends on (its predecessors in the sealed graph) is done or
+    /// cached: what makes a node ready.
+    fn ready(&self, i: petgraph::graph::NodeIndex) -> bool {
+        self.plan
+            .graph
+            .neighbors_directed(i, petgraph::Direction::Incoming)
+            .all(|p| self.is_ok(p) || self.plan.graph[p].kind == NodeKind::Warmup)
+    }
+
     async fn deployment(&mut self, d: usize) {
         let dep = self.plan.deployments[d].clone();
-        let runs: Vec<usize> = dep
+        let pos = positions(self.plan);
+        let mut runs: Vec<usize> = dep
             .runs
             .iter()
             .copied()
             .filter(|&r| self.will_run(self.plan.runs[r].node))
             .collect();
-        let scores: Vec<usize> = dep
+        runs.sort_by_key(|&r| pos[self.plan.runs[r].node.index()]);
+        let mut scores: Vec<usize> = dep
             .runs
             .iter()
             .copied()
             .filter(|&r| self.will_run(self.plan.runs[r].score))
             .collect();
+        scores.sort_by_key(|&r| pos[self.plan.runs[r].score.index()]);
         let need_pull = self.will_run(dep.pull)
             && !self.done.contains(&dep.pull.index())
             && !self.fates.contains_key(&dep.pull.index());
@@ -247,7 +259,7 @@ impl<'a> Executor<'a> {
                     .chain(scores.iter().map(|&r| self.plan.runs[r].score))
                 {
                     if self.will_run(i) {
-                        self.fail(i, e.clone());
+                        self.fail(i, e.to_string());
                     }
                 }
                 return;
@@ -293,7 +305,7 @@ impl<'a> Executor<'a> {
                             .chain(runs.iter().map(|&r| self.plan.runs[r].node))
                         {
                             if self.will_run(i) {
-                                self.fail_recorded(i, cause.clone());
+                                self.fail_recorded(i, cause.to_string());
                             }
                         }
                     }
@@ -305,7 +317,7 @@ impl<'a> Executor<'a> {
                 return;
             }
             let spec = &self.plan.runs[r];
-            if !self.is_ok(spec.node) {
+            if !self.ready(spec.score) {
                 let cause = format!(
                     "needs `{}`, which did not finish",
                     self.plan.graph[spec.node].label
@@ -316,6 +328,24 @@ impl<'a> Executor<'a> {
             self.score(r);
         }
     }
+}
+
+/// Each node's position in the sealed plan's topological order (by node index).
+fn positions(plan: &Plan) -> Vec<usize> {
+    let mut pos = vec![usize::MAX; plan.graph.node_count()];
+    for (k, i) in plan.order.iter().enumerate() {
+        pos[i.index()] = k;
+    }
+    pos
+}
+
+/// Deployments in the order the sealed plan reaches their cold starts: the executor walks
+/// the plan's topological order, one engine lifetime per deployment.
+fn deployment_order(plan: &Plan) -> Vec<usize> {
+    let pos = positions(plan);
+    let mut ds: Vec<usize> = (0..plan.deployments.len()).collect();
+    ds.sort_by_key(|&d| pos[plan.deployments[d].coldstart.index()]);
+    ds
 }
 
 /// Per node (by index): whether it belongs to the apply's scope (everything, or one

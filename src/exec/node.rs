@@ -43,7 +43,81 @@ fn new_record(plan: &Plan, i: NodeIndex) -> Record {
         cause: None,
         inputs: n.inputs.clone(),
         outputs: serde_json::Value::Null,
+        objects: Default::default(),
     }
+}
+
+/// Why a node failed; recorded verbatim as its cause.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NodeError {
+    #[error(transparent)]
+    Engine(#[from] crate::engine::EngineError),
+    #[error(transparent)]
+    Score(#[from] task::ScoreError),
+    #[error(transparent)]
+    Dataset(#[from] task::DatasetError),
+    #[error(transparent)]
+    Damaged(#[from] crate::store::DamagedObject),
+    /// A filesystem failure (disk full, read-only, I/O error) while doing `what`.
+    #[error("cannot {what}: {cause}")]
+    Io { what: &'static str, cause: String },
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<String> for NodeError {
+    fn from(s: String) -> Self {
+        NodeError::Failed(s)
+    }
+}
+
+impl NodeError {
+    /// An I/O failure, told by its root cause ("No space left on device (os error 28)"),
+    /// without the wrappers of the libraries in between.
+    pub(crate) fn io(what: &'static str, e: &(dyn std::error::Error + 'static)) -> NodeError {
+        NodeError::Io {
+            what,
+            cause: root_cause(e),
+        }
+    }
+}
+
+/// The deepest `io::Error` in an error's chain, else its own text without a library's
+/// "External: " prefix.
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut io = None;
+    while let Some(x) = cur {
+        if let Some(i) = x.downcast_ref::<std::io::Error>() {
+            io = Some(i.to_string());
+        }
+        cur = x.source();
+    }
+    io.unwrap_or_else(|| {
+        let t = e.to_string();
+        t.strip_prefix("External: ")
+            .map(str::to_string)
+            .unwrap_or(t)
+    })
+}
+
+fn anyhow_io(what: &'static str) -> impl Fn(anyhow::Error) -> NodeError {
+    move |e| {
+        let cause = e
+            .chain()
+            .find_map(|x| x.downcast_ref::<std::io::Error>().map(|i| i.to_string()))
+            .unwrap_or_else(|| {
+                let t = e.to_string();
+                t.strip_prefix("External: ")
+                    .map(str::to_string)
+                    .unwrap_or(t)
+            });
+        NodeError::Io { what, cause }
+    }
+}
+
+fn std_io(what: &'static str) -> impl Fn(std::io::Error) -> NodeError {
+    move |e| NodeError::io(what, &e)
 }
 
 /// Journals a node: `started` now, then `finished` (after its object is in place) or `failed`.
@@ -65,7 +139,7 @@ impl<'s> Journal<'s> {
     }
 
     fn close(
-        mut self,
+        &mut self,
         status: RecordStatus,
         cause: Option<String>,
         outputs: serde_json::Value,
@@ -80,18 +154,30 @@ impl<'s> Journal<'s> {
             .set_label(&self.rec.sweep, &self.rec.label, &self.rec.key)
     }
 
-    fn finish(self, outputs: serde_json::Value) -> std::io::Result<()> {
+    /// Finished, with its object's files listed (sizes and hashes) in the record.
+    fn finish(&mut self, outputs: serde_json::Value, objects: Objects) -> std::io::Result<()> {
+        self.rec.objects = objects;
         self.close(RecordStatus::Finished, None, outputs)
     }
 
-    fn failed(self, cause: &str) {
-        let _ = self.close(
-            RecordStatus::Failed,
-            Some(cause.to_string()),
-            serde_json::Value::Null,
-        );
+    /// Failed, with its cause. When the disk is too full for a new record, the `started`
+    /// record is overwritten in place (it needs no new space), so no record stays `started`.
+    fn failed(mut self, cause: &str) {
+        self.rec.objects.clear();
+        if self
+            .close(
+                RecordStatus::Failed,
+                Some(cause.to_string()),
+                serde_json::Value::Null,
+            )
+            .is_err()
+        {
+            let _ = self.store.write_record_in_place(&self.rec);
+        }
     }
 }
+
+type Objects = std::collections::BTreeMap<String, crate::store::ObjectFile>;
 
 /// Records a node as failed without having run it.
 pub(super) fn record_failure(store: &Store, plan: &Plan, i: NodeIndex, cause: &str) {
@@ -126,7 +212,71 @@ fn copy_log_since(log: &Path, from: u64, dest: &Path) -> u64 {
     from + buf.len() as u64
 }
 
+/// See [`Executor::write_object`].
+fn write_object(
+    store: &Store,
+    key: &str,
+    fill: impl FnOnce(&Path) -> Result<(), NodeError>,
+) -> Result<Objects, NodeError> {
+    let tmp = store
+        .begin_object(key)
+        .map_err(std_io("create the node's temp folder"))?;
+    let res = fill(&tmp)
+        .and_then(|()| {
+            store
+                .seal_object(&tmp)
+                .map_err(std_io("write the node's files"))
+        })
+        .and_then(|objects| {
+            store
+                .commit_object(&tmp, key)
+                .map(|_| objects)
+                .map_err(std_io("move the node's object into place"))
+        });
+    if res.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    res
+}
+
 impl Executor<'_> {
+    /// Writes a node's object: `fill` writes its files into a fresh temp folder; then every
+    /// file and folder is fsynced and hashed and the folder renamed into `objects/<key>/`. On
+    /// any failure the temp folder is removed and nothing is left half-written.
+    fn write_object(
+        &self,
+        key: &str,
+        fill: impl FnOnce(&Path) -> Result<(), NodeError>,
+    ) -> Result<Objects, NodeError> {
+        write_object(self.store, key, fill)
+    }
+
+    /// Ends a node: `finished` with its object's file list, or `failed` with the cause.
+    fn conclude(
+        &mut self,
+        i: NodeIndex,
+        mut j: Journal,
+        t0: Instant,
+        result: Result<(serde_json::Value, Objects), NodeError>,
+    ) -> bool {
+        let done = result.and_then(|(outputs, objects)| {
+            j.finish(outputs, objects)
+                .map_err(std_io("write the node's record"))
+        });
+        match done {
+            Ok(()) => {
+                self.succeed(i, t0);
+                true
+            }
+            Err(e) => {
+                let cause = e.to_string();
+                j.failed(&cause);
+                self.fail(i, cause);
+                false
+            }
+        }
+    }
+
     pub(super) async fn pull(&mut self, i: NodeIndex) {
         let engine_name = self.plan.graph[i]
             .label
@@ -141,7 +291,7 @@ impl Executor<'_> {
             .clone();
         let j = Journal::start(self.store, self.plan, i);
         let t0 = Instant::now();
-        let result: Result<serde_json::Value, String> = match &engine.launch {
+        let result: Result<serde_json::Value, NodeError> = match &engine.launch {
             Launch::Process { binary } => match facts::resolve_binary(binary) {
                 Ok(path) => {
                     let entry = engine.catalog;
@@ -176,7 +326,7 @@ impl Executor<'_> {
                         json!({"binary": path, "artifact": self.plan.graph[i].inputs.get("engine.artifact"), "version": version}),
                     )
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(NodeError::Failed(e.to_string())),
             },
             Launch::Endpoint { url, .. } => Ok(json!({"endpoint": url})),
             Launch::Docker {
@@ -185,7 +335,7 @@ impl Executor<'_> {
                 let reference = crate::engine::docker::reference(image, tag);
                 let pulled = self.opts.pulls.get(&reference).cloned();
                 match crate::engine::docker::connect().await {
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.into()),
                     Ok(d) => match crate::engine::docker::inspect_local(&d, &reference).await {
                         Ok(Some(facts)) => Ok(json!({
                             "image": reference,
@@ -195,54 +345,44 @@ impl Executor<'_> {
                             "pull_policy": pull,
                             "pulled_s": pulled.and_then(|p| p.ok()),
                         })),
-                        Ok(None) => Err(match pulled {
+                        Ok(None) => Err(NodeError::Failed(match pulled {
                             Some(Err(cause)) => cause,
                             _ => format!(
                                 "image {reference} is not present locally and was not pulled"
                             ),
-                        }),
-                        Err(e) => Err(e),
+                        })),
+                        Err(e) => Err(e.into()),
                     },
                 }
             }
         };
+        let key = self.plan.graph[i].key.clone();
+        let result = result.and_then(|outputs| {
+            let objects = self.write_object(&key, |tmp| {
+                write_json(&tmp.join("pull.json"), &outputs).map_err(std_io("write pull.json"))
+            })?;
+            Ok((outputs, objects))
+        });
         match result {
-            Ok(outputs) => {
-                // The pull node has no files: its record is its output.
-                match self
-                    .store
-                    .begin_object(&self.plan.graph[i].key)
-                    .and_then(|tmp| {
-                        write_json(&tmp.join("pull.json"), &outputs)?;
-                        self.store.commit_object(&tmp, &self.plan.graph[i].key)
-                    }) {
-                    Ok(_) => match j.finish(outputs) {
-                        Ok(()) => self.succeed(i, t0),
-                        Err(e) => self.fail(i, format!("cannot write record: {e}")),
-                    },
-                    Err(e) => {
-                        j.failed(&e.to_string());
-                        self.fail(i, e.to_string());
-                    }
-                }
+            Ok(done) => {
+                self.conclude(i, j, t0, Ok(done));
             }
             Err(e) => {
+                let e = e.to_string();
                 j.failed(&e);
                 self.fail(i, e);
             }
         }
     }
 
-    fn samples_of(&mut self, task: usize) -> Result<Arc<Vec<Sample>>, String> {
+    fn samples_of(&mut self, task: usize) -> Result<Arc<Vec<Sample>>, NodeError> {
         if let Some(s) = self.samples.get(&task) {
             return Ok(s.clone());
         }
         let def = &self.sweep.tasks[task];
-        let s = task::of(self.sweep, task)
-            .load(self.sweep.seed)
-            .map_err(|e| e.to_string())?;
+        let s = task::of(self.sweep, task).load(self.sweep.seed)?;
         if s.is_empty() {
-            return Err(format!("task `{}` has no samples", def.name.value));
+            return Err(format!("task `{}` has no samples", def.name.value).into());
         }
         let s = Arc::new(s);
         self.samples.insert(task, s.clone());
@@ -423,15 +563,19 @@ impl Executor<'_> {
                 gpu_mem_after_load_mb,
                 weights_cached,
             };
-            let res = self.store.begin_object(&cold_key).and_then(|tmp| {
-                write_json(&tmp.join("coldstart.json"), &cs)?;
+            let res = self.write_object(&cold_key, |tmp| {
+                write_json(&tmp.join("coldstart.json"), &cs)
+                    .map_err(std_io("write coldstart.json"))?;
                 log_pos = copy_log_since(&log, 0, &tmp.join("launch.log"));
-                self.store.commit_object(&tmp, &cold_key)
+                Ok(())
             });
-            match res.and_then(|_| j.finish(serde_json::to_value(&cs).expect("serializable"))) {
-                Ok(()) => self.succeed(dep.coldstart, t_launch),
-                Err(e) => self.fail(dep.coldstart, format!("cannot record cold start: {e}")),
-            }
+            let outputs = serde_json::to_value(&cs).expect("serializable");
+            self.conclude(
+                dep.coldstart,
+                j,
+                t_launch,
+                res.map(|objects| (outputs, objects)),
+            );
         }
 
         for &r in runs {
@@ -473,6 +617,7 @@ impl Executor<'_> {
         let samples = match self.samples_of(spec.config.task) {
             Ok(s) => s,
             Err(e) => {
+                let e = e.to_string();
                 let j = Journal::start(self.store, self.plan, node);
                 j.failed(&e);
                 self.fail(node, e);
@@ -584,42 +729,38 @@ impl Executor<'_> {
             .map(|d| d.as_nanos() as i64)
             .unwrap_or(0);
         let mut new_pos = log_pos;
-        let written = self.store.begin_object(&key).and_then(|tmp| {
-            let io = |e: anyhow::Error| std::io::Error::other(e.to_string());
-            crate::trace::write_requests(&tmp.join("requests.parquet"), &key, &spec.columns, utc_ns, &outcome.requests).map_err(io)?;
-            crate::trace::write_chunks(&tmp.join("chunks.parquet"), &key, &spec.columns, &outcome.chunks).map_err(io)?;
+        let written = self.write_object(&key, |tmp| {
+            let pq = anyhow_io("write the run's Parquet traces");
+            let js = std_io("write the run's files");
+            crate::trace::write_requests(&tmp.join("requests.parquet"), &key, &spec.columns, utc_ns, &outcome.requests).map_err(&pq)?;
+            crate::trace::write_chunks(&tmp.join("chunks.parquet"), &key, &spec.columns, &outcome.chunks).map_err(&pq)?;
             let outputs: Vec<String> = outcome
                 .requests
                 .iter()
                 .map(|q| json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output}).to_string())
                 .collect();
-            std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n")?;
-            write_json(&tmp.join("stats.json"), &run_stats)?;
+            std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
+            write_json(&tmp.join("stats.json"), &run_stats).map_err(&js)?;
             if let Some(sat) = &outcome.saturation {
-                write_json(&tmp.join("saturation.json"), sat)?;
+                write_json(&tmp.join("saturation.json"), sat).map_err(&js)?;
             }
-            write_json(&tmp.join("telemetry.json"), &tsum)?;
-            crate::trace::write_telemetry(&tmp.join("telemetry.parquet"), &key, &spec.columns, &collected.samples).map_err(io)?;
+            write_json(&tmp.join("telemetry.json"), &tsum).map_err(&js)?;
+            crate::trace::write_telemetry(&tmp.join("telemetry.parquet"), &key, &spec.columns, &collected.samples).map_err(&pq)?;
             if !collected.prom.is_empty() {
-                crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), &key, &spec.columns, &collected.prom).map_err(io)?;
+                crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), &key, &spec.columns, &collected.prom).map_err(&pq)?;
             }
-            write_json(&tmp.join("run.json"), &json!({"columns": spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(clock.utc_anchor).to_string(), "served_model": engine.served_model(), "stopped_early": outcome.stopped_early}))?;
+            write_json(&tmp.join("run.json"), &json!({"columns": spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(clock.utc_anchor).to_string(), "served_model": engine.served_model(), "stopped_early": outcome.stopped_early})).map_err(&js)?;
             new_pos = copy_log_since(log, log_pos, &tmp.join("engine.log"));
-            self.store.commit_object(&tmp, &key)
+            Ok(())
         });
         let summary = json!({"ok": run_stats.ok, "failed": run_stats.failed, "ttft_p50_ms": run_stats.ttft_ms.p50, "output_tokens_per_s": run_stats.output_tokens_per_s, "energy_source": tsum.energy_source, "energy_j": tsum.energy_j});
-        match written.and_then(|_| j.finish(summary)) {
-            Ok(()) => {
-                if run_stats.failed > 0 {
-                    self.progress.say(&format!(
-                        "  {label}: {} of {} requests failed",
-                        run_stats.failed, run_stats.requests
-                    ));
-                }
-                self.succeed(node, t0)
-            }
-            Err(e) => self.fail(node, format!("cannot record the run: {e}")),
+        if run_stats.failed > 0 {
+            self.progress.say(&format!(
+                "  {label}: {} of {} requests failed",
+                run_stats.failed, run_stats.requests
+            ));
         }
+        self.conclude(node, j, t0, written.map(|objects| (summary, objects)));
         new_pos
     }
 
@@ -631,11 +772,15 @@ impl Executor<'_> {
         let run_key = &self.plan.graph[spec.node].key;
         let key = self.plan.graph[i].key.clone();
         let imp = task::of(self.sweep, spec.config.task);
-        let result = (|| -> Result<serde_json::Value, String> {
+        let result = (|| -> Result<(serde_json::Value, Objects), NodeError> {
             let samples = self.samples_of(spec.config.task)?;
+            // The run's object as it was written (sizes; a truncated file is damage, not data).
+            if let Some(rec) = self.store.record(run_key) {
+                self.store.check_object(&rec, false)?;
+            }
             let text =
                 std::fs::read_to_string(self.store.object_dir(run_key).join("outputs.jsonl"))
-                    .map_err(|e| format!("cannot read the run's outputs: {e}"))?;
+                    .map_err(std_io("read the run's outputs"))?;
             let outputs: Vec<serde_json::Value> = text
                 .lines()
                 .filter(|l| !l.is_empty())
@@ -666,39 +811,33 @@ impl Executor<'_> {
                 .filter_map(|(_, s, sc)| sc.as_ref().map(|sc| (*s, sc)))
                 .collect();
             let metrics = task::aggregate(&pairs);
-            let tmp = self.store.begin_object(&key).map_err(|e| e.to_string())?;
             let refs: Vec<(u32, &Sample, Option<&Score>)> = rows
                 .iter()
                 .map(|(id, s, sc)| (*id, *s, sc.as_ref()))
                 .collect();
-            crate::trace::write_scores(
-                &tmp.join("scores.parquet"),
-                &key,
-                run_key,
-                &spec.columns,
-                &refs,
-            )
-            .map_err(|e| e.to_string())?;
-            write_json(&tmp.join("metrics.json"), &metrics).map_err(|e| e.to_string())?;
-            self.store
-                .commit_object(&tmp, &key)
-                .map_err(|e| e.to_string())?;
-            Ok(json!({
-                "primary": imp.primary(),
-                "quality": metrics.get("quality"),
-                "scored": metrics.get("scored"),
-            }))
+            let objects = self.write_object(&key, |tmp| {
+                crate::trace::write_scores(
+                    &tmp.join("scores.parquet"),
+                    &key,
+                    run_key,
+                    &spec.columns,
+                    &refs,
+                )
+                .map_err(anyhow_io("write scores.parquet"))?;
+                write_json(&tmp.join("metrics.json"), &metrics)
+                    .map_err(std_io("write metrics.json"))
+            })?;
+            Ok((
+                json!({
+                    "primary": imp.primary(),
+                    "quality": metrics.get("quality"),
+                    "scored": metrics.get("scored"),
+                    "unparsed_rate": metrics.get("unparsed_rate"),
+                }),
+                objects,
+            ))
         })();
-        match result {
-            Ok(out) => match j.finish(out) {
-                Ok(()) => self.succeed(i, t0),
-                Err(e) => self.fail(i, format!("cannot write record: {e}")),
-            },
-            Err(e) => {
-                j.failed(&e);
-                self.fail(i, e);
-            }
-        }
+        self.conclude(i, j, t0, result);
     }
 
     pub(super) fn report(&mut self) {
@@ -725,7 +864,7 @@ impl Executor<'_> {
                     ));
                 }
             }
-            Err(cause) => self.fail(i, cause),
+            Err(cause) => self.fail(i, cause.to_string()),
         }
     }
 }
@@ -738,7 +877,7 @@ pub(crate) fn write_report(
     store: &Store,
     plan: &Plan,
     files: &ReportFiles,
-) -> Result<(PathBuf, bool), String> {
+) -> Result<(PathBuf, bool), NodeError> {
     let i = plan.report;
     let key = plan.graph[i].key.clone();
     let complete = plan
@@ -749,19 +888,21 @@ pub(crate) fn write_report(
             .deployments
             .iter()
             .all(|d| store.is_cached(&plan.graph[d.coldstart].key));
-    let path = publish_report(store, &plan.sweep, files)
-        .map_err(|e| format!("cannot write the report: {e}"))?;
+    let path = publish_report(store, &plan.sweep, files).map_err(std_io("write the report"))?;
     if !complete {
         return Ok((path, false));
     }
-    let j = Journal::start(store, plan, i);
-    store
-        .begin_object(&key)
-        .and_then(|tmp| {
-            write_report_files(&tmp, files)?;
-            store.commit_object(&tmp, &key)
-        })
-        .and_then(|_| j.finish(json!({"report": "report.html"})))
-        .map_err(|e| format!("cannot record the report: {e}"))?;
+    let mut j = Journal::start(store, plan, i);
+    let done = write_object(store, &key, |tmp| {
+        write_report_files(tmp, files).map_err(std_io("write the report's files"))
+    })
+    .and_then(|objects| {
+        j.finish(json!({"report": "report.html"}), objects)
+            .map_err(std_io("record the report"))
+    });
+    if let Err(e) = done {
+        j.failed(&e.to_string());
+        return Err(e);
+    }
     Ok((path, true))
 }

@@ -173,7 +173,7 @@ struct ReportKey {
 fn pull_node(engine: &Engine, facts: &Facts) -> Node {
     let (artifact, blocked_by) = match facts.artifacts.get(&engine.name.value) {
         Some(Ok(d)) => (d.clone(), None),
-        Some(Err(e)) => ("unresolved".to_string(), Some(e.clone())),
+        Some(Err(e)) => ("unresolved".to_string(), Some(e.to_string())),
         None => (
             "unresolved".to_string(),
             Some("engine artifact was not examined".to_string()),
@@ -213,7 +213,7 @@ fn coldstart_node(
             let weights = match facts.file(&p) {
                 Ok(h) => h,
                 Err(e) => {
-                    blocked_by = Some(e);
+                    blocked_by = Some(e.to_string());
                     "unreadable".into()
                 }
             };
@@ -357,7 +357,7 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
             name
         };
         let h = facts.file(f).unwrap_or_else(|e| {
-            blocked_by.get_or_insert(e);
+            blocked_by.get_or_insert(e.to_string());
             "unreadable".into()
         });
         dataset.insert(format!("task.dataset.{name}"), h);
@@ -365,7 +365,7 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
     let trace_content = match &cfg.instance {
         ScenarioInstance::Replay { trace, .. } => {
             Some(facts.file(&PathBuf::from(trace)).unwrap_or_else(|e| {
-                blocked_by.get_or_insert(e);
+                blocked_by.get_or_insert(e.to_string());
                 "unreadable".into()
             }))
         }

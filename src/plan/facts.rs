@@ -10,7 +10,7 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use super::Facts;
+use super::{Facts, Unavailable};
 use crate::plan;
 use crate::spec::{Launch, Sweep};
 use crate::store::{write_atomic, Store};
@@ -40,7 +40,7 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
 impl Store {
     /// blake3 of a file's content (or, for a directory, of its files' relative paths and
     /// hashes), memoized under `hashes/`.
-    pub fn content_hash(&self, path: &Path) -> Result<String, String> {
+    pub fn content_hash(&self, path: &Path) -> Result<String, Unavailable> {
         let meta =
             fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if meta.is_dir() {
@@ -108,13 +108,13 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Re
 }
 
 /// Finds a binary as a shell would: a path with `/` as is, else on `PATH`.
-pub(crate) fn resolve_binary(binary: &str) -> Result<PathBuf, String> {
+pub(crate) fn resolve_binary(binary: &str) -> Result<PathBuf, Unavailable> {
     if binary.contains('/') {
         let p = PathBuf::from(binary);
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(format!("engine binary {binary} does not exist"))
+            Err(format!("engine binary {binary} does not exist").into())
         };
     }
     std::env::var_os("PATH")
@@ -123,7 +123,7 @@ pub(crate) fn resolve_binary(binary: &str) -> Result<PathBuf, String> {
                 .map(|d| d.join(binary))
                 .find(|p| p.is_file())
         })
-        .ok_or_else(|| format!("engine binary `{binary}` is not on PATH"))
+        .ok_or_else(|| format!("engine binary `{binary}` is not on PATH").into())
 }
 
 /// CPU model, architecture and NVIDIA GPUs/driver (from procfs: no NVML needed to plan).
@@ -176,14 +176,19 @@ pub(crate) fn machine_fingerprint() -> BTreeMap<String, String> {
 /// The local image's id keys the deployment (content-addressed: a retagged image changes
 /// it). An image not present yet gives a provisional artifact: `apply` pulls it before
 /// planning, so only `plan` shows provisional keys below it.
-fn docker_artifact(reference: &str) -> Result<String, String> {
+fn docker_artifact(reference: &str) -> Result<String, Unavailable> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(async {
-        let d = crate::engine::docker::connect().await?;
-        match crate::engine::docker::inspect_local(&d, reference).await? {
+        let d = crate::engine::docker::connect()
+            .await
+            .map_err(|e| e.to_string())?;
+        match crate::engine::docker::inspect_local(&d, reference)
+            .await
+            .map_err(|e| e.to_string())?
+        {
             Some(f) => Ok(format!("image:{}", f.id)),
             None => Ok(format!("image-not-pulled:{reference}")),
         }
@@ -235,6 +240,7 @@ mod tests {
         assert!(store
             .content_hash(&dir.path().join("missing"))
             .unwrap_err()
+            .0
             .contains("cannot read"));
     }
 }

@@ -19,6 +19,14 @@ pub(crate) enum PlanError {
         selector: String,
         known: String,
     },
+    #[error("no node of this plan has a key starting with `{query}` or the label `{query}`")]
+    NoNode { query: String },
+    #[error("`{query}` matches {count} nodes; give more of the key: {keys}")]
+    AmbiguousNode {
+        query: String,
+        count: usize,
+        keys: String,
+    },
     #[error("`{selector}` matches {count} deployments of sweep `{sweep}`; give more of the key")]
     AmbiguousDeployment {
         sweep: String,

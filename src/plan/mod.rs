@@ -21,6 +21,24 @@ use crate::spec::{ModelSource, Sweep};
 pub(crate) use crate::store::keys;
 use crate::task;
 
+/// Why a fact could not be established (a file unreadable, a binary missing, an image that
+/// cannot be inspected): it blocks the nodes keyed by it, and is shown as their cause.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Unavailable(pub String);
+
+impl From<String> for Unavailable {
+    fn from(s: String) -> Self {
+        Unavailable(s)
+    }
+}
+
+impl From<&str> for Unavailable {
+    fn from(s: &str) -> Self {
+        Unavailable(s.to_string())
+    }
+}
+
 /// Facts read at the edge (file hashes, engine artifacts, machine), handed to the planner.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Facts {
@@ -29,18 +47,18 @@ pub(crate) struct Facts {
     /// keys it instead of `machine` (so a login node sees the cluster's results as cached).
     pub machines: BTreeMap<String, BTreeMap<String, String>>,
     /// Content hash of each file or directory the sweep reads, or why it could not be read.
-    pub files: BTreeMap<PathBuf, Result<String, String>>,
+    pub files: BTreeMap<PathBuf, Result<String, Unavailable>>,
     /// Per engine name: digest of what the `pull` node resolves (binary checksum, image
     /// digest, endpoint URL), or why it cannot be resolved.
-    pub artifacts: BTreeMap<String, Result<String, String>>,
+    pub artifacts: BTreeMap<String, Result<String, Unavailable>>,
 }
 
 impl Facts {
-    fn file(&self, p: &PathBuf) -> Result<String, String> {
+    fn file(&self, p: &PathBuf) -> Result<String, Unavailable> {
         self.files
             .get(p)
             .cloned()
-            .unwrap_or_else(|| Err(format!("{} was not examined", p.display())))
+            .unwrap_or_else(|| Err(format!("{} was not examined", p.display()).into()))
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use petgraph::visit::EdgeRef;
 use serde_json::json;
 
-use super::{NodeKind, Plan, Status};
+use super::{NodeKind, Plan, PlanError, Status};
 
 fn status_cell(s: &Status) -> (String, String) {
     match s {
@@ -142,7 +142,7 @@ pub(crate) fn dot(plan: &Plan, st: &[Status]) -> String {
 }
 
 /// Every key input of the node whose key starts with `prefix` (or whose label equals it).
-pub(crate) fn explain(plan: &Plan, st: &[Status], query: &str) -> Result<String, String> {
+pub(crate) fn explain(plan: &Plan, st: &[Status], query: &str) -> Result<String, PlanError> {
     let g = &plan.graph;
     let matches: Vec<_> = plan
         .order
@@ -153,19 +153,20 @@ pub(crate) fn explain(plan: &Plan, st: &[Status], query: &str) -> Result<String,
     let i = match matches.as_slice() {
         [i] => *i,
         [] => {
-            return Err(format!(
-                "no node of this plan has a key starting with `{query}` or the label `{query}`"
-            ))
+            return Err(PlanError::NoNode {
+                query: query.to_string(),
+            })
         }
         many => {
-            return Err(format!(
-                "`{query}` matches {} nodes; give more of the key: {}",
-                many.len(),
-                many.iter()
+            return Err(PlanError::AmbiguousNode {
+                query: query.to_string(),
+                count: many.len(),
+                keys: many
+                    .iter()
                     .map(|i| g[*i].key[..12].to_string())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+                    .join(", "),
+            })
         }
     };
     let n = &g[i];

@@ -14,6 +14,8 @@ pub(crate) struct Past {
     pub finished: bool,
     pub failed_cause: Option<String>,
     pub inputs: KeyInputs,
+    /// The record or the object is not what was written (truncated, missing files).
+    pub damaged: Option<String>,
 }
 
 pub(crate) trait History {
@@ -24,12 +26,30 @@ pub(crate) trait History {
 
 impl History for Store {
     fn past(&self, key: &str) -> Option<Past> {
-        let r = self.record(key)?;
+        use crate::store::{RecordRead, RecordStatus};
+        let r = match self.read_record(key) {
+            RecordRead::Missing => return None,
+            RecordRead::Damaged(why) => {
+                return Some(Past {
+                    finished: false,
+                    failed_cause: None,
+                    inputs: KeyInputs::new(),
+                    damaged: Some(format!("damaged record: {why}")),
+                })
+            }
+            RecordRead::Ok(r) => *r,
+        };
+        let finished = r.status == RecordStatus::Finished;
+        let damaged = if finished {
+            self.check_object(&r, false).err().map(|e| e.to_string())
+        } else {
+            None
+        };
         Some(Past {
-            finished: r.status == crate::store::RecordStatus::Finished,
-            failed_cause: (r.status == crate::store::RecordStatus::Failed)
-                .then(|| r.cause.unwrap_or_default()),
+            finished,
+            failed_cause: (r.status == RecordStatus::Failed).then(|| r.cause.unwrap_or_default()),
             inputs: r.inputs,
+            damaged,
         })
     }
 
@@ -86,8 +106,22 @@ pub(crate) fn statuses(plan: &Plan, history: &dyn History) -> Vec<Status> {
                 why: format!("needs `{}`, which is blocked", g[d].label),
             }
         } else {
+            // A node whose input node will run again must run again too (its key is the same
+            // when that input was damaged or failed, but what it read will change).
+            let rerun_dep = g
+                .neighbors_directed(i, Direction::Incoming)
+                .filter(|d| g[*d].kind != NodeKind::Warmup)
+                .find(|d| st[d.index()].as_ref().is_some_and(Status::will_run));
             match history.past(&node.key) {
-                Some(p) if p.finished => Status::Cached,
+                Some(Past {
+                    damaged: Some(why), ..
+                }) => Status::WillRun { why },
+                Some(p) if p.finished => match rerun_dep {
+                    Some(d) => Status::WillRun {
+                        why: format!("needs `{}`, which will run again", g[d].label),
+                    },
+                    None => Status::Cached,
+                },
                 Some(p) => Status::WillRun {
                     why: match p.failed_cause {
                         Some(c) => format!("failed last time: {c}"),

@@ -33,11 +33,20 @@ fn run_data(
     let run_key = resolve(spec.node);
     let score_key = resolve(spec.score);
     let rec = store.record(&run_key);
-    let finished = rec
+    // A finished run whose files are not what was written is damage, not data.
+    let damage = rec
         .as_ref()
-        .is_some_and(|r| r.status == RecordStatus::Finished);
+        .filter(|r| r.status == RecordStatus::Finished)
+        .and_then(|r| store.check_object(r, false).err());
+    let finished = damage.is_none()
+        && rec
+            .as_ref()
+            .is_some_and(|r| r.status == RecordStatus::Finished);
     let dir = store.object_dir(&run_key);
     let failure = match &rec {
+        _ if damage.is_some() => damage
+            .as_ref()
+            .map(|d| format!("{d}; `bench360 apply` reruns it")),
         Some(r) if r.status == RecordStatus::Failed => r.cause.clone(),
         Some(r) if r.status == RecordStatus::Started => {
             Some("interrupted before it finished".into())

@@ -70,7 +70,7 @@ impl SweepDir {
         )
         .map_err(|e| match e {
             store::LockError::Held(h) => h,
-            store::LockError::Io(e) => e,
+            other => other.to_string(),
         })
     }
 

@@ -150,6 +150,7 @@ fn finish_deployment(w: &World, d: usize) {
                 cause: None,
                 inputs: n.inputs.clone(),
                 outputs: serde_json::Value::Null,
+                objects: Default::default(),
             })
             .unwrap();
     }
@@ -270,6 +271,7 @@ fn after_a_cancellation_only_the_unfinished_deployment_is_resubmitted() {
             cause: None,
             inputs: report.inputs.clone(),
             outputs: serde_json::Value::Null,
+            objects: Default::default(),
         })
         .unwrap();
     let out = submit(&w, &sched, &Default::default()).unwrap();

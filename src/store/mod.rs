@@ -9,6 +9,7 @@
 
 pub(crate) mod keys;
 
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,32 @@ pub(crate) struct Record {
     pub inputs: KeyInputs,
     /// Small results worth seeing without opening the object (summary numbers, versions).
     pub outputs: serde_json::Value,
+    /// The node's object, file by file (path relative to `objects/<key>/`): size and blake3,
+    /// as written. Reading checks the sizes; `bench360 verify` the hashes too. Records
+    /// written before this field existed have none (their objects are taken as they are).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub objects: BTreeMap<String, ObjectFile>,
+}
+
+/// One file of a node's object, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ObjectFile {
+    pub size: u64,
+    pub blake3: String,
+}
+
+/// A finished node whose object no longer is what was written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("damaged object: {0}")]
+pub(crate) struct DamagedObject(pub String);
+
+/// What reading a record found.
+#[derive(Debug, Clone)]
+pub(crate) enum RecordRead {
+    Missing,
+    /// The file is there but is not a whole record (truncated, garbage).
+    Damaged(String),
+    Ok(Box<Record>),
 }
 
 #[derive(Debug, Clone)]
@@ -94,17 +121,63 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
 }
 
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut h = blake3::Hasher::new();
+    std::io::copy(&mut f, &mut h)?;
+    Ok(h.finalize().to_hex().to_string())
+}
+
+fn seal_dir(
+    root: &Path,
+    dir: &Path,
+    out: &mut BTreeMap<String, ObjectFile>,
+) -> std::io::Result<()> {
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        let path = e.path();
+        if e.file_type()?.is_dir() {
+            seal_dir(root, &path, out)?;
+        } else {
+            let f = File::open(&path)?;
+            f.sync_all()?;
+            let rel = path
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .into_owned();
+            out.insert(
+                rel,
+                ObjectFile {
+                    size: f.metadata()?.len(),
+                    blake3: hash_file(&path)?,
+                },
+            );
+        }
+    }
+    File::open(dir)?.sync_all()
+}
+
 /// A held per-deployment lock; released on drop (and by the kernel if the process dies).
 #[derive(Debug)]
 pub(crate) struct Lock {
     _file: File,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum LockError {
     /// Another process holds it: who (pid, host, since when).
+    #[error("held by {0}")]
     Held(String),
+    #[error("{0}")]
     Io(String),
+    /// A deployment's lock is held by another applier.
+    #[error("{what} is being applied by another bench360 ({holder}); lock {path}")]
+    Busy {
+        what: String,
+        holder: String,
+        path: String,
+    },
 }
 
 /// An exclusive `flock` on `path` (created if missing), with the holder's pid, host and time
@@ -236,14 +309,55 @@ impl Store {
     }
 
     pub fn record(&self, key: &str) -> Option<Record> {
-        let text = fs::read_to_string(self.record_path(key)).ok()?;
-        serde_json::from_str(&text).ok()
+        match self.read_record(key) {
+            RecordRead::Ok(r) => Some(*r),
+            _ => None,
+        }
     }
 
-    /// Finished, with its object in place.
+    /// A node's record, telling a missing record from a damaged one.
+    pub fn read_record(&self, key: &str) -> RecordRead {
+        let path = self.record_path(key);
+        match fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RecordRead::Missing,
+            Err(e) => RecordRead::Damaged(format!("cannot read {}: {e}", path.display())),
+            Ok(bytes) => match serde_json::from_slice::<Record>(&bytes) {
+                Ok(r) => RecordRead::Ok(Box::new(r)),
+                Err(e) => RecordRead::Damaged(format!("record {} unreadable: {e}", path.display())),
+            },
+        }
+    }
+
+    /// Finished, with its object in place and whole (sizes as recorded).
     pub fn is_cached(&self, key: &str) -> bool {
-        self.record(key)
-            .is_some_and(|r| r.status == RecordStatus::Finished)
+        self.record(key).is_some_and(|r| {
+            r.status == RecordStatus::Finished && self.check_object(&r, false).is_ok()
+        })
+    }
+
+    /// Checks a finished node's object against its record: every listed file there with its
+    /// size (cheap: what every read does) and, when `hashes`, its blake3 (`bench360 verify`).
+    pub fn check_object(&self, r: &Record, hashes: bool) -> Result<(), DamagedObject> {
+        let dir = self.object_dir(&r.key);
+        for (name, want) in &r.objects {
+            let path = dir.join(name);
+            let size = fs::metadata(&path)
+                .map_err(|e| DamagedObject(format!("{name} is missing ({e})")))?
+                .len();
+            if size != want.size {
+                return Err(DamagedObject(format!(
+                    "{name} has {size} bytes, {} were written",
+                    want.size
+                )));
+            }
+            if hashes {
+                let got = hash_file(&path).map_err(|e| DamagedObject(format!("{name}: {e}")))?;
+                if got != want.blake3 {
+                    return Err(DamagedObject(format!("{name} does not hash as written")));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn write_record(&self, r: &Record) -> std::io::Result<()> {
@@ -251,6 +365,35 @@ impl Store {
             &self.record_path(&r.key),
             &serde_json::to_vec_pretty(r).expect("serializable"),
         )
+    }
+
+    /// Rewrites an existing record file in place, for when the disk is too full for a new
+    /// one: compact JSON within the space the file already has (the cause shortened if it
+    /// must be), then truncated to its length and fsynced.
+    pub fn write_record_in_place(&self, r: &Record) -> std::io::Result<()> {
+        use std::os::unix::fs::{FileExt, MetadataExt};
+        let path = self.record_path(&r.key);
+        let f = fs::OpenOptions::new().write(true).open(&path)?;
+        let room = (f.metadata()?.blocks() * 512).max(f.metadata()?.len()) as usize;
+        let mut r = r.clone();
+        r.inputs.clear();
+        let mut bytes = serde_json::to_vec(&r).expect("serializable");
+        while bytes.len() > room {
+            let cause = r.cause.take().unwrap_or_default();
+            if cause.is_empty() {
+                return Err(std::io::Error::other("no room for the record"));
+            }
+            let keep = cause.len().saturating_sub(bytes.len() - room + 8);
+            let mut cut = keep.min(cause.len());
+            while !cause.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            r.cause = Some(format!("{}…", &cause[..cut]));
+            bytes = serde_json::to_vec(&r).expect("serializable");
+        }
+        f.write_all_at(&bytes, 0)?;
+        f.set_len(bytes.len() as u64)?;
+        f.sync_all()
     }
 
     /// A fresh temp directory for a node's outputs.
@@ -266,6 +409,14 @@ impl Store {
         ));
         fs::create_dir_all(&dir)?;
         Ok(dir)
+    }
+
+    /// Lists, fsyncs and hashes the files of a complete temp directory (and fsyncs the
+    /// directories), so that the record that names them is written only once they are durable.
+    pub fn seal_object(&self, tmp: &Path) -> std::io::Result<BTreeMap<String, ObjectFile>> {
+        let mut out = BTreeMap::new();
+        seal_dir(tmp, tmp, &mut out)?;
+        Ok(out)
     }
 
     /// Moves a complete temp directory into `objects/<key>/`. An object already there is
@@ -319,25 +470,23 @@ impl Store {
     }
 
     /// Takes the lock named `name` (a deployment key) or says who holds it.
-    pub fn lock(&self, name: &str, what: &str) -> Result<Lock, String> {
+    pub fn lock(&self, name: &str, what: &str) -> Result<Lock, LockError> {
         let path = self.root.join("locks").join(format!("{name}.lock"));
         lock_file(&path, None).map_err(|e| match e {
-            LockError::Held(holder) => format!(
-                "{what} is being applied by another bench360 ({holder}); lock {}",
-                path.display()
-            ),
-            LockError::Io(e) => e,
+            LockError::Held(holder) => LockError::Busy {
+                what: what.to_string(),
+                holder,
+                path: path.display().to_string(),
+            },
+            other => other,
         })
     }
 
     /// Takes the lock named `name`, waiting while another process holds it (`waiting` is
     /// called once, with the holder, before waiting).
-    pub fn lock_wait(&self, name: &str, waiting: &mut dyn FnMut(&str)) -> Result<Lock, String> {
+    pub fn lock_wait(&self, name: &str, waiting: &mut dyn FnMut(&str)) -> Result<Lock, LockError> {
         let path = self.root.join("locks").join(format!("{name}.lock"));
-        lock_file(&path, Some(waiting)).map_err(|e| match e {
-            LockError::Held(h) => h,
-            LockError::Io(e) => e,
-        })
+        lock_file(&path, Some(waiting))
     }
 
     pub fn records(&self) -> Vec<Record> {
@@ -357,6 +506,37 @@ impl Store {
             .collect();
         out.sort_by(|a, b| a.started_at.cmp(&b.started_at));
         out
+    }
+
+    /// Checks the whole cache: every record readable, every finished node's object whole
+    /// (each file's size and blake3 as recorded). Returns what is damaged, and how many
+    /// records were checked.
+    pub fn verify(&self) -> (usize, Vec<(String, String)>) {
+        let Ok(entries) = fs::read_dir(self.root.join("records")) else {
+            return (0, Vec::new());
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.') && n.ends_with(".json"))
+            .collect();
+        names.sort();
+        let mut damaged = Vec::new();
+        for name in &names {
+            let key = name.trim_end_matches(".json");
+            match self.read_record(key) {
+                RecordRead::Missing => {}
+                RecordRead::Damaged(why) => damaged.push((key.to_string(), why)),
+                RecordRead::Ok(r) => {
+                    if r.status == RecordStatus::Finished {
+                        if let Err(e) = self.check_object(&r, true) {
+                            damaged.push((format!("{} ({})", r.label, key), e.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        (names.len(), damaged)
     }
 
     /// Key of the last recorded node with this label in this sweep.
@@ -391,6 +571,7 @@ mod tests {
             cause: None,
             inputs: KeyInputs::new(),
             outputs: serde_json::Value::Null,
+            objects: Default::default(),
         }
     }
 
@@ -413,7 +594,7 @@ mod tests {
         let s = Store::open(dir.path()).unwrap();
         let _held = s.lock("dep", "deployment x").unwrap();
         // flock locks are per open file description: a second open conflicts even in-process.
-        let err = s.lock("dep", "deployment x").unwrap_err();
+        let err = s.lock("dep", "deployment x").unwrap_err().to_string();
         assert!(
             err.contains(&format!("pid {}", std::process::id())),
             "{err}"

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::{mmlu, sql, squad, summarization, DatasetError, Sample, Score};
+use super::{mmlu, sql, squad, summarization, DatasetError, Sample, Score, ScoreError};
 use crate::spec::{CustomTask, Metric, Task as TaskDef};
 
 /// One dataset row: where it is (1-based line of a JSONL/CSV file, row of a Parquet file) and
@@ -139,17 +139,22 @@ fn references(v: &Value) -> Vec<String> {
     }
 }
 
-fn environment(source: &str) -> Result<minijinja::Environment<'static>, String> {
+fn environment(source: &str) -> Result<minijinja::Environment<'static>, TemplateError> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.set_keep_trailing_newline(true);
     env.add_template_owned("prompt", source.to_string())
-        .map_err(|e| format!("the prompt template does not parse: {e}"))?;
+        .map_err(|e| TemplateError(format!("the prompt template does not parse: {e}")))?;
     Ok(env)
 }
 
+/// A template that does not parse, with minijinja's reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct TemplateError(pub String);
+
 /// Checks a template without data: that it parses.
-pub(crate) fn check_template(source: &str) -> Result<(), String> {
+pub(crate) fn check_template(source: &str) -> Result<(), TemplateError> {
     environment(source).map(|_| ())
 }
 
@@ -167,9 +172,9 @@ pub(crate) fn load(
             message: "no rows".into(),
         });
     }
-    let env = environment(&c.template.value).map_err(|message| DatasetError::File {
+    let env = environment(&c.template.value).map_err(|e| DatasetError::File {
         path: p.clone(),
-        message,
+        message: e.0,
     })?;
     let tmpl = env.get_template("prompt").expect("just added");
     let wanted: BTreeSet<String> = tmpl.undeclared_variables(false).into_iter().collect();
@@ -407,7 +412,7 @@ pub(crate) fn run_scorer(
     cwd: &Path,
     timeout: Duration,
     items: &[(&Sample, &str)],
-) -> Result<Vec<Score>, String> {
+) -> Result<Vec<Score>, ScoreError> {
     let (prog, args) = command.split_first().ok_or("empty scorer command")?;
     let mut cmd = Command::new(prog);
     cmd.args(args)
@@ -459,9 +464,7 @@ pub(crate) fn run_scorer(
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "the scorer ran past its {timeout:?} limit and was killed"
-            ));
+            return Err(format!("the scorer ran past its {timeout:?} limit and was killed").into());
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -472,10 +475,13 @@ pub(crate) fn run_scorer(
         .map_err(|e| format!("cannot read the scorer's output: {e}"))?;
     let err = err_reader.join().unwrap_or_default();
     if !status.success() {
-        return Err(format!("the scorer exited with {status}: {}", {
-            let lines: Vec<&str> = err.lines().collect();
-            lines[lines.len().saturating_sub(5)..].join("\n")
-        }));
+        return Err(ScoreError::Scorer(format!(
+            "the scorer exited with {status}: {}",
+            {
+                let lines: Vec<&str> = err.lines().collect();
+                lines[lines.len().saturating_sub(5)..].join("\n")
+            }
+        )));
     }
     let mut by_id: BTreeMap<String, Score> = BTreeMap::new();
     for (i, line) in out.lines().enumerate() {
@@ -514,10 +520,9 @@ pub(crate) fn run_scorer(
     items
         .iter()
         .map(|(s, _)| {
-            by_id
-                .get(&s.id)
-                .cloned()
-                .ok_or_else(|| format!("the scorer returned no score for `{}`", s.id))
+            by_id.get(&s.id).cloned().ok_or_else(|| {
+                ScoreError::Scorer(format!("the scorer returned no score for `{}`", s.id))
+            })
         })
         .collect()
 }
@@ -732,13 +737,13 @@ mod tests {
         let slow = vec!["sleep".to_string(), "30".to_string()];
         let e =
             run_scorer(&slow, dir.path(), Duration::from_millis(300), &[(&a, "x")]).unwrap_err();
-        assert!(e.contains("limit"), "{e}");
+        assert!(e.to_string().contains("limit"), "{e}");
         let fail = vec![
             "sh".to_string(),
             "-c".to_string(),
             "echo boom >&2; exit 3".to_string(),
         ];
         let e = run_scorer(&fail, dir.path(), Duration::from_secs(5), &[(&a, "x")]).unwrap_err();
-        assert!(e.contains("boom"), "{e}");
+        assert!(e.to_string().contains("boom"), "{e}");
     }
 }

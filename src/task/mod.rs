@@ -44,6 +44,31 @@ pub(crate) enum DatasetError {
     File { path: String, message: String },
 }
 
+/// Why a task could not score a run's outputs at all (one output that fails is scored 0
+/// with its cause instead).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScoreError {
+    #[error("{0}")]
+    Sandbox(#[from] sql::SqlError),
+    #[error("{0}")]
+    Template(#[from] custom::TemplateError),
+    /// The external scorer failed: its exit, its output, its time limit.
+    #[error("{0}")]
+    Scorer(String),
+}
+
+impl From<String> for ScoreError {
+    fn from(s: String) -> Self {
+        ScoreError::Scorer(s)
+    }
+}
+
+impl From<&str> for ScoreError {
+    fn from(s: &str) -> Self {
+        ScoreError::Scorer(s.to_string())
+    }
+}
+
 /// A declared task, ready to load and score.
 pub(crate) trait Task: Send + Sync {
     /// Files whose content the task's prompts and references come from (part of run keys).
@@ -57,7 +82,7 @@ pub(crate) trait Task: Send + Sync {
     /// The samples, in the seeded order the scenarios draw from.
     fn load(&self, seed: u64) -> Result<Vec<Sample>, DatasetError>;
     /// Scores outputs (sample, output text), one score per item in order.
-    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, String>;
+    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError>;
 }
 
 struct Builtin {
@@ -123,7 +148,7 @@ impl Task for Builtin {
         }
     }
 
-    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, String> {
+    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError> {
         let one: fn(&Sample, &str) -> Score = match self.def.kind {
             TaskKind::Mmlu => mmlu::score,
             TaskKind::SquadV2 => squad::score,
@@ -182,7 +207,7 @@ impl Task for Custom {
         custom::load(&self.def, self.custom(), &self.path, seed)
     }
 
-    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, String> {
+    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError> {
         let c = self.custom();
         if let Some(cmd) = &c.scorer {
             return custom::run_scorer(
@@ -344,7 +369,7 @@ pub(crate) fn metric_cli(
     split_sentences: bool,
 ) -> anyhow::Result<()> {
     use serde_json::{json, Value};
-    let mut sandboxes: BTreeMap<String, Result<sql::Sandbox, String>> = BTreeMap::new();
+    let mut sandboxes: BTreeMap<String, Result<sql::Sandbox, sql::SqlError>> = BTreeMap::new();
     for (i, line) in std::io::BufRead::lines(input).enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -398,7 +423,7 @@ pub(crate) fn metric_cli(
                 let s = match sb {
                     Ok(sb) => text2sql::score_with(sb, &sample, &pred),
                     Err(e) => Score {
-                        error: Some(e.clone()),
+                        error: Some(e.to_string()),
                         unscorable: true,
                         ..Score::default()
                     },

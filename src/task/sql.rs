@@ -64,6 +64,31 @@ impl Value {
 
 pub(crate) type Rows = Vec<Vec<Value>>;
 
+/// Why a statement gave no rows: each is scored 0 with this cause, and scoring goes on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum SqlError {
+    #[error("cannot open {path} read-only: {message}")]
+    Open { path: String, message: String },
+    #[error("not a read-only statement")]
+    NotReadOnly,
+    #[error("stopped after the {0:?} time limit")]
+    TimeLimit(Duration),
+    #[error("more than {MAX_ROWS} rows")]
+    TooManyRows,
+    #[error("result larger than {MAX_RESULT_BYTES} bytes")]
+    TooLarge,
+    /// SQLite's own error: syntax, an unknown name, an authorizer refusal, "string or blob too
+    /// big", "out of memory".
+    #[error("{0}")]
+    Sqlite(String),
+}
+
+impl From<rusqlite::Error> for SqlError {
+    fn from(e: rusqlite::Error) -> Self {
+        SqlError::Sqlite(e.to_string())
+    }
+}
+
 pub(crate) struct Sandbox {
     conn: Connection,
     deadline_ns: Arc<AtomicI64>,
@@ -86,23 +111,22 @@ fn authorize(ctx: AuthContext<'_>) -> Authorization {
 }
 
 impl Sandbox {
-    pub(crate) fn open(path: &Path, timeout: Duration) -> Result<Sandbox, String> {
+    pub(crate) fn open(path: &Path, timeout: Duration) -> Result<Sandbox, SqlError> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
-        conn.pragma_update(None, "query_only", true)
-            .map_err(|e| e.to_string())?;
-        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_ATTACHED, 0)
-            .map_err(|e| e.to_string())?;
+        .map_err(|e| SqlError::Open {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        conn.pragma_update(None, "query_only", true)?;
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_ATTACHED, 0)?;
         conn.set_limit(
             rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
             MAX_VALUE_BYTES,
-        )
-        .map_err(|e| e.to_string())?;
-        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_SQL_LENGTH, 100_000)
-            .map_err(|e| e.to_string())?;
+        )?;
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_SQL_LENGTH, 100_000)?;
         static HEAP: std::sync::Once = std::sync::Once::new();
         // SAFETY: sets a process-wide SQLite setting; callable at any time, from any thread.
         HEAP.call_once(|| unsafe {
@@ -125,7 +149,7 @@ impl Sandbox {
     }
 
     /// Runs one statement and returns its rows, or why it could not.
-    pub(crate) fn query(&self, sql: &str) -> Result<Rows, String> {
+    pub(crate) fn query(&self, sql: &str) -> Result<Rows, SqlError> {
         let start = self.base.elapsed();
         self.deadline_ns
             .store((start + self.timeout).as_nanos() as i64, Ordering::Relaxed);
@@ -133,32 +157,32 @@ impl Sandbox {
         self.deadline_ns.store(i64::MAX, Ordering::Relaxed);
         res.map_err(|e| {
             if self.base.elapsed() >= start + self.timeout {
-                format!("stopped after the {:?} time limit", self.timeout)
+                SqlError::TimeLimit(self.timeout)
             } else {
                 e
             }
         })
     }
 
-    fn query_inner(&self, sql: &str) -> Result<Rows, String> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| e.to_string())?;
+    fn query_inner(&self, sql: &str) -> Result<Rows, SqlError> {
+        let mut stmt = self.conn.prepare(sql)?;
         if !stmt.readonly() {
-            return Err("not a read-only statement".into());
+            return Err(SqlError::NotReadOnly);
         }
         let n = stmt.column_count();
-        let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
+        let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         let mut bytes = 0usize;
-        while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+        while let Some(row) = rows.next()? {
             if out.len() >= MAX_ROWS {
-                return Err(format!("more than {MAX_ROWS} rows"));
+                return Err(SqlError::TooManyRows);
             }
             if bytes > MAX_RESULT_BYTES {
-                return Err(format!("result larger than {MAX_RESULT_BYTES} bytes"));
+                return Err(SqlError::TooLarge);
             }
             let mut r = Vec::with_capacity(n);
             for i in 0..n {
-                let v = row.get_ref(i).map_err(|e| e.to_string())?;
+                let v = row.get_ref(i)?;
                 bytes += 16
                     + match v {
                         ValueRef::Text(t) | ValueRef::Blob(t) => t.len(),
@@ -399,7 +423,7 @@ mod tests {
         let err = s
             .query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
             .unwrap_err();
-        assert!(err.contains("time limit"), "{err}");
+        assert_eq!(err, SqlError::TimeLimit(Duration::from_secs(1)), "{err}");
         // Still usable after a stopped query.
         assert_eq!(s.query("SELECT count(*) FROM singer").unwrap().len(), 1);
         drop(s);
@@ -459,7 +483,7 @@ mod tests {
             "SELECT zeroblob(400000000) FROM singer",
             "SELECT randomblob(900000) FROM singer a, singer b, singer c, singer d",
         ] {
-            let err = sb.query(sql).unwrap_err();
+            let err = sb.query(sql).unwrap_err().to_string();
             assert!(
                 err.contains("too big") || err.contains("larger than") || err.contains("rows"),
                 "{sql}: {err}"

@@ -213,7 +213,7 @@ pub(crate) fn score_all(items: &[(&Sample, &str)], timeout: Duration) -> Vec<Sco
                     let score = match &sandbox {
                         Ok(sb) => score_with(sb, sample, output),
                         Err(e) => Score {
-                            error: Some(e.clone()),
+                            error: Some(e.to_string()),
                             unscorable: true,
                             ..Score::default()
                         },
@@ -274,7 +274,7 @@ pub(crate) fn score_with(sb: &Sandbox, sample: &Sample, output: &str) -> Score {
             ("execution_accuracy".to_string(), exf),
             ("exact_match".to_string(), em),
         ]),
-        error,
+        error: error.map(|e| e.to_string()),
         unscorable: false,
     }
 }

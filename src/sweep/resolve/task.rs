@@ -147,7 +147,7 @@ pub(super) fn resolve_custom(
     let template = match Ctx::first(f, "template").and_then(|n| ctx.one_str(n)) {
         Some(t) => {
             if let Err(e) = crate::task::custom::check_template(&t.value) {
-                ctx.err(t.span, e, "this template");
+                ctx.err(t.span, e.0, "this template");
             }
             Some(t)
         }
