@@ -62,7 +62,7 @@ fn print_error(err: anyhow::Error) {
 async fn prepare_containers(
     sweep: &spec::Sweep,
     only_engine: Option<&str>,
-) -> std::collections::BTreeMap<String, Result<f64, String>> {
+) -> std::collections::BTreeMap<String, Result<f64, engine::EngineError>> {
     let mut pulls = std::collections::BTreeMap::new();
     let images: Vec<(String, spec::PullPolicy)> = sweep
         .engines
@@ -109,8 +109,7 @@ async fn prepare_containers(
         let t0 = std::time::Instant::now();
         let r = engine::docker::pull(&d, &reference, &mp)
             .await
-            .map(|()| t0.elapsed().as_secs_f64())
-            .map_err(|e| e.to_string());
+            .map(|()| t0.elapsed().as_secs_f64());
         if let Err(e) = &r {
             eprintln!("{e}");
         }

@@ -26,7 +26,7 @@ pub(crate) struct Options {
     /// Reuse HTTP connections between requests (off: one connection per request).
     pub reuse_connections: bool,
     /// Image pulls done before planning (by image reference): seconds taken, or the cause.
-    pub pulls: BTreeMap<String, Result<f64, String>>,
+    pub pulls: BTreeMap<String, Result<f64, crate::engine::EngineError>>,
     /// Run only this deployment (its pull, cold start, runs and scores) and not the report:
     /// what one Slurm job of a sweep does (`apply --deployment`).
     pub only: Option<usize>,

@@ -346,7 +346,7 @@ impl Executor<'_> {
                             "pulled_s": pulled.and_then(|p| p.ok()),
                         })),
                         Ok(None) => Err(NodeError::Failed(match pulled {
-                            Some(Err(cause)) => cause,
+                            Some(Err(cause)) => cause.to_string(),
                             _ => format!(
                                 "image {reference} is not present locally and was not pulled"
                             ),
@@ -410,7 +410,7 @@ impl Executor<'_> {
         d: usize,
         sampling: crate::spec::Sampling,
         mode: Option<crate::spec::Api>,
-    ) -> Result<HttpClient, String> {
+    ) -> Result<HttpClient, NodeError> {
         let e = &self.sweep.engines[self.plan.deployments[d].at.engine];
         HttpClient::new(
             engine.base_url(),
@@ -421,7 +421,7 @@ impl Executor<'_> {
             engine.api_key(),
             self.opts.reuse_connections,
         )
-        .map_err(|e| format!("cannot build HTTP client: {e}"))
+        .map_err(|e| NodeError::Failed(format!("cannot build HTTP client: {e}")))
     }
 
     /// Starts the engine, records its cold start if needed, warms it up, runs every run of
@@ -628,7 +628,7 @@ impl Executor<'_> {
         let client = match self.client(engine, d, spec.config.sampling.clone(), mode) {
             Ok(c) => Arc::new(c),
             Err(e) => {
-                self.fail_recorded(node, e);
+                self.fail_recorded(node, e.to_string());
                 return log_pos;
             }
         };
