@@ -62,3 +62,40 @@ fn all_problems_of_a_file_are_reported_together() {
         assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
     }
 }
+
+#[test]
+fn thousands_of_problems_are_counted_and_only_the_first_are_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.kdl");
+    let mut text = String::from("sweep \"s\" {\n}\n");
+    for i in 0..2000 {
+        text.push_str(&format!("model \"m{i}\" {{ bogus 1; }}\n"));
+    }
+    std::fs::write(&path, text).unwrap();
+    let (code, _, stderr) = validate(path.to_str().unwrap());
+    assert_eq!(code, 2);
+    assert!(stderr.contains("problems in sweep file"), "{stderr}");
+    assert!(
+        stderr.contains("more problems not shown (the first 50 are above)"),
+        "{stderr}"
+    );
+    // Rendering is bounded: 51 snippets, not thousands.
+    assert!(stderr.len() < 60_000, "{} bytes", stderr.len());
+}
+
+#[test]
+fn a_device_or_a_deep_file_is_bad_input_not_a_crash() {
+    let (code, _, stderr) = validate("/dev/zero");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.kdl");
+    std::fs::write(
+        &path,
+        format!("sweep \"s\" {{\n}}\n{}", "defaults {\n".repeat(2001)),
+    )
+    .unwrap();
+    let (code, _, stderr) = validate(path.to_str().unwrap());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("nest deeper than 64"), "{stderr}");
+}

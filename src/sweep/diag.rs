@@ -32,14 +32,17 @@ impl Problem {
 }
 
 #[derive(Debug, Error, Diagnostic)]
-#[error("{} in sweep file {}", plural(.problems.len()), .name)]
+#[error("{} in sweep file {}", plural(*.total), .name)]
 #[diagnostic(code(bench360::sweep))]
 pub(crate) struct SweepError {
     pub name: String,
     #[source_code]
     pub src: NamedSource<String>,
+    /// The problems shown (the first ones, and a last one counting the rest).
     #[related]
     pub problems: Vec<Problem>,
+    /// How many problems the file has in all.
+    pub total: usize,
 }
 
 fn plural(n: usize) -> String {

@@ -2,6 +2,7 @@
 //! Parsing and validation do no I/O: `parse` takes text and an environment lookup; `load`
 //! reads the file and attaches the source to diagnostics.
 
+pub(crate) mod bounds;
 pub(crate) mod diag;
 pub(crate) mod raw;
 mod resolve;
@@ -12,6 +13,11 @@ use crate::spec::*;
 pub(crate) use diag::{Problem, SweepError};
 pub(crate) use resolve::{slurm_mem_ok, slurm_time_ok};
 
+/// Input that cannot be a sweep at all (not a regular file, too large, not text): exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct BadInput(pub String);
+
 /// Parses a sweep from text. `env` looks up `${VAR}` references; `name` labels diagnostics.
 pub(crate) fn parse(
     name: &str,
@@ -19,11 +25,18 @@ pub(crate) fn parse(
     base_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Sweep, SweepError> {
-    let into_error = |problems: Vec<Problem>| SweepError {
-        name: name.to_string(),
-        src: miette::NamedSource::new(name, text.to_string()),
-        problems,
+    let into_error = |problems: Vec<Problem>| {
+        let (problems, total) = bounds::cap(problems);
+        SweepError {
+            name: name.to_string(),
+            src: miette::NamedSource::new(name, text.to_string()),
+            problems,
+            total,
+        }
     };
+    if let Some(p) = bounds::check_depth(text) {
+        return Err(into_error(vec![p]));
+    }
     let nodes = raw::parse_kdl(text).map_err(|e| {
         into_error(
             e.diagnostics
@@ -42,8 +55,15 @@ pub(crate) fn parse(
 
 /// Reads and parses a sweep file, with the process environment for `${VAR}`.
 pub(crate) fn load(path: &Path) -> anyhow::Result<(Sweep, String)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("failed to read sweep file {}: {e}", path.display()))?;
+    let bytes = bounds::read_bounded(path, bounds::MAX_SWEEP_BYTES, "sweep file")
+        .map_err(|e| anyhow::Error::new(BadInput(e)))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::Error::new(BadInput(format!(
+            "sweep file {} is not UTF-8 text (byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )))
+    })?;
     let base = path
         .parent()
         .map(Path::to_path_buf)

@@ -423,7 +423,11 @@ mod tests {
         let err = s
             .query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
             .unwrap_err();
-        assert_eq!(err, SqlError::TimeLimit(Duration::from_millis(300)), "{err}");
+        assert_eq!(
+            err,
+            SqlError::TimeLimit(Duration::from_millis(300)),
+            "{err}"
+        );
         // Still usable after a stopped query.
         assert_eq!(s.query("SELECT count(*) FROM singer").unwrap().len(), 1);
         drop(s);
