@@ -32,10 +32,9 @@ impl Problem {
 }
 
 #[derive(Debug, Error, Diagnostic)]
-#[error("{} in sweep file {}", plural(*.total), .name)]
+#[error("{} in sweep file {}", plural(*.total), .src.name())]
 #[diagnostic(code(bench360::sweep))]
 pub(crate) struct SweepError {
-    pub name: String,
     #[source_code]
     pub src: NamedSource<String>,
     /// The problems shown (the first ones, and a last one counting the rest).

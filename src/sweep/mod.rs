@@ -28,7 +28,6 @@ pub(crate) fn parse(
     let into_error = |problems: Vec<Problem>| {
         let (problems, total) = bounds::cap(problems);
         SweepError {
-            name: name.to_string(),
             src: miette::NamedSource::new(name, text.to_string()),
             problems,
             total,
