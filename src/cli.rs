@@ -68,6 +68,10 @@ pub(crate) enum Command {
     Validate {
         #[arg(required = true)]
         sweeps: Vec<PathBuf>,
+        /// Check the sweep file only, not the files it reads (datasets, traces, scorers,
+        /// weights): for a sweep meant for another machine.
+        #[arg(long)]
+        syntax_only: bool,
     },
     /// Check the whole cache: every record readable, every finished node's files there with
     /// the size and blake3 they were written with. Exit 1 when something is damaged (the

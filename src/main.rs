@@ -157,35 +157,25 @@ fn plan_for(store: &Store, sweep: &spec::Sweep, view: View) -> anyhow::Result<pl
     Ok(plan::build(sweep, &facts)?)
 }
 
-/// Every task's dataset is read and checked before any engine starts (or any job is
-/// submitted): a bad line is reported with its file and line, and nothing runs. The samples
-/// go to the executor, so nothing is read twice.
+/// Everything the plan's runs read is checked before any engine starts (or any job is
+/// submitted): datasets line by line, replay traces, scorer commands, model paths. Problems
+/// are printed with their file and line, and nothing runs. The samples go to the executor,
+/// so nothing is read twice.
 fn load_datasets(
     sweep: &spec::Sweep,
     plan: &plan::Plan,
 ) -> Option<std::collections::BTreeMap<usize, std::sync::Arc<Vec<record::Sample>>>> {
     let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
-    let mut out = std::collections::BTreeMap::new();
-    let mut ok = true;
-    for t in used {
-        match task::of(sweep, t).load(sweep.seed) {
-            Ok(s) if s.is_empty() => {
-                eprintln!("error: task `{}` has no samples", sweep.tasks[t].name.value);
-                ok = false;
+    match exec::preflight::check(sweep, Some(&used)) {
+        Ok(c) => Some(c.samples),
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("error: {p}");
             }
-            Ok(s) => {
-                out.insert(t, std::sync::Arc::new(s));
-            }
-            Err(e) => {
-                eprintln!("error: task `{}`: {e}", sweep.tasks[t].name.value);
-                ok = false;
-            }
+            eprintln!("nothing was run: fix the input(s) above and apply again");
+            None
         }
     }
-    if !ok {
-        eprintln!("nothing was run: fix the dataset(s) above and apply again");
-    }
-    ok.then_some(out)
 }
 
 /// `apply --executor slurm`: submit what must run, then (with `--wait`) follow the jobs and
@@ -368,10 +358,19 @@ fn apply_slurm(
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Validate { sweeps } => {
+        Command::Validate {
+            sweeps,
+            syntax_only,
+        } => {
             let mut bad = 0;
             for p in &sweeps {
                 match sweep::load(p) {
+                    Ok((s, _)) if !syntax_only && exec::preflight::check(&s, None).is_err() => {
+                        bad += 1;
+                        for problem in exec::preflight::check(&s, None).unwrap_err() {
+                            eprintln!("error: {}: {problem}", p.display());
+                        }
+                    }
                     Ok((s, _)) => {
                         let n = spec::expand::configs(&s).len();
                         let d = spec::expand::deployments(&s).len();
@@ -392,7 +391,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Plan { sweep, json, dot } => {
             let store = Store::open(&cli.cache)?;
-            let (_, plan) = load_plan(&store, &sweep)?;
+            let (s, plan) = load_plan(&store, &sweep)?;
             let st = plan::statuses(&plan, &store);
             if json {
                 println!("{}", plan::render::json(&plan, &st));
@@ -400,6 +399,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 print!("{}", plan::render::dot(&plan, &st));
             } else {
                 print!("{}", plan::render::table(&plan, &st));
+            }
+            // What apply would refuse, said now (after the plan, which is still shown).
+            let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
+            if let Err(problems) = exec::preflight::check(&s, Some(&used)) {
+                for p in &problems {
+                    eprintln!("error: {p}");
+                }
+                eprintln!("apply would run nothing: fix the input(s) above");
+                return Ok(2);
             }
             Ok(0)
         }

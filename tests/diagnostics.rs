@@ -99,3 +99,46 @@ fn a_device_or_a_deep_file_is_bad_input_not_a_crash() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("nest deeper than 64"), "{stderr}");
 }
+
+#[test]
+fn inputs_are_checked_by_validate_plan_and_apply_before_any_engine_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("w.gguf"), b"GGUF").unwrap();
+    std::fs::write(d.join("trace.jsonl"), "{\"t\": 0}\n{\"t\": \"soon\"}\n").unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mmlu");
+    let sweep = d.join("s.kdl");
+    std::fs::write(
+        &sweep,
+        format!(
+            r#"sweep "pre" {{ }}
+model "m" {{ path "w.gguf"; quantization "q4_1"; }}
+engine "e" {{ kind "llama.cpp"; binary "/bin/sleep"; args "30"; }}
+task "mmlu" {{ kind "mmlu"; dataset "{}"; samples 2; }}
+scenario "r" {{ kind "replay"; trace "trace.jsonl"; }}
+"#,
+            data.display()
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = validate(sweep.to_str().unwrap());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("trace.jsonl:2:"), "{stderr}");
+    for cmd in ["plan", "apply"] {
+        let out = Command::cargo_bin("bench360")
+            .unwrap()
+            .args(["--cache", d.join("cache").to_str().unwrap(), cmd])
+            .arg(&sweep)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(err.contains("trace.jsonl:2:"), "{cmd}: {err}");
+    }
+    // Nothing was started or recorded.
+    let records = d.join("cache/records");
+    assert!(
+        !records.exists() || std::fs::read_dir(&records).unwrap().next().is_none(),
+        "apply recorded something"
+    );
+}

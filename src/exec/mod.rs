@@ -5,6 +5,7 @@
 //! and bars.
 
 mod node;
+pub(crate) mod preflight;
 mod progress;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,0 +1,177 @@
+//! Everything a sweep reads, checked before any engine starts (and by `validate` and `plan`):
+//! every task's dataset loaded and checked line by line, every replay trace read, every
+//! scorer command found, every model path there. Files that are not regular files (a device,
+//! a FIFO) are refused. A problem names its file (and line); nothing runs while one remains.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::record::Sample;
+use crate::spec::{ScenarioSpec, Sweep};
+use crate::task;
+
+/// The checked inputs: each used task's samples, loaded once and handed to the executor.
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    pub samples: BTreeMap<usize, Arc<Vec<Sample>>>,
+}
+
+/// A path the sweep reads must be a regular file or a folder (weights may be a folder).
+fn regular(path: &Path, what: &str) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    if meta.is_file() || meta.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {} is not a regular file or a folder",
+            path.display()
+        ))
+    }
+}
+
+/// Checks every input of `sweep` that `tasks` (the tasks some planned run uses; all when
+/// None) and its scenarios and deployments read. Returns the loaded samples, or every
+/// problem found.
+pub(crate) fn check(
+    sweep: &Sweep,
+    tasks: Option<&BTreeSet<usize>>,
+) -> Result<Checked, Vec<String>> {
+    let mut problems = Vec::new();
+    let mut out = Checked::default();
+    for t in 0..sweep.tasks.len() {
+        if tasks.is_some_and(|u| !u.contains(&t)) {
+            continue;
+        }
+        let name = &sweep.tasks[t].name.value;
+        let imp = task::of(sweep, t);
+        let mut files_ok = true;
+        for f in imp
+            .files()
+            .iter()
+            .chain(task::scoring_files(sweep, t).iter())
+        {
+            if let Err(e) = regular(f, &format!("task `{name}`:")) {
+                problems.push(e);
+                files_ok = false;
+            }
+        }
+        if let Some(c) = &sweep.tasks[t].custom {
+            if let Some(cmd) = &c.scorer {
+                let prog = cmd.first().map(String::as_str).unwrap_or("");
+                // Relative to the sweep's folder (where it runs) or on PATH.
+                let local = sweep.base_dir.join(prog);
+                if !(prog.contains('/') && local.is_file())
+                    && crate::plan::facts::resolve_binary(prog).is_err()
+                {
+                    problems.push(format!(
+                        "task `{name}`: scorer command `{prog}` is neither a file (relative to {}) nor on PATH",
+                        sweep.base_dir.display()
+                    ));
+                }
+            }
+        }
+        if !files_ok {
+            continue;
+        }
+        match imp.load(sweep.seed) {
+            Ok(s) if s.is_empty() => problems.push(format!("task `{name}` has no samples")),
+            Ok(s) => {
+                out.samples.insert(t, Arc::new(s));
+            }
+            Err(e) => problems.push(format!("task `{name}`: {e}")),
+        }
+    }
+    for s in &sweep.scenarios {
+        if let ScenarioSpec::Replay { trace, .. } = &s.spec {
+            let path = sweep.resolve_path(&trace.value);
+            match regular(&path, &format!("scenario `{}`: trace", s.name.value)) {
+                Err(e) => problems.push(e),
+                Ok(()) => match crate::workload::load_trace(&path) {
+                    Ok(items) if items.is_empty() => problems.push(format!(
+                        "scenario `{}`: trace {} has no requests",
+                        s.name.value,
+                        path.display()
+                    )),
+                    Ok(_) => {}
+                    Err(e) => problems.push(format!("scenario `{}`: {e}", s.name.value)),
+                },
+            }
+        }
+    }
+    for d in crate::spec::expand::deployments(sweep) {
+        if let Some(p) = crate::plan::weights_path(sweep, d) {
+            let m = &sweep.models[d.model];
+            if let Err(e) = regular(&p, &format!("model `{}`: weights", m.name.value)) {
+                let e = e.to_string();
+                if !problems.contains(&e) {
+                    problems.push(e);
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep_in(dir: &Path, body: &str) -> Sweep {
+        crate::sweep::parse("t.kdl", body, dir, &|_| None).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    #[test]
+    fn datasets_traces_scorers_and_weights_are_checked_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("w.gguf"), b"GGUF").unwrap();
+        std::fs::create_dir(d.join("mmlu")).unwrap();
+        std::fs::write(d.join("mmlu/test.jsonl"), "{\"id\":\"a\"}\n").unwrap();
+        std::fs::write(d.join("mmlu/dev.jsonl"), "").unwrap();
+        std::fs::write(d.join("trace.jsonl"), "{\"t\": 0}\n{\"t\": -1}\n").unwrap();
+        let s = sweep_in(
+            d,
+            r#"
+sweep "p" { }
+model "m" { path "w.gguf"; quantization "q4_1"; }
+model "gone" { path "missing.gguf"; quantization "q4_1"; }
+engine "e" { kind "llama.cpp"; binary "/bin/true"; }
+task "mmlu" { kind "mmlu"; dataset "mmlu"; }
+scenario "r" { kind "replay"; trace "trace.jsonl"; }
+"#,
+        );
+        let problems = check(&s, None).unwrap_err();
+        let all = problems.join("\n");
+        assert!(all.contains("test.jsonl:1:"), "{all}");
+        assert!(all.contains("trace.jsonl:2:"), "{all}");
+        assert!(!all.contains("w.gguf"), "{all}");
+        assert!(all.contains("missing.gguf"), "{all}");
+    }
+
+    #[test]
+    fn a_device_is_refused_as_a_dataset() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("w.gguf"), b"GGUF").unwrap();
+        std::fs::create_dir(d.join("mmlu")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", d.join("mmlu/test.jsonl")).unwrap();
+        std::fs::write(d.join("mmlu/dev.jsonl"), "").unwrap();
+        let s = sweep_in(
+            d,
+            r#"
+sweep "p" { }
+model "m" { path "w.gguf"; quantization "q4_1"; }
+engine "e" { kind "llama.cpp"; binary "/bin/true"; }
+task "mmlu" { kind "mmlu"; dataset "mmlu"; }
+scenario "one" { kind "single"; requests 1; }
+"#,
+        );
+        let all = check(&s, None).unwrap_err().join("\n");
+        assert!(all.contains("not a regular file"), "{all}");
+    }
+}
