@@ -160,6 +160,18 @@ impl<'s> Journal<'s> {
         self.close(RecordStatus::Finished, None, outputs)
     }
 
+    /// Failed, its object kept as evidence (listed in the record, but not cached: the next
+    /// apply runs the node again).
+    fn failed_with_evidence(mut self, cause: &str, outputs: serde_json::Value, objects: Objects) {
+        self.rec.objects = objects;
+        if self
+            .close(RecordStatus::Failed, Some(cause.to_string()), outputs)
+            .is_err()
+        {
+            let _ = self.store.write_record_in_place(&self.rec);
+        }
+    }
+
     /// Failed, with its cause. When the disk is too full for a new record, the `started`
     /// record is overwritten in place (it needs no new space), so no record stays `started`.
     fn failed(mut self, cause: &str) {
@@ -210,6 +222,34 @@ fn copy_log_since(log: &Path, from: u64, dest: &Path) -> u64 {
     let _ = f.read_to_end(&mut buf);
     let _ = std::fs::write(dest, &buf);
     from + buf.len() as u64
+}
+
+/// A run whose failed requests exceed its error budget is itself failed: the cause says how
+/// many failed and their most frequent causes.
+pub(crate) fn over_budget(stats: &stats::RunStats, budget: Option<f64>) -> Option<String> {
+    let budget = budget?;
+    if stats.requests == 0 {
+        return None;
+    }
+    let rate = stats.failed as f64 / stats.requests as f64;
+    if rate <= budget {
+        return None;
+    }
+    let mut causes: Vec<(&String, &usize)> = stats.failures.iter().collect();
+    causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let top: Vec<String> = causes
+        .iter()
+        .take(3)
+        .map(|(c, n)| format!("{n}× {c}"))
+        .collect();
+    Some(format!(
+        "{} of {} requests failed ({:.1}%, over the {:.1}% error budget); top causes: {}",
+        stats.failed,
+        stats.requests,
+        rate * 100.0,
+        budget * 100.0,
+        top.join("; ")
+    ))
 }
 
 /// See [`Executor::write_object`].
@@ -760,7 +800,18 @@ impl Executor<'_> {
                 run_stats.failed, run_stats.requests
             ));
         }
-        self.conclude(node, j, t0, written.map(|objects| (summary, objects)));
+        match (
+            written,
+            over_budget(&run_stats, self.sweep.error_budget(spec.config.scenario)),
+        ) {
+            (Ok(objects), Some(cause)) => {
+                j.failed_with_evidence(&cause, summary, objects);
+                self.fail(node, cause);
+            }
+            (written, _) => {
+                self.conclude(node, j, t0, written.map(|objects| (summary, objects)));
+            }
+        }
         new_pos
     }
 

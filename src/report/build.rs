@@ -69,6 +69,15 @@ fn run_data(
         ..Default::default()
     };
     if !finished {
+        // A run failed over its error budget kept its trace: show its numbers beside the
+        // failure.
+        if rec.as_ref().is_some_and(|r| {
+            r.status == RecordStatus::Failed
+                && !r.objects.is_empty()
+                && store.check_object(r, false).is_ok()
+        }) {
+            data.stats = read_json(dir.join("stats.json"));
+        }
         return data;
     }
     data.stats = read_json(dir.join("stats.json"));

@@ -47,6 +47,14 @@ fn triple(d: &Dist) -> String {
     format!("{} / {} / {}", ms(d.p50), ms(d.p90), ms(d.p99))
 }
 
+/// Failed requests as a share of all ("–" when none were sent).
+fn error_rate(s: &crate::record::stats::RunStats) -> String {
+    if s.requests == 0 {
+        return "–".into();
+    }
+    format!("{:.1}%", 100.0 * s.failed as f64 / s.requests as f64)
+}
+
 fn pct(v: Option<&f64>) -> String {
     v.map(|x| format!("{:.1}%", x * 100.0))
         .unwrap_or_else(|| "–".into())
@@ -78,7 +86,7 @@ pub(crate) fn markdown(
             Some(s) => vec![
                 r.data.label.clone(),
                 format!("{}/{}", s.ok, s.requests),
-                s.failed.to_string(),
+                format!("{} ({})", s.failed, error_rate(s)),
                 triple(&s.ttft_ms),
                 triple(&s.tpot_ms),
                 triple(&s.itl_ms),
@@ -86,14 +94,19 @@ pub(crate) fn markdown(
                 format!("{:.1}", s.output_tokens_per_s),
                 format!("{:.2}", s.requests_per_s),
                 pct(r.data.metrics.get("quality")),
-                if s.client_behind {
-                    format!("client lag p99 {}", ms(s.queue_ms.p99))
-                } else {
-                    String::new()
+                pct(r.data.metrics.get("unparsed_rate")),
+                match (&r.data.failure, s.client_behind) {
+                    (Some(f), _) => format!(
+                        "FAILED: {}",
+                        f.lines().next().unwrap_or("").replace('|', "\\|")
+                    ),
+                    (None, true) => format!("client lag p99 {}", ms(s.queue_ms.p99)),
+                    (None, false) => String::new(),
                 },
             ],
             None => vec![
                 r.data.label.clone(),
+                "–".into(),
                 "–".into(),
                 "–".into(),
                 "–".into(),
@@ -126,6 +139,7 @@ pub(crate) fn markdown(
             "out tok/s",
             "req/s",
             "quality",
+            "unparsed",
             "notes",
         ],
         &body,
@@ -325,33 +339,42 @@ pub(crate) fn terminal(rows: &[Row]) -> String {
     let header = [
         "run",
         "ok/n",
+        "errors",
         "TTFT p50/p99 ms",
         "TPOT p50/p99 ms",
         "E2E p50/p99 ms",
         "tok/s",
         "quality",
+        "unparsed",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| match &r.data.stats {
             Some(s) => vec![
                 r.data.label.clone(),
-                format!("{}/{}", s.ok, s.requests),
+                format!(
+                    "{}/{}{}",
+                    s.ok,
+                    s.requests,
+                    if r.data.failure.is_some() {
+                        " FAILED"
+                    } else {
+                        ""
+                    }
+                ),
+                error_rate(s),
                 format!("{} / {}", ms(s.ttft_ms.p50), ms(s.ttft_ms.p99)),
                 format!("{} / {}", ms(s.tpot_ms.p50), ms(s.tpot_ms.p99)),
                 format!("{} / {}", ms(s.e2e_ms.p50), ms(s.e2e_ms.p99)),
                 format!("{:.1}", s.output_tokens_per_s),
                 pct(r.data.metrics.get("quality")),
+                pct(r.data.metrics.get("unparsed_rate")),
             ],
-            None => vec![
-                r.data.label.clone(),
-                "FAILED".into(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-            ],
+            None => {
+                let mut v = vec![r.data.label.clone(), "FAILED".into()];
+                v.resize(header.len(), String::new());
+                v
+            }
         })
         .collect();
     let widths: Vec<usize> = (0..header.len())

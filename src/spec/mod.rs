@@ -98,7 +98,13 @@ pub(crate) struct Defaults {
     /// Throw-away requests sent after the engine is healthy, before any run.
     pub warmup: u32,
     pub request_timeout_s: f64,
+    /// A run in which more than this fraction of requests failed is itself failed: its
+    /// trace is kept as evidence, it is not cached, and the next apply runs it again.
+    pub max_error_rate: f64,
 }
+
+/// The default error budget of a run (README, "Error budget").
+pub(crate) const DEFAULT_MAX_ERROR_RATE: f64 = 0.05;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Model {
@@ -285,6 +291,20 @@ impl Metric {
 pub(crate) struct Scenario {
     pub name: Spanned<String>,
     pub spec: ScenarioSpec,
+    /// This scenario's error budget, over the sweep's default (saturation has its own rule).
+    pub max_error_rate: Option<f64>,
+}
+
+impl Sweep {
+    /// The error budget of runs of scenario `s`; None for saturation, whose probes judge
+    /// errors themselves.
+    pub fn error_budget(&self, s: usize) -> Option<f64> {
+        let sc = &self.scenarios[s];
+        if matches!(sc.spec, ScenarioSpec::Saturation(_)) {
+            return None;
+        }
+        Some(sc.max_error_rate.unwrap_or(self.defaults.max_error_rate))
+    }
 }
 
 /// A scenario as declared: every parameter may list several values (an axis).

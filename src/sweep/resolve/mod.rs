@@ -64,6 +64,7 @@ const DEFAULT_FIELDS: &[&str] = &[
     "stop",
     "warmup",
     "request-timeout",
+    "max-error-rate",
 ];
 const MODEL_FIELDS: &[&str] = &["path", "id", "quantization"];
 const ENGINE_FIELDS: &[&str] = &[
@@ -191,6 +192,7 @@ pub(super) fn resolve(
         },
         warmup: 2,
         request_timeout_s: 120.0,
+        max_error_rate: crate::spec::DEFAULT_MAX_ERROR_RATE,
     };
     let mut telemetry = crate::spec::TelemetryConfig {
         interval: std::time::Duration::from_millis(100),
@@ -261,6 +263,11 @@ pub(super) fn resolve(
                 }
                 if let Some(n) = Ctx::first(&f, "request-timeout") {
                     defaults.request_timeout_s = ctx.one_num(n, 0.001, 86_400.0).unwrap_or(120.0);
+                }
+                if let Some(n) = Ctx::first(&f, "max-error-rate") {
+                    defaults.max_error_rate = ctx
+                        .one_num(n, 0.0, 1.0)
+                        .unwrap_or(crate::spec::DEFAULT_MAX_ERROR_RATE);
                 }
             }
             "slo" => {

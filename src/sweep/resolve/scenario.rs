@@ -7,11 +7,24 @@ pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario
     let kind_node = node.children.iter().find(|c| c.name.value == "kind");
     let kind = kind_node.and_then(|n| ctx.one_str(n));
     let allowed: &[&str] = match kind.as_ref().map(|k| k.value.as_str()) {
-        Some("single") => &["kind", "requests", "early-stop"],
-        Some("batch") => &["kind", "batch-size", "batches"],
-        Some("server") => &["kind", "users", "rate", "duration"],
-        Some("rate") => &["kind", "rate", "burstiness", "duration", "ramp-from"],
-        Some("concurrency") => &["kind", "concurrency", "requests", "early-stop"],
+        Some("single") => &["kind", "requests", "early-stop", "max-error-rate"],
+        Some("batch") => &["kind", "batch-size", "batches", "max-error-rate"],
+        Some("server") => &["kind", "users", "rate", "duration", "max-error-rate"],
+        Some("rate") => &[
+            "kind",
+            "rate",
+            "burstiness",
+            "duration",
+            "ramp-from",
+            "max-error-rate",
+        ],
+        Some("concurrency") => &[
+            "kind",
+            "concurrency",
+            "requests",
+            "early-stop",
+            "max-error-rate",
+        ],
         Some("saturation") => &[
             "kind",
             "start",
@@ -24,8 +37,8 @@ pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario
             "e2e-p95",
             "max-error-rate",
         ],
-        Some("offline") => &["kind", "requests"],
-        Some("replay") => &["kind", "trace", "speed"],
+        Some("offline") => &["kind", "requests", "max-error-rate"],
+        Some("replay") => &["kind", "trace", "speed", "max-error-rate"],
         Some(other) => {
             let help = did_you_mean(other, SCENARIO_KINDS.iter().copied())
                 .unwrap_or_else(|| known_list(SCENARIO_KINDS.iter().copied()));
@@ -228,5 +241,13 @@ pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario
         },
         _ => unreachable!("kind checked above"),
     };
-    Some(Scenario { name: name?, spec })
+    let max_error_rate = match &spec {
+        ScenarioSpec::Saturation(_) => None,
+        _ => Ctx::first(&f, "max-error-rate").and_then(|n| ctx.one_num(n, 0.0, 1.0)),
+    };
+    Some(Scenario {
+        name: name?,
+        spec,
+        max_error_rate,
+    })
 }

@@ -1,0 +1,202 @@
+//! Engine faults are data, and a run that mostly failed is a failed run: the fault-injecting
+//! engine (`examples/fault_engine.rs`, started by bench360's process launcher) answers 500s,
+//! garbage events, closes mid-stream, stalls, never gets healthy, or exits mid-run. Each is
+//! recorded with its cause, the run fails over its error budget (trace kept as evidence, not
+//! cached, retried by the next apply, exit 1), and the report and console say why.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn fault_engine() -> PathBuf {
+    let bin = assert_cmd::cargo::cargo_bin("bench360");
+    bin.parent().unwrap().join("examples/fault_engine")
+}
+
+fn bench(cache: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+        .env("NO_COLOR", "1")
+        .arg("--cache")
+        .arg(cache)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A sweep of 10 MMLU questions sent one at a time to the fault engine in `mode`.
+fn sweep(dir: &Path, mode: &str, after: u32, extra: &str) -> PathBuf {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mmlu");
+    let weights = dir.join("none.gguf");
+    std::fs::write(&weights, b"not used by the fault engine").unwrap();
+    let p = dir.join("faults.kdl");
+    std::fs::write(
+        &p,
+        format!(
+            r#"sweep "faults" {{ seed 1; }}
+defaults {{ warmup 0; request-timeout 2; max-tokens 8; }}
+model "m" {{ path "{w}"; quantization "q4_1"; }}
+engine "fault" {{
+    kind "openai"
+    binary "{bin}"
+    args "--port" "{{port}}" "--mode" "{mode}" "--after" "{after}"
+    startup-timeout 3
+}}
+task "mmlu" {{ kind "mmlu"; dataset "{data}"; samples 10; }}
+scenario "single" {{ kind "single"; requests 10; {extra} }}
+"#,
+            w = weights.display(),
+            bin = fault_engine().display(),
+            data = data.display(),
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn records(cache: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_dir(cache.join("records"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect()
+}
+
+fn run_record(cache: &Path) -> serde_json::Value {
+    records(cache)
+        .into_iter()
+        .find(|r| r["kind"] == "run")
+        .expect("a run record")
+}
+
+/// Applies `mode`, expects exit 1 with the run failed for `cause`, its trace kept, the
+/// report and console naming the cause, and the next plan retrying it.
+fn failed_run(mode: &str, after: u32, cause: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), mode, after, "");
+    let out = bench(&cache, &["apply", s.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{mode}: {}", text(&out));
+    let run = run_record(&cache);
+    assert_eq!(run["status"], "failed", "{mode}: {run}");
+    let why = run["cause"].as_str().unwrap();
+    assert!(why.contains("error budget"), "{mode}: {why}");
+    assert!(why.contains(cause), "{mode}: {why}");
+    // The trace is kept as evidence, whole.
+    let key = run["key"].as_str().unwrap();
+    assert!(run["objects"]["requests.parquet"]["size"].as_u64().unwrap() > 0);
+    assert!(cache
+        .join("objects")
+        .join(key)
+        .join("requests.parquet")
+        .is_file());
+    assert!(text(&out).contains(cause), "{mode}: {}", text(&out));
+    let md = std::fs::read_to_string(cache.join("reports/faults/report.md")).unwrap();
+    assert!(md.contains("FAILED") && md.contains(cause), "{mode}: {md}");
+    // Not cached: the next plan runs it again and says why.
+    let plan = bench(&cache, &["plan", s.to_str().unwrap()]);
+    assert!(
+        text(&plan).contains("failed last time"),
+        "{mode}: {}",
+        text(&plan)
+    );
+}
+
+#[test]
+fn http_500_on_every_request_fails_the_run() {
+    failed_run("500", 0, "HTTP 500");
+}
+
+#[test]
+fn garbage_events_fail_the_run() {
+    failed_run("garbage", 0, "unparseable stream event");
+}
+
+#[test]
+fn a_connection_closed_mid_stream_fails_the_run() {
+    failed_run("close-mid", 0, "10 of 10 requests failed");
+}
+
+#[test]
+fn a_stalled_stream_times_out_and_fails_the_run() {
+    failed_run("stall", 0, "10 of 10 requests failed");
+}
+
+#[test]
+fn an_engine_that_exits_mid_run_fails_the_run_or_the_deployment() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), "exit-mid-run", 3, "");
+    let out = bench(&cache, &["apply", s.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let run = run_record(&cache);
+    assert_eq!(run["status"], "failed", "{run}");
+    let why = run["cause"].as_str().unwrap();
+    assert!(
+        why.contains("exiting after 3 requests") || why.contains("error budget"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_engine_that_never_gets_healthy_is_a_failed_cold_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), "never-healthy", 0, "");
+    let out = bench(&cache, &["apply", s.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let cold = records(&cache)
+        .into_iter()
+        .find(|r| r["kind"] == "coldstart")
+        .unwrap();
+    assert_eq!(cold["status"], "failed");
+    let why = cold["cause"].as_str().unwrap();
+    assert!(why.contains("not healthy"), "{why}");
+    // Its log tail (the engine's own line) is on the console.
+    assert!(
+        text(&out).contains("fault_engine: mode never-healthy"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn failures_within_the_budget_leave_a_finished_run_with_its_error_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    // Every 5th request fails: 2 of 10, within a 25% budget.
+    let s = sweep(dir.path(), "flaky", 5, "max-error-rate 0.25;");
+    let out = bench(&cache, &["apply", s.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(run_record(&cache)["status"], "finished");
+    let md = std::fs::read_to_string(cache.join("reports/faults/report.md")).unwrap();
+    assert!(md.contains("| 2 (20.0%) |"), "{md}");
+    // The same faults over the default 5% budget fail the run.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), "flaky", 5, "");
+    let out = bench(&cache, &["apply", s.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("2 of 10 requests failed (20.0%, over the 5.0% error budget)"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_healthy_fault_engine_run_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), "ok", 0, "");
+    let out = bench(&cache, &["apply", s.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(run_record(&cache)["status"], "finished");
+}
