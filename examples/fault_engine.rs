@@ -100,7 +100,7 @@ fn handle(mut conn: TcpStream, mode: &str, after: u64, served: &AtomicU64) -> st
             "application/json",
             r#"{"error":{"message":"injected fault"}}"#,
         ),
-        "flaky" if n % after.max(1) == 0 => respond(
+        "flaky" if n.is_multiple_of(after.max(1)) => respond(
             &mut conn,
             "500 Internal Server Error",
             "application/json",

@@ -549,10 +549,9 @@ def main():
     if not os.path.isfile(a.gguf):
         sys.exit(f"[convert] error: no such file {a.gguf}")
     try:
-        import gguf  # noqa: F401  (transformers' GGUF reader needs it)
+        from gguf import GGUFReader  # (transformers' GGUF reader needs the package too)
     except ImportError:
         sys.exit("[convert] error: the `gguf` package is not importable (install its wheel, or put it on PYTHONPATH)")
-    from gguf import GGUFReader
 
     reader = GGUFReader(a.gguf)
     arch = gguf_meta(reader, "general.architecture")
