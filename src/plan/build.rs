@@ -90,7 +90,9 @@ struct ColdstartKey<'a> {
     args: String,
     #[serde(rename = "engine.catalog-args")]
     catalog_args: String,
-    /// `engine.env.NAME`: values may be secrets, so only a hash enters the key.
+    /// `engine.env.NAME`: values may be secrets, so only their blake3 keyed by the cache's
+    /// secret salt enters the key (`keyed:…`): not checkable against guesses without the
+    /// cache, and still a new key when a value changes.
     #[serde(flatten)]
     env: BTreeMap<String, String>,
     /// `machine.FIELD`: the fingerprint of the machine the deployment runs on.
@@ -241,7 +243,10 @@ fn coldstart_node(
         env: engine
             .env
             .iter()
-            .map(|(k, v)| (format!("engine.env.{k}"), format!("blake3:{}", hash_str(v))))
+            .map(|(k, v)| {
+                let h = blake3::keyed_hash(&facts.salt, v.as_bytes()).to_hex();
+                (format!("engine.env.{k}"), format!("keyed:{}", &h[..32]))
+            })
             .collect(),
         machine: facts
             .machines
@@ -617,5 +622,35 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn environment_values_enter_keys_only_as_hashes_keyed_by_the_cache_salt() {
+        let text = r#"
+sweep "t" { }
+model "m" { path "/w/m.gguf"; quantization "q4_1"; }
+engine "e" { kind "llama.cpp"; binary "/bin/llama-server"; env TOKEN="hunter2"; }
+task "mmlu" { kind "mmlu"; dataset "/d/mmlu"; samples 2; }
+scenario "one" { kind "single"; requests 1; }
+"#;
+        let sweep = crate::sweep::parse("t.kdl", text, std::path::Path::new("/"), &|_| None)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let key = |salt: [u8; 32]| {
+            let facts = Facts {
+                salt,
+                ..Facts::default()
+            };
+            let plan = build(&sweep, &facts).unwrap();
+            let cold = &plan.graph[plan.deployments[0].coldstart];
+            (cold.key.clone(), cold.inputs["engine.env.TOKEN"].clone())
+        };
+        let (k1, v1) = key([1; 32]);
+        let (k2, v2) = key([2; 32]);
+        assert_ne!(k1, k2);
+        assert_ne!(v1, v2);
+        assert_eq!(key([1; 32]).0, k1);
+        assert!(v1.starts_with("keyed:"), "{v1}");
+        let bare = blake3::hash(b"hunter2").to_hex().to_string();
+        assert!(!v1.contains(&bare[..16]) && !v1.contains("hunter2"), "{v1}");
     }
 }

@@ -201,6 +201,18 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
         machine: machine_fingerprint(),
         ..Default::default()
     };
+    match store.secret_salt() {
+        Ok(s) => facts.salt = s,
+        Err(e) => {
+            // Without the salt no key with an environment value can be made: block them.
+            for en in sweep.engines.iter().filter(|en| !en.env.is_empty()) {
+                facts.artifacts.insert(
+                    en.name.value.clone(),
+                    Err(format!("cannot read the cache's salt: {e}").into()),
+                );
+            }
+        }
+    }
     for f in plan::required_files(sweep) {
         let h = store.content_hash(&f);
         facts.files.insert(f, h);
@@ -214,7 +226,10 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
                 docker_artifact(&crate::engine::docker::reference(image, tag))
             }
         };
-        facts.artifacts.insert(e.name.value.clone(), artifact);
+        facts
+            .artifacts
+            .entry(e.name.value.clone())
+            .or_insert(artifact);
     }
     facts
 }

@@ -51,6 +51,8 @@ pub(crate) struct Facts {
     /// Per engine name: digest of what the `pull` node resolves (binary checksum, image
     /// digest, endpoint URL), or why it cannot be resolved.
     pub artifacts: BTreeMap<String, Result<String, Unavailable>>,
+    /// The cache's secret salt, which keys the hashes of engine environment values.
+    pub salt: [u8; 32],
 }
 
 impl Facts {
@@ -430,10 +432,23 @@ mod pinned_keys {
             std::fs::write(&pinned, &got).unwrap();
         }
         let want = std::fs::read_to_string(&pinned).unwrap_or_default();
-        assert_eq!(
-            got, want,
+        let changed: Vec<&str> = got
+            .lines()
+            .filter(|l| !want.lines().any(|w| w == *l))
+            .collect();
+        assert!(
+            got == want,
             "node keys of sweeps/{name} changed: users' caches would be invalidated; bump \
-             KEY_FORMAT on purpose (and re-pin with BENCH360_PIN_KEYS=1) or restore the inputs"
+             KEY_FORMAT on purpose (and re-pin with BENCH360_PIN_KEYS=1) or restore the \
+             inputs. Changed ({} of {}):\n{}",
+            changed.len(),
+            got.lines().count(),
+            changed
+                .iter()
+                .take(20)
+                .copied()
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
 

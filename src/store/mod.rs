@@ -396,6 +396,59 @@ impl Store {
         f.sync_all()
     }
 
+    /// The cache's secret salt: 32 random bytes made once (from /dev/urandom) and kept in
+    /// `salt` (mode 0600). Engine environment values enter node keys only as blake3 keyed by
+    /// it, so a key in a record cannot be checked against guessed values without the cache.
+    pub fn secret_salt(&self) -> std::io::Result<[u8; 32]> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.root.join("salt");
+        let read = |p: &Path| -> std::io::Result<Option<[u8; 32]>> {
+            match fs::read_to_string(p) {
+                Ok(t) => {
+                    let t = t.trim();
+                    let mut out = [0u8; 32];
+                    if t.len() != 64 {
+                        return Err(std::io::Error::other(format!("{} is damaged", p.display())));
+                    }
+                    for (i, b) in out.iter_mut().enumerate() {
+                        *b = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|_| {
+                            std::io::Error::other(format!("{} is damaged", p.display()))
+                        })?;
+                    }
+                    Ok(Some(out))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        if let Some(s) = read(&path)? {
+            return Ok(s);
+        }
+        let mut salt = [0u8; 32];
+        std::io::Read::read_exact(&mut File::open("/dev/urandom")?, &mut salt)?;
+        let hex: String = salt.iter().map(|b| format!("{b:02x}")).collect();
+        let tmp = temp_beside(&path);
+        {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(hex.as_bytes())?;
+            f.sync_all()?;
+        }
+        // Never replaces a salt another process made first: that one wins, and is read.
+        let linked = fs::hard_link(&tmp, &path);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(salt),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                read(&path)?.ok_or_else(|| std::io::Error::other("salt vanished"))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// A fresh temp directory for a node's outputs.
     pub fn begin_object(&self, key: &str) -> std::io::Result<PathBuf> {
         let nanos = std::time::SystemTime::now()
@@ -822,5 +875,22 @@ mod tests {
         assert!(!dead.exists());
         assert!(other_host.exists());
         assert!(s.records().is_empty(), "temp files are not records");
+    }
+
+    #[test]
+    fn the_secret_salt_is_made_once_private_and_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        let a = s.secret_salt().unwrap();
+        assert_ne!(a, [0u8; 32]);
+        assert_eq!(s.secret_salt().unwrap(), a);
+        let mode = fs::metadata(dir.path().join("salt"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let other = tempfile::tempdir().unwrap();
+        assert_ne!(Store::open(other.path()).unwrap().secret_salt().unwrap(), a);
     }
 }
