@@ -5,6 +5,8 @@ mod cli;
 mod client;
 mod engine;
 mod exec;
+#[cfg(test)]
+mod fuzz;
 mod host;
 mod plan;
 mod record;

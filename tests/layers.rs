@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan", "workload"],
     &["report"],
     &["cli"],
-    &["exec", "slurm", "selfbench"],
+    &["exec", "slurm", "selfbench", "fuzz"],
     &["main"],
 ];
 

@@ -432,9 +432,44 @@ pub(crate) fn write_scores(
     t.write(path)
 }
 
+/// Runs a Parquet read that the `parquet` crate may panic in on a damaged file (seen by the
+/// fuzzer: corrupt page headers, lengths past the end): the panic becomes an error naming
+/// the file, and the caller goes on.
+fn guarded<T>(path: &Path, read: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "{} is not a readable Parquet file (damaged)",
+            path.display()
+        ))
+    })
+}
+
 /// The rows of a Parquet file as JSON objects (strings, numbers, booleans, lists of them),
 /// for user datasets.
 pub(crate) fn read_json_rows(
+    path: &Path,
+) -> anyhow::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+    guarded(path, || read_json_rows_inner(path))
+}
+
+/// Reads numeric (and boolean) columns of a Parquet file as f64 (nulls as None). Columns
+/// missing from the file come back empty.
+pub(crate) fn read_numeric(
+    path: &Path,
+    names: &[&str],
+) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<f64>>>> {
+    guarded(path, || read_numeric_inner(path, names))
+}
+
+/// Reads utf8 columns of a Parquet file.
+pub(crate) fn read_strings(
+    path: &Path,
+    names: &[&str],
+) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<String>>>> {
+    guarded(path, || read_strings_inner(path, names))
+}
+
+fn read_json_rows_inner(
     path: &Path,
 ) -> anyhow::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
     use arrow_array::cast::AsArray;
@@ -505,7 +540,7 @@ fn batches(path: &Path) -> anyhow::Result<parquet::arrow::arrow_reader::ParquetR
 
 /// Reads numeric (and boolean) columns of a Parquet file as f64 (nulls as None). Columns
 /// missing from the file come back empty.
-pub(crate) fn read_numeric(
+fn read_numeric_inner(
     path: &Path,
     names: &[&str],
 ) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<f64>>>> {
@@ -540,7 +575,7 @@ pub(crate) fn read_numeric(
 }
 
 /// Reads utf8 columns of a Parquet file.
-pub(crate) fn read_strings(
+fn read_strings_inner(
     path: &Path,
     names: &[&str],
 ) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<String>>>> {
