@@ -200,3 +200,51 @@ fn a_healthy_fault_engine_run_succeeds() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(run_record(&cache)["status"], "finished");
 }
+
+/// A write that fails (here: past the file-size limit, EFBIG, as a full disk gives ENOSPC)
+/// fails the node cleanly — its record says failed with the OS's reason, its temp folder is
+/// gone — and the next apply with room completes with nothing lost.
+#[test]
+fn a_failed_write_fails_the_node_cleanly_and_the_next_apply_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), "ok", 0, "");
+    // Records (~3 KB) fit under 5 KB; the run's Parquet traces and the report do not.
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 5; exec '{}' --cache '{}' apply '{}'",
+        assert_cmd::cargo::cargo_bin("bench360").display(),
+        cache.display(),
+        s.display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let failed: Vec<serde_json::Value> = records(&cache)
+        .into_iter()
+        .filter(|r| r["status"] != "finished")
+        .collect();
+    assert!(!failed.is_empty(), "{}", text(&out));
+    for r in &failed {
+        assert_eq!(r["status"], "failed", "never left started: {r}");
+        assert!(!r["cause"].as_str().unwrap_or("").contains("External:"), "{r}");
+    }
+    let run = run_record(&cache);
+    let why = run["cause"].as_str().unwrap_or("");
+    assert!(
+        why.starts_with("cannot write the run's Parquet traces: File too large"),
+        "{run}"
+    );
+    let tmp: Vec<_> = std::fs::read_dir(cache.join("tmp"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(tmp.is_empty(), "temp folders left: {tmp:?}");
+    // With room again: everything completes, and the cache verifies.
+    let out = bench(&cache, &["apply", s.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(records(&cache).iter().all(|r| r["status"] == "finished"));
+    let v = bench(&cache, &["verify"]);
+    assert!(v.status.success(), "{}", text(&v));
+}
