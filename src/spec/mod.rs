@@ -212,6 +212,12 @@ pub(crate) struct Task {
     pub article_words: usize,
     /// Time limit of one SQL statement when scoring.
     pub sql_timeout_s: f64,
+    /// Built-in tasks: an answer-format instruction added after each question ("Reply with
+    /// the letter only."), part of the prompt.
+    pub answer_format: Option<String>,
+    /// Built-in tasks: a regex whose group 1 (or whole match) is the answer read from an
+    /// output before the task's own reading; no match leaves the output unparsed.
+    pub extract: Option<Spanned<String>>,
     pub custom: Option<CustomTask>,
 }
 

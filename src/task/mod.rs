@@ -109,15 +109,19 @@ impl Task for Builtin {
             TaskKind::Text2Sql => text2sql::TEMPLATE,
             TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
         };
-        if self.def.kind == TaskKind::Summarization {
+        let mut t = if self.def.kind == TaskKind::Summarization {
             format!("{t}\narticle-words={}", self.def.article_words)
         } else {
             t.to_string()
+        };
+        if let Some(a) = &self.def.answer_format {
+            t.push_str(&format!("\nanswer-format={a}"));
         }
+        t
     }
 
     fn metric(&self) -> String {
-        match self.def.kind {
+        let m: String = match self.def.kind {
             TaskKind::Mmlu => mmlu::METRIC.into(),
             TaskKind::SquadV2 => squad::METRIC.into(),
             TaskKind::Summarization => summarization::METRIC.into(),
@@ -125,6 +129,10 @@ impl Task for Builtin {
                 format!("{} timeout={}", text2sql::METRIC, self.def.sql_timeout_s)
             }
             TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        };
+        match &self.def.extract {
+            Some(e) => format!("{m} extract={:?}", e.value),
+            None => m,
         }
     }
 
@@ -139,16 +147,63 @@ impl Task for Builtin {
     }
 
     fn load(&self, seed: u64) -> Result<Vec<Sample>, DatasetError> {
-        match self.def.kind {
+        let mut samples = match self.def.kind {
             TaskKind::Mmlu => mmlu::load(&self.def, &self.dir, seed),
             TaskKind::SquadV2 => squad::load(&self.def, &self.dir, seed),
             TaskKind::Summarization => summarization::load(&self.def, &self.dir, seed),
             TaskKind::Text2Sql => text2sql::load(&self.def, &self.dir, seed),
             TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+        }?;
+        if let Some(a) = &self.def.answer_format {
+            for s in &mut samples {
+                s.prompt = format!("{}\n\n{a}", s.prompt.trim_end());
+            }
         }
+        Ok(samples)
     }
 
     fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError> {
+        if let Some(e) = &self.def.extract {
+            // The sweep's own reading first: the regex's capture is what the task reads.
+            let re = regex::Regex::new(&e.value)
+                .map_err(|err| ScoreError::Scorer(format!("`extract`: {err}")))?;
+            let captured: Vec<Option<String>> = items
+                .iter()
+                .map(|(_, o)| {
+                    re.captures(o).map(|c| {
+                        c.get(1)
+                            .or_else(|| c.get(0))
+                            .map(|m| m.as_str().to_string())
+                            .unwrap_or_default()
+                    })
+                })
+                .collect();
+            let inner: Vec<(&Sample, &str)> = items
+                .iter()
+                .zip(&captured)
+                .map(|((s, _), c)| (*s, c.as_deref().unwrap_or("")))
+                .collect();
+            let mut scores = self.score_read(&inner)?;
+            for (s, c) in scores.iter_mut().zip(&captured) {
+                if c.is_none() {
+                    // No match: unparsed, and worth nothing.
+                    s.parsed = Some(false);
+                    s.correct = s.correct.map(|_| false);
+                    s.score = 0.0;
+                    for v in s.metrics.values_mut() {
+                        *v = 0.0;
+                    }
+                }
+            }
+            return Ok(scores);
+        }
+        self.score_read(items)
+    }
+}
+
+impl Builtin {
+    /// The task's own reading and scoring of outputs.
+    fn score_read(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError> {
         let one: fn(&Sample, &str) -> Score = match self.def.kind {
             TaskKind::Mmlu => mmlu::score,
             TaskKind::SquadV2 => squad::score,
@@ -493,8 +548,39 @@ pub(crate) mod tests {
             stop: Vec::new(),
             article_words: 400,
             sql_timeout_s: 5.0,
+            answer_format: None,
+            extract: None,
             custom: None,
         }
+    }
+
+    #[test]
+    fn built_in_tasks_take_an_answer_format_and_an_extract_regex() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mmlu");
+        let mut d = def(TaskKind::Mmlu, Some(2));
+        d.answer_format = Some("Reply with <answer>X</answer>.".into());
+        d.extract = Some(Spanned::new(
+            r"<answer>([A-D])</answer>".into(),
+            (0..0).into(),
+        ));
+        let t = Builtin { def: d, dir };
+        let samples = t.load(1).unwrap();
+        assert!(samples[0]
+            .prompt
+            .ends_with("\n\nReply with <answer>X</answer>."));
+        assert!(t.template().contains("answer-format=Reply with"));
+        assert!(t.metric().contains("extract="));
+        let right = format!("I think A... <answer>{}</answer>", samples[0].reference);
+        let scores = t
+            .score(&[
+                (&samples[0], right.as_str()),
+                (&samples[0], "The answer is B"),
+            ])
+            .unwrap();
+        assert_eq!(scores[0].correct, Some(true), "{scores:?}");
+        // No match: unparsed and 0, even where the task's own reading would find a letter.
+        assert_eq!(scores[1].parsed, Some(false));
+        assert_eq!(scores[1].score, 0.0);
     }
 
     #[test]

@@ -101,6 +101,7 @@ const TASK_FIELDS: &[&str] = &[
     "stop",
     "article-words",
     "sql-timeout",
+    "answer-format",
     "template",
     "reference",
     "id",
@@ -111,13 +112,12 @@ const TASK_FIELDS: &[&str] = &[
     "database",
     "group-by",
 ];
-/// Fields only a `custom` task takes.
+/// Fields only a `custom` task takes (`extract` is taken by every kind).
 const CUSTOM_FIELDS: &[&str] = &[
     "template",
     "reference",
     "id",
     "metrics",
-    "extract",
     "scorer",
     "scorer-timeout",
     "database",

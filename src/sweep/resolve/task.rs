@@ -81,9 +81,27 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     let sql_timeout_s = Ctx::first(&f, "sql-timeout")
         .and_then(|n| ctx.one_num(n, 0.001, 3600.0))
         .unwrap_or(5.0);
+    let answer_format = Ctx::first(&f, "answer-format")
+        .and_then(|n| ctx.one_str(n))
+        .map(|s| s.value);
+    let extract = if kind == Some(TaskKind::Custom) {
+        None
+    } else {
+        Ctx::first(&f, "extract").and_then(|n| ctx.one_str(n))
+    };
+    if let Some(e) = &extract {
+        if let Err(err) = regex::Regex::new(&e.value) {
+            ctx.err(
+                e.span,
+                format!("`extract` is not a valid regex: {err}"),
+                "this pattern",
+            );
+        }
+    }
     if let Some(k) = kind {
         let only = |field: &str| -> Option<&'static str> {
             match field {
+                "answer-format" => Some("built-in (custom tasks write it in their template)"),
                 "article-words" => Some("summarization"),
                 "sql-timeout" => Some("text2sql or custom"),
                 f if CUSTOM_FIELDS.contains(&f) => Some("custom"),
@@ -92,6 +110,7 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         };
         for (field, nodes) in &f {
             let allowed = match *field {
+                "answer-format" => k != TaskKind::Custom,
                 "article-words" => k == TaskKind::Summarization,
                 "sql-timeout" => matches!(k, TaskKind::Text2Sql | TaskKind::Custom),
                 f if CUSTOM_FIELDS.contains(&f) => k == TaskKind::Custom,
@@ -127,6 +146,8 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         stop,
         article_words,
         sql_timeout_s,
+        answer_format,
+        extract,
         custom,
     })
 }
