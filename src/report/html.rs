@@ -92,12 +92,24 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             );
         }
         h.push_str("</table>");
+        let notes: Vec<String> = rows
+            .iter()
+            .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == task))
+            .filter_map(summary::format_note)
+            .collect();
+        if !notes.is_empty() {
+            h.push_str(r#"<ul class="format-failures">"#);
+            for n in notes {
+                let _ = write!(h, r#"<li class="bad">{}</li>"#, esc(&n));
+            }
+            h.push_str("</ul>");
+        }
     }
     h.push_str("</div>");
 
     // Every run.
     let currency = cost.map(|c| c.currency.clone()).unwrap_or_default();
-    h.push_str(r#"<h2>Runs</h2><p>Latencies in ms; brackets are 95 % bootstrap intervals over requests. Failed requests are counted apart and excluded from latencies. Quality is each task's primary metric (MMLU accuracy, SQuAD v2 F1, ROUGE-L F, Spider execution accuracy, a custom task's first metric).</p><table id="runs"><tr><th>run</th><th>ok / n</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>ITL p50</th><th>E2E p95</th><th>tok/s</th><th>goodput req/s</th><th>quality</th><th>J/token</th><th>cost/query</th><th>SLO</th></tr>"#);
+    h.push_str(r#"<h2>Runs</h2><p>Latencies in ms; brackets are 95 % bootstrap intervals over requests. Failed requests are counted apart and excluded from latencies. Quality is each task's primary metric (MMLU accuracy, SQuAD v2 F1, ROUGE-L F, Spider execution accuracy, a custom task's first metric).</p><table id="runs"><tr><th>run</th><th>ok / n</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>ITL p50</th><th>E2E p95</th><th>tok/s</th><th>goodput req/s</th><th>quality</th><th>unparsed</th><th>J/token</th><th>cost/query</th><th>SLO</th></tr>"#);
     for r in rows {
         let d = &r.data;
         match &d.stats {
@@ -132,7 +144,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                 };
                 let _ = write!(
                     h,
-                    "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo_cell}</td></tr>",
+                    "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo_cell}</td></tr>",
                     label,
                     s.ok,
                     s.requests,
@@ -144,6 +156,10 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                     n(Some(s.output_tokens_per_s), 1),
                     n(r.goodput_rps, 2),
                     ci(d.metrics.get("quality").copied(), r.quality_ci, 3),
+                    d.metrics
+                        .get("unparsed_rate")
+                        .map(|u| format!("{:.1}%", u * 100.0))
+                        .unwrap_or_else(|| "–".into()),
                     n(d.telemetry.as_ref().and_then(|t| t.j_per_output_token), 3),
                     r.cost_per_query.map(|c| format!("{c:.6} {}", esc(&currency))).unwrap_or_else(|| "–".into()),
                 );
@@ -151,7 +167,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             None => {
                 let _ = write!(
                     h,
-                    r#"<tr><td>{}</td><td colspan="12" class="bad">FAILED: {}</td></tr>"#,
+                    r#"<tr><td>{}</td><td colspan="13" class="bad">FAILED: {}</td></tr>"#,
                     esc(&d.label),
                     esc(d.failure.as_deref().unwrap_or(""))
                 );

@@ -145,6 +145,13 @@ pub(crate) fn markdown(
         &body,
     ));
     out.push_str(&energy_section(rows));
+    let format_notes: Vec<String> = rows.iter().filter_map(summary::format_note).collect();
+    if !format_notes.is_empty() {
+        out.push_str("\n## Format failures\n\n");
+        for n in format_notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
     out.push_str("\n## Cold starts\n\n");
     let cs: Vec<Vec<String>> = coldstarts
         .iter()

@@ -167,6 +167,37 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
     row
 }
 
+/// Where a run's quality is mostly format failures — outputs whose answer could not be read
+/// at all (counted as wrong) — a note that says so, with the quality among readable outputs,
+/// so that a model that knows the answers but formats them badly is not taken for one that
+/// does not. None below 20 % unparsed.
+pub(crate) fn format_note(r: &Row) -> Option<String> {
+    let unparsed = *r.data.metrics.get("unparsed_rate")?;
+    let quality = *r.data.metrics.get("quality")?;
+    if unparsed < 0.2 {
+        return None;
+    }
+    let readable = if unparsed < 1.0 {
+        format!(
+            "; among readable outputs its quality is {:.1}%",
+            100.0 * quality / (1.0 - unparsed)
+        )
+    } else {
+        String::new()
+    };
+    let mostly = if unparsed >= 0.5 {
+        "mostly format failures"
+    } else {
+        "held down by format failures"
+    };
+    Some(format!(
+        "{}: quality {:.1}% is {mostly} — {:.0}% of outputs had no readable answer (scored 0){readable}. Try the task's `answer-format` or `extract`.",
+        r.data.label,
+        100.0 * quality,
+        100.0 * unparsed
+    ))
+}
+
 /// One recommendation: the objective, the winning run (by index) and its value.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Pick {
@@ -570,5 +601,21 @@ mod tests {
             ..c
         };
         assert!((cost_per_query(&hw_only, None, 100.0, 10).unwrap() - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn quality_held_down_by_format_failures_is_said_so() {
+        let mut r = Row::default();
+        r.data.label = "m@e mmlu single".into();
+        r.data.metrics.insert("quality".into(), 0.3);
+        r.data.metrics.insert("unparsed_rate".into(), 0.6);
+        let note = format_note(&r).unwrap();
+        assert!(note.contains("mostly format failures"), "{note}");
+        assert!(
+            note.contains("among readable outputs its quality is 75.0%"),
+            "{note}"
+        );
+        r.data.metrics.insert("unparsed_rate".into(), 0.05);
+        assert_eq!(format_note(&r), None);
     }
 }
