@@ -229,7 +229,10 @@ fn a_failed_write_fails_the_node_cleanly_and_the_next_apply_completes() {
     assert!(!failed.is_empty(), "{}", text(&out));
     for r in &failed {
         assert_eq!(r["status"], "failed", "never left started: {r}");
-        assert!(!r["cause"].as_str().unwrap_or("").contains("External:"), "{r}");
+        assert!(
+            !r["cause"].as_str().unwrap_or("").contains("External:"),
+            "{r}"
+        );
     }
     let run = run_record(&cache);
     let why = run["cause"].as_str().unwrap_or("");

@@ -224,6 +224,14 @@ pub(crate) fn container_command(spec: &LaunchSpec) -> Result<ContainerCommand, E
                 .map(|a| fill(a, spec, &placement)),
         );
     }
+    if spec.engine.tensor_parallel > 1 {
+        args.extend(
+            entry
+                .tensor_parallel_args
+                .iter()
+                .map(|a| fill(a, spec, &placement)),
+        );
+    }
     args.extend(spec.engine.args.iter().map(|a| fill(a, spec, &placement)));
     let env = recipe
         .env
@@ -553,6 +561,7 @@ mod tests {
                 api: Api::Chat,
                 gpus: Some(vec![0]),
                 gpu_memory: 0.85,
+                tensor_parallel: 1,
                 dtype: "bfloat16".into(),
             },
             model_name: "qwen".into(),

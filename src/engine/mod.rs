@@ -116,6 +116,7 @@ fn fill(template: &str, spec: &LaunchSpec, at: &Placement) -> String {
             &(e.ctx_size as u64 * e.parallel as u64).to_string(),
         )
         .replace("{gpu-memory}", &e.gpu_memory.to_string())
+        .replace("{tp}", &e.tensor_parallel.to_string())
         .replace("{dtype}", &e.dtype)
 }
 
@@ -133,10 +134,16 @@ pub(crate) fn process_args(spec: &LaunchSpec, port: u16) -> Vec<String> {
     } else {
         entry.quantization_args
     };
+    let tp: &[&str] = if spec.engine.tensor_parallel > 1 {
+        entry.tensor_parallel_args
+    } else {
+        &[]
+    };
     entry
         .process_args
         .iter()
         .chain(quant)
+        .chain(tp)
         .map(|a| a.to_string())
         .chain(spec.engine.args.iter().cloned())
         .map(|a| fill(&a, spec, &at))
@@ -408,6 +415,7 @@ mod tests {
                 api: Api::Chat,
                 gpus: None,
                 gpu_memory: 0.9,
+                tensor_parallel: 1,
                 dtype: "auto".into(),
             },
             model_name: "m".into(),

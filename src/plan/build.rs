@@ -86,6 +86,9 @@ struct ColdstartKey<'a> {
     gpus: Option<String>,
     #[serde(rename = "engine.ctx-size")]
     ctx_size: u32,
+    /// Left out at 1, so that keys made before the field existed stay valid.
+    #[serde(rename = "engine.tensor-parallel")]
+    tensor_parallel: Option<u32>,
     #[serde(rename = "engine.args")]
     args: String,
     #[serde(rename = "engine.catalog-args")]
@@ -238,6 +241,7 @@ fn coldstart_node(
         dtype: json(&engine.dtype),
         gpus: engine.gpus.as_ref().map(json),
         ctx_size: engine.ctx_size,
+        tensor_parallel: (engine.tensor_parallel > 1).then_some(engine.tensor_parallel),
         args: json(&engine.args),
         catalog_args: json(&Some(engine.catalog.process_args)),
         env: engine

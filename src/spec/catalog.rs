@@ -41,6 +41,9 @@ pub(crate) struct CatalogEntry {
     /// Arguments added when the quantization is not `default` and the engine is told it
     /// (GGUF engines read it from the file: none).
     pub quantization_args: &'static [&'static str],
+    /// Arguments added when `tensor-parallel` is above 1 (`{tp}` is the degree); empty: the
+    /// engine cannot be told one.
+    pub tensor_parallel_args: &'static [&'static str],
     pub docker: Option<DockerRecipe>,
     /// Path polled until it answers 200 after launch.
     pub health_path: &'static str,
@@ -159,6 +162,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         name: "llama.cpp",
         process_args: LLAMA_CPP_ARGS,
         quantization_args: &[],
+        tensor_parallel_args: &["--split-mode", "row"],
         docker: Some(DockerRecipe {
             // CPU build; `server-cuda` for NVIDIA GPUs.
             image: "ghcr.io/ggml-org/llama.cpp",
@@ -198,6 +202,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "{dtype}",
         ],
         quantization_args: &["--quantization", "{quantization}"],
+        tensor_parallel_args: &["--tensor-parallel-size", "{tp}"],
         docker: Some(DockerRecipe {
             image: "vllm/vllm-openai",
             tag: "v0.26.0",
@@ -248,6 +253,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "--enable-metrics",
         ],
         quantization_args: &["--quantization", "{quantization}"],
+        tensor_parallel_args: &["--tp-size", "{tp}"],
         docker: Some(DockerRecipe {
             image: "lmsysorg/sglang",
             tag: "v0.5.17",
@@ -278,6 +284,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         name: "tgi",
         process_args: TGI_ARGS,
         quantization_args: &["--quantize", "{quantization}"],
+        tensor_parallel_args: &["--num-shard", "{tp}"],
         docker: Some(DockerRecipe {
             image: "ghcr.io/huggingface/text-generation-inference",
             tag: "3.3.6",
@@ -307,6 +314,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         // binary: `lmdeploy` (its CLI).
         process_args: LMDEPLOY_ARGS,
         quantization_args: &["--model-format", "{quantization}"],
+        tensor_parallel_args: &["--tp", "{tp}"],
         docker: Some(DockerRecipe {
             image: "openmmlab/lmdeploy",
             tag: "v0.18.0",
@@ -326,6 +334,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         // Configured by environment; the model must be in Ollama's store (`ollama pull`).
         process_args: &["serve"],
         quantization_args: &[],
+        tensor_parallel_args: &[],
         docker: Some(DockerRecipe {
             image: "ollama/ollama",
             tag: "0.12.6",
@@ -349,6 +358,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         // Any OpenAI-compatible server: the sweep's `args` are the whole command line.
         process_args: &[],
         quantization_args: &[],
+        tensor_parallel_args: &[],
         docker: None,
         health_path: "/v1/models",
         // vLLM, SGLang and TGI serve /metrics; a server without one is noted, not an error.

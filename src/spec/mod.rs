@@ -149,6 +149,9 @@ pub(crate) struct Engine {
     pub gpus: Option<Vec<u32>>,
     /// Fraction of GPU memory the engine may take (vLLM, SGLang, TGI, LMDeploy).
     pub gpu_memory: f64,
+    /// GPUs one engine instance spreads over (vLLM `--tensor-parallel-size`, SGLang
+    /// `--tp-size`, LMDeploy `--tp`, TGI `--num-shard`, llama.cpp `--split-mode row`).
+    pub tensor_parallel: u32,
     pub dtype: String,
 }
 

@@ -234,6 +234,26 @@ pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
     let gpu_memory = Ctx::first(&f, "gpu-memory")
         .and_then(|n| ctx.one_num(n, 0.01, 1.0))
         .unwrap_or(0.9);
+    let tensor_parallel = match Ctx::first(&f, "tensor-parallel") {
+        Some(n) => {
+            let tp = ctx.one_int(n, 1, 64).unwrap_or(1) as u32;
+            if tp > 1 {
+                if let Some(e) = entry.filter(|e| e.tensor_parallel_args.is_empty()) {
+                    ctx.err_help(
+                        n.name.span,
+                        format!(
+                            "engine kind `{}` cannot be told a tensor-parallel degree",
+                            e.name
+                        ),
+                        "not for this kind",
+                        "vllm, sglang, lmdeploy, tgi and llama.cpp take `tensor-parallel`",
+                    );
+                }
+            }
+            tp
+        }
+        None => 1,
+    };
     let dtype = Ctx::first(&f, "dtype")
         .and_then(|n| ctx.one_str(n))
         .map(|s| s.value)
@@ -258,6 +278,19 @@ pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
             Api::Chat
         }
     };
+    if let (Some(g), Some(n)) = (&gpus, Ctx::first(&f, "tensor-parallel")) {
+        if (g.len() as u32) < tensor_parallel {
+            ctx.err_help(
+                n.name.span,
+                format!(
+                    "`tensor-parallel {tensor_parallel}` needs {tensor_parallel} GPUs; `gpus` lists {}",
+                    g.len()
+                ),
+                "more GPUs than listed",
+                "list as many `gpus` as the degree (their telemetry is sampled), or leave `gpus` out",
+            );
+        }
+    }
     entry?;
     Some(Engine {
         name: name?,
@@ -272,6 +305,7 @@ pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
         api,
         gpus,
         gpu_memory,
+        tensor_parallel,
         dtype,
     })
 }

@@ -82,6 +82,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "api",
     "gpus",
     "gpu-memory",
+    "tensor-parallel",
     "dtype",
     "image",
     "tag",
