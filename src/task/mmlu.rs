@@ -14,7 +14,7 @@ pub(crate) const TEMPLATE: &str = "mmlu/1\n\
 The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n\
 {shots: question, A-D choices, `Answer: X`, blank line}\n\
 {question}\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nAnswer:";
-pub(crate) const METRIC: &str = "mmlu-accuracy/1 (letter extraction v2)";
+pub(crate) const METRIC: &str = "mmlu-accuracy/1 (letter extraction v3)";
 
 const LETTERS: [char; 4] = ['A', 'B', 'C', 'D'];
 
@@ -152,8 +152,10 @@ static EXPLICIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?xi)
         (?:
-            (?:answer|correct\s+(?:option|choice|letter)|best\s+(?:option|choice))
-            \s*(?:is|would\s+be|will\s+be|should\s+be|=|:|-)?\s*[:\-]?\s*
+            (?:answer|(?:correct|right|best)\s+(?:option|choice|letter|statement|response))
+            \s*(?:is|would\s+be|will\s+be|should\s+be|=|:|-)?
+            (?:\s+(?:actually|clearly|probably|likely|definitely|therefore|thus))?
+            \s*[:\-]?\s*
             (?:(?:option|choice|letter)\s*)?
           | (?:i\s+would|i'd|i\s+will|i'll|i)\s+(?:choose|pick|select|go\s+with|answer)\s+
             (?:(?:option|choice|letter)\s*)?
@@ -195,6 +197,50 @@ static NEGATED_AFTER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^\s*\)?\s*(?:(?:,|and|or|&)\s*\(?[A-D]\)?\s*)*(?:is|are|seems|seem)\s+(?:also\s+)?(?:wrong|incorrect|not|false|unlikely|ruled\s+out)")
         .expect("valid regex")
 });
+/// Another letter right after an explicit one ("The correct answer is A. B."): the statement
+/// names several.
+static NEXT_LETTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[\s.,)\]*]{0,4}(?:(?:and|or|&|/)\s*)?\(?[A-D](?:[^A-Za-z0-9'’-]|$)")
+        .expect("valid regex")
+});
+
+/// A line that restates an option: "A. Paris", "(B) London".
+static OPTION_LINE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*\(?([A-D])[.)]\s+\S").expect("valid regex"));
+
+/// Byte ranges of the output that echo the option list (three or more of "A. …", "B. …",
+/// "C. …", "D. …" on consecutive lines, in order): their letters are not choices.
+fn echoed_options(text: &str) -> Vec<(usize, usize)> {
+    let mut lines = Vec::new();
+    let mut at = 0;
+    for l in text.split_inclusive('\n') {
+        lines.push((at, at + l.len(), l));
+        at += l.len();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let mut j = i;
+        let mut expect = b'A';
+        while j < lines.len() {
+            match OPTION_LINE.captures(lines[j].2) {
+                Some(c) if c[1].as_bytes()[0] == expect => {
+                    expect += 1;
+                    j += 1;
+                }
+                _ => break,
+            }
+        }
+        if j - i >= 3 {
+            out.push((lines[i].0, lines[j - 1].1));
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Words after which a bare capital letter is a choice ("it is C", "go with B").
 static CUE_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:\bis|\bbe|\bwith|\bchoose|\bpick|\bselect|\banswer|\boption|\bchoice|\bletter|:|-|=)\s*$")
@@ -229,6 +275,7 @@ fn one_of(letters: &[char]) -> Reading {
 pub(crate) fn read_letter(output: &str) -> Reading {
     let text = fold(output);
     let mut explicit = Vec::new();
+    let mut denied = Vec::new();
     for c in EXPLICIT.captures_iter(&text) {
         let whole = c.get(0).expect("match");
         let m = ["p", "b", "u", "l"]
@@ -250,14 +297,23 @@ pub(crate) fn read_letter(output: &str) -> Reading {
             continue;
         }
         if NEGATED_AFTER.is_match(&text[m.end()..]) {
+            // "The answer B is not a valid option": that letter is denied.
+            denied.push(letter);
             continue;
+        }
+        if NEXT_LETTER.is_match(&text[m.end()..]) {
+            return Reading::Ambiguous;
         }
         explicit.push(letter);
     }
     if !explicit.is_empty() {
-        return one_of(&explicit);
+        return match one_of(&explicit) {
+            Reading::Letter(l) if denied.contains(&l) => Reading::Ambiguous,
+            r => r,
+        };
     }
     let cleaned = RANGE.replace_all(&text, " ");
+    let echoed = echoed_options(&cleaned);
     let mut asserted = Vec::new();
     for c in TOKEN.captures_iter(&cleaned) {
         let (m, bracketed) = match (c.get(1).or(c.get(2)), c.get(3)) {
@@ -265,7 +321,20 @@ pub(crate) fn read_letter(output: &str) -> Reading {
             (None, Some(m)) => (m, false),
             _ => continue,
         };
+        if echoed.iter().any(|&(a, b)| m.start() >= a && m.start() < b) {
+            continue;
+        }
         let before = &cleaned[..m.start()];
+        // Markdown headings ("### Option A: …") announce an analysis, not a choice.
+        if before
+            .rsplit('\n')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('#')
+        {
+            continue;
+        }
         let before = before.strip_suffix('(').unwrap_or(before);
         let after = &cleaned[m.end()..];
         if NEGATED_BEFORE.is_match(before) || NEGATED_AFTER.is_match(after) {
@@ -277,10 +346,16 @@ pub(crate) fn read_letter(output: &str) -> Reading {
                 || after.trim().is_empty()
                 || after.starts_with('\n');
             let cued = CUE_BEFORE.is_match(before);
-            // "A common mistake…": an article, not a choice.
+            // "A common mistake…", "A 25-year-old…": an article, not a choice ("A or B" is).
+            let next_word: String = after
+                .trim_start_matches(' ')
+                .chars()
+                .take_while(|c| c.is_alphanumeric())
+                .collect();
             let article = m.as_str() == "A"
                 && after.starts_with(' ')
-                && after[1..].starts_with(|ch: char| ch.is_lowercase());
+                && next_word.starts_with(|ch: char| ch.is_lowercase() || ch.is_ascii_digit())
+                && !matches!(next_word.as_str(), "or" | "and" | "nor");
             if article || !(line_start || punct_after || cued) {
                 continue;
             }

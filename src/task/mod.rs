@@ -15,6 +15,9 @@ pub(crate) mod squad;
 pub(crate) mod summarization;
 pub(crate) mod text2sql;
 
+#[cfg(test)]
+mod corpus;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -309,30 +309,125 @@ fn statement_at(text: &str) -> Option<&str> {
         .find(|sql| !sql.is_empty() && !several_statements(sql) && parses(sql))
 }
 
+/// Other statements a model may give instead of a query (refused by the sandbox; scored 0).
+static OTHER_START: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:create\s+(?:temp\s+|temporary\s+|unique\s+)?(?:table|index|view|trigger)|insert\s+(?:or\s+\w+\s+)?into|update\s+\w+\s+set|delete\s+from|drop\s+(?:table|index|view|trigger)|alter\s+table|replace\s+into|pragma\s+\w+)\b")
+        .expect("valid regex")
+});
+/// A statement start that is SQL, not prose: SELECT, or a WITH that opens a CTE
+/// ("with the desired output" is English).
+static SQL_START: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bselect\b|\bwith\s+(?:recursive\s+)?[\w\x22`\[\]]+\s*(?:\([^)]*\)\s*)?as\s*(?:not\s+)?(?:materialized\s+)?\(")
+        .expect("valid regex")
+});
+static INLINE_CODE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"`([^`\n]+)`").expect("valid regex"));
+
+/// Statement starts of `re` in `text` that begin a statement rather than a subquery (not
+/// right after an opening parenthesis).
+fn starts(re: &Regex, text: &str) -> Vec<usize> {
+    re.find_iter(text)
+        .map(|m| m.start())
+        .filter(|&i| !text[..i].trim_end().ends_with('('))
+        .collect()
+}
+
+/// From `at`, up to the first `;` outside quotes, or the end.
+fn up_to_semicolon(text: &str) -> &str {
+    let mut quote: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ';') => return &text[..i],
+            _ => {}
+        }
+    }
+    text
+}
+
+/// Where prose resumes after a statement SQLite cannot parse: a blank line or a `;`.
+fn up_to_prose(text: &str) -> &str {
+    let t = up_to_semicolon(text);
+    match t.find("\n\n") {
+        Some(i) => &t[..i],
+        None => t,
+    }
+}
+
+fn clean(sql: &str) -> Option<String> {
+    let sql = sql.trim().trim_end_matches(';').trim_end();
+    (!sql.is_empty()).then(|| sql.to_string())
+}
+
 /// The SQL in a model's output, as a careful reader takes it (README, "Answer extraction"):
-/// inside the first fenced code block that holds a statement (closed or not), else in the
-/// whole output, the first place where a SELECT or WITH begins a statement that SQLite's own
-/// parser accepts, up to where prose resumes (the longest such prefix). None when there is no
-/// statement.
+/// 1. In the first fenced code block that holds one: its first SELECT/WITH statement (not a
+///    subquery), up to a `;` or the fence's end — else its first other statement.
+/// 2. An inline code span that SQLite parses as a whole statement.
+/// 3. In the prose: the first SELECT/WITH at which SQLite's own parser accepts a statement,
+///    the longest such prefix, cut where prose may resume (line ends, `;`, sentence ends).
+/// 4. Otherwise the model's own statement as written, unparseable or cut off: the first
+///    SELECT/WITH that begins a line (else any), up to a blank line or a `;` — then the first
+///    other statement. It is scored by running it (a syntax error scores 0).
+///
+/// None when the output holds no statement.
 pub(crate) fn extract_sql(output: &str) -> Option<String> {
-    let mut bodies: Vec<&str> = FENCE
+    let mut fences: Vec<&str> = FENCE
         .captures_iter(output)
         .filter_map(|c| c.get(1).map(|m| m.as_str()))
         .collect();
-    if bodies.is_empty() {
+    if fences.is_empty() {
         if let Some(c) = OPEN_FENCE.captures(output) {
-            bodies.extend(c.get(1).map(|m| m.as_str()));
+            fences.extend(c.get(1).map(|m| m.as_str()));
         }
     }
-    bodies.push(output);
-    for body in bodies {
-        for m in START.find_iter(body) {
-            if let Some(sql) = statement_at(&body[m.start()..]) {
+    for body in &fences {
+        for re in [&*SQL_START, &*OTHER_START] {
+            if let Some(&i) = starts(re, body).first() {
+                return clean(up_to_semicolon(&body[i..]));
+            }
+        }
+    }
+    for c in INLINE_CODE.captures_iter(output) {
+        let code = c[1].trim();
+        if START.find(code).is_some_and(|m| m.start() == 0) {
+            let sql = code.trim_end_matches(';').trim_end();
+            if !several_statements(sql) && parses(sql) {
                 return Some(sql.to_string());
             }
         }
     }
-    None
+    let prose_starts = starts(&START, output);
+    for &i in &prose_starts {
+        if let Some(sql) = statement_at(&output[i..]) {
+            return Some(sql.to_string());
+        }
+    }
+    let line_start = |i: &usize| {
+        output[..*i]
+            .rsplit('\n')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .is_empty()
+    };
+    // Here the model's own words are taken without the parser's consent: only SQL written as
+    // SQL (upper-case SELECT/WITH), not "Select the columns…".
+    let sql_starts: Vec<usize> = starts(&SQL_START, output)
+        .into_iter()
+        .filter(|&i| output[i..].starts_with("SELECT") || output[i..].starts_with("WITH"))
+        .collect();
+    let fallback = sql_starts
+        .iter()
+        .find(|i| line_start(i))
+        .or(sql_starts.first())
+        .copied()
+        .or_else(|| {
+            starts(&OTHER_START, output)
+                .into_iter()
+                .find(|i| line_start(i))
+        });
+    fallback.and_then(|i| clean(up_to_prose(&output[i..])))
 }
 
 static SPACES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s+").expect("valid regex"));

@@ -17,7 +17,7 @@ pub(crate) const TEMPLATE: &str = "squad_v2/1\n\
 Answer the question with a short span copied from the context. If the context does not contain the answer, reply: unanswerable\n\n\
 {shots: Context/Question/Answer blocks}\n\
 Context: {context}\nQuestion: {question}\nAnswer:";
-pub(crate) const METRIC: &str = "squad_v2-official/2 (answer extraction v2)";
+pub(crate) const METRIC: &str = "squad_v2-official/2 (answer extraction v3)";
 
 /// Python's `string.punctuation`.
 const PUNCTUATION: &str = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
@@ -133,6 +133,19 @@ static ANSWER_IS: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("valid regex")
 });
+/// "Based on the context (provided), …", "According to the given passage, …".
+static GROUNDING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)^(?:based\s+on|according\s+to|from|given|in)\s+(?:the\s+|this\s+)?(?:given\s+|provided\s+)?(?:context|passage|text|information|article|paragraph)(?:\s+(?:provided|given|above))?\s*,\s*",
+    )
+    .expect("valid regex")
+});
+/// A later line that states the answer ("The answer is: 6").
+static ANSWER_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\W*(?:the\s+)?(?:final\s+|correct\s+|short\s+)?answer(?:\s+to\s+(?:the|this|your)\s+question)?\s*(?:is|would\s+be|:)")
+        .expect("valid regex")
+});
+
 /// The model declines: what a careful reader takes as "no answer".
 static NO_ANSWER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -158,16 +171,34 @@ static NO_ANSWER: LazyLock<Regex> = LazyLock::new(|| {
 /// an "Answer:" prefix, without a leading "…the answer is" in its first sentence, and without
 /// surrounding quotes or emphasis.
 pub(crate) fn extract_answer(output: &str) -> String {
-    let line = output
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
+    let mut lines = output.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    // A later line that states the answer outright wins over the first.
+    let line = if ANSWER_LINE.is_match(first) {
+        first
+    } else {
+        lines
+            .find(|l| {
+                ANSWER_LINE.is_match(l)
+                    && !ANSWER_PREFIX
+                        .replace(l, "")
+                        .trim_matches(|c: char| !c.is_alphanumeric())
+                        .is_empty()
+            })
+            .unwrap_or(first)
+    };
     if NO_ANSWER.is_match(line) {
         return String::new();
     }
-    let line = ANSWER_PREFIX.replace(line, "");
+    let line = GROUNDING.replace(line, "");
+    let stated = ANSWER_PREFIX.is_match(&line) || ANSWER_IS.is_match(&line);
+    let line = ANSWER_PREFIX.replace(&line, "");
     let line = ANSWER_IS.replace(&line, "");
+    // After "the answer is", the answer is that sentence, not the explanation after it.
+    let line = match (stated, line.find(". ")) {
+        (true, Some(i)) => &line[..i],
+        _ => &line[..],
+    };
     let line = line
         .trim()
         .trim_matches(|c| c == '"' || c == '*' || c == '\'' || c == '`')

@@ -1,10 +1,12 @@
 //! Summarization on CNN/DailyMail: ROUGE-1/2/L/Lsum F-measures (rouge-score with stemming)
-//! of the whole output against the reference highlights. Both sides are put one sentence per
+//! of the output (without chat framing) against the reference highlights. Both sides are put one sentence per
 //! line before scoring, so ROUGE-Lsum is summary-level as intended.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::LazyLock;
 
+use regex::Regex;
 use serde::Deserialize;
 
 use super::rouge;
@@ -14,7 +16,8 @@ pub(crate) const TEMPLATE: &str = "summarization/1\n\
 Summarize the following news article in three sentences.\n\n\
 {shots: Article/Summary blocks}\n\
 Article: {article, cut to `article-words` words}\n\nSummary:";
-pub(crate) const METRIC: &str = "rouge-score-0.1.2-stemmed/1 (sentence lines v1)";
+pub(crate) const METRIC: &str =
+    "rouge-score-0.1.2-stemmed/1 (sentence lines v1; chat framing removed v2)";
 
 #[derive(Debug, Deserialize)]
 struct Item {
@@ -88,6 +91,40 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
     Ok(out)
 }
 
+static FRAMING_FIRST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\W*(?:(?:sure|certainly|of course|okay|ok|here(?:'s| is| are)|below is|the following is)\b[^\n]*?(?:summary|summari[sz]ed?|sentences?|version)[^\n]*|summary)\s*:\s*$")
+        .expect("valid regex")
+});
+static INTERJECTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?i:sure|certainly|of course|absolutely|okay)[!,.]\s+").expect("valid regex")
+});
+static FRAMING_LAST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\W*(?:let me know|i hope (?:this|that)\b|feel free to|if you (?:need|want|have)|is there anything else)")
+        .expect("valid regex")
+});
+
+/// The summary in an output: all of it but chat framing — a first line that announces the
+/// summary and ends with ":" ("Sure! Here is a three-sentence summary:"), and a last line that
+/// offers more help ("Let me know if you need anything else.").
+pub(crate) fn summary_text(output: &str) -> String {
+    let mut lines: Vec<&str> = output.lines().collect();
+    while lines.first().is_some_and(|l| l.trim().is_empty()) {
+        lines.remove(0);
+    }
+    if lines.len() > 1 && FRAMING_FIRST.is_match(lines[0].trim()) {
+        lines.remove(0);
+    }
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
+    if lines.len() > 1 && FRAMING_LAST.is_match(lines[lines.len() - 1].trim()) {
+        lines.pop();
+    }
+    let text = lines.join("\n");
+    // A leading interjection on the summary's own line: "Certainly! John Travolta says …".
+    INTERJECTION.replace(text.trim(), "").trim().to_string()
+}
+
 /// ROUGE of a whole output (every line of it) against one reference.
 pub(crate) fn rouge_metrics(reference: &str, output: &str) -> BTreeMap<String, f64> {
     let r = rouge::score(
@@ -103,7 +140,7 @@ pub(crate) fn rouge_metrics(reference: &str, output: &str) -> BTreeMap<String, f
 }
 
 pub(crate) fn score(sample: &Sample, output: &str) -> Score {
-    let metrics = rouge_metrics(&sample.reference, output);
+    let metrics = rouge_metrics(&sample.reference, &summary_text(output));
     Score {
         score: metrics["rougeL"],
         metrics,

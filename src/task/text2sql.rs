@@ -18,7 +18,7 @@ Write one SQLite query that answers the question. Reply with the SQL query only.
 {shots: Database schema/Question/SQL blocks}\n\
 Database schema:\n{CREATE TABLE per table, with primary and foreign keys}\n\nQuestion: {question}\nSQL:";
 pub(crate) const METRIC: &str =
-    "spider-execution/2 (multiset rows, ordered iff gold has ORDER BY; blobs as bytes; sql extraction v2: sqlite parser)";
+    "spider-execution/2 (multiset rows, ordered iff gold has ORDER BY; blobs as bytes; sql extraction v3: fences, inline code, sqlite parser, as written)";
 
 #[derive(Debug, Deserialize)]
 struct Item {
@@ -333,8 +333,10 @@ mod tests {
         assert_eq!(sc[1].metrics["exact_match"], 1.0);
         assert_eq!(sc[2].score, 0.0);
         assert!(sc[3].error.is_some());
+        // A DROP is a statement (read as written), refused by the sandbox before it runs.
         assert_eq!(sc[4].score, 0.0);
-        assert_eq!(sc[4].parsed, Some(false), "no SELECT in a DROP");
+        assert_eq!(sc[4].parsed, Some(true));
+        assert!(sc[4].error.is_some(), "{:?}", sc[4]);
         assert_eq!(sc[5].parsed, Some(false));
     }
 }
