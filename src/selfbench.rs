@@ -150,6 +150,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
         temperature: 0.0,
         top_p: 1.0,
         stop: vec![],
+        ..Default::default()
     };
     let client = Arc::new(HttpClient::new(
         base,

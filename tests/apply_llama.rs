@@ -668,3 +668,35 @@ fn damaged_objects_and_records_are_found_and_rerun() {
     let ok = bench(&cache, &["verify"]);
     assert!(ok.status.success(), "{}", text(&ok));
 }
+
+/// Output control on the real llama-server: with `ignore-eos`, every request generates
+/// exactly `max-tokens` tokens (the server's own `usage`), and `extra-body` reaches it.
+#[test]
+fn ignore_eos_makes_every_completion_exactly_max_tokens() {
+    let (_dir, cache, sweep) = setup("eos", "", SCENARIOS, "    scenario \"single\"");
+    let body = std::fs::read_to_string(&sweep).unwrap().replace(
+        "    max-tokens 4\n",
+        "    max-tokens 24\n    ignore-eos #true\n    extra-body {\n        n_probs 0\n    }\n",
+    );
+    std::fs::write(&sweep, body).unwrap();
+    let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = records(&cache)
+        .into_iter()
+        .find(|r| r["kind"] == "run")
+        .unwrap();
+    assert_eq!(run["inputs"]["sampling.ignore-eos"], "true", "{run}");
+    assert_eq!(
+        run["inputs"]["sampling.extra-body"], "{\"n_probs\":0}",
+        "{run}"
+    );
+    let key = run["key"].as_str().unwrap();
+    let stats: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cache.join("objects").join(key).join("stats.json")).unwrap(),
+    )
+    .unwrap();
+    let ok = stats["ok"].as_u64().unwrap();
+    assert!(ok > 0, "{stats}");
+    assert_eq!(stats["usage_missing"], 0, "{stats}");
+    assert_eq!(stats["output_tokens"].as_u64().unwrap(), ok * 24, "{stats}");
+}

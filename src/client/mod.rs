@@ -45,6 +45,29 @@ pub(crate) struct HttpClient {
     sampling: Sampling,
     timeout: Duration,
     api_key: Option<String>,
+    /// Fields merged into every request body (output control, the sweep's `extra-body`).
+    extra: serde_json::Map<String, Value>,
+}
+
+/// The request fields of output control for an engine: `ignore-eos` and `min-tokens` under
+/// the engine's own names, then the sweep's `extra-body` (which may override them).
+pub(crate) fn extra_fields(
+    sampling: &Sampling,
+    entry: &crate::spec::catalog::CatalogEntry,
+) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    if sampling.ignore_eos {
+        if let Some(f) = entry.ignore_eos_field {
+            m.insert(f.to_string(), Value::Bool(true));
+        }
+    }
+    if let (Some(n), Some(f)) = (sampling.min_tokens, entry.min_tokens_field) {
+        m.insert(f.to_string(), json!(n));
+    }
+    for (k, v) in &sampling.extra_body {
+        m.insert(k.clone(), v.clone());
+    }
+    m
 }
 
 impl HttpClient {
@@ -75,7 +98,14 @@ impl HttpClient {
             sampling,
             timeout,
             api_key,
+            extra: serde_json::Map::new(),
         })
+    }
+
+    /// Fields merged into every request body ([`extra_fields`]).
+    pub fn with_extra(mut self, extra: serde_json::Map<String, Value>) -> Self {
+        self.extra = extra;
+        self
     }
 
     fn body(&self, req: &GenRequest) -> Value {
@@ -89,6 +119,10 @@ impl HttpClient {
         });
         if !self.sampling.stop.is_empty() {
             body["stop"] = json!(self.sampling.stop);
+        }
+        // Output control, under the engine's own field names, then the sweep's extra body.
+        for (k, v) in &self.extra {
+            body[k.as_str()] = v.clone();
         }
         match self.api {
             Api::Chat => {
@@ -419,6 +453,7 @@ mod tests {
             temperature: 0.0,
             top_p: 1.0,
             stop: vec![],
+            ..Default::default()
         };
         HttpClient::new(
             base,

@@ -452,6 +452,7 @@ impl Executor<'_> {
         mode: Option<crate::spec::Api>,
     ) -> Result<HttpClient, NodeError> {
         let e = &self.sweep.engines[self.plan.deployments[d].at.engine];
+        let extra = crate::client::extra_fields(&sampling, e.catalog);
         HttpClient::new(
             engine.base_url(),
             mode.unwrap_or(e.api),
@@ -461,6 +462,7 @@ impl Executor<'_> {
             engine.api_key(),
             self.opts.reuse_connections,
         )
+        .map(|c| c.with_extra(extra))
         .map_err(|e| NodeError::Failed(format!("cannot build HTTP client: {e}")))
     }
 

@@ -144,6 +144,13 @@ struct RunKey<'a> {
     top_p: String,
     #[serde(rename = "sampling.stop")]
     stop: String,
+    /// Output control: left out when unset, so older keys stay valid.
+    #[serde(rename = "sampling.ignore-eos")]
+    ignore_eos: Option<bool>,
+    #[serde(rename = "sampling.min-tokens")]
+    min_tokens: Option<u32>,
+    #[serde(rename = "sampling.extra-body")]
+    extra_body: Option<String>,
     #[serde(rename = "request-timeout")]
     request_timeout: String,
     #[serde(rename = "telemetry.interval")]
@@ -402,6 +409,9 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
         temperature: cfg.sampling.temperature.to_string(),
         top_p: cfg.sampling.top_p.to_string(),
         stop: json(&cfg.sampling.stop),
+        ignore_eos: cfg.sampling.ignore_eos.then_some(true),
+        min_tokens: cfg.sampling.min_tokens,
+        extra_body: (!cfg.sampling.extra_body.is_empty()).then(|| json(&cfg.sampling.extra_body)),
         request_timeout: sweep.defaults.request_timeout_s.to_string(),
         telemetry_interval: sweep.telemetry.interval.as_secs_f64().to_string(),
         telemetry_idle: sweep.telemetry.idle.as_secs_f64().to_string(),

@@ -51,6 +51,10 @@ pub(crate) struct CatalogEntry {
     pub metrics_path: Option<&'static str>,
     /// Arguments that make the binary print its version (pull node of a process engine).
     pub version_args: &'static [&'static str],
+    /// The request field that makes the engine ignore end-of-sequence, if it has one.
+    pub ignore_eos_field: Option<&'static str>,
+    /// The request field for a minimum number of generated tokens, if it has one.
+    pub min_tokens_field: Option<&'static str>,
     /// Quantizations the engine runs; empty means any.
     pub quantizations: &'static [&'static str],
 }
@@ -176,6 +180,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        ignore_eos_field: Some("ignore_eos"),
+        min_tokens_field: None,
         quantizations: GGUF_TYPES,
     },
     CatalogEntry {
@@ -215,6 +221,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["-c", "import vllm; print('vllm', vllm.__version__)"],
+        ignore_eos_field: Some("ignore_eos"),
+        min_tokens_field: Some("min_tokens"),
         quantizations: &[
             "awq",
             "awq_marlin",
@@ -266,6 +274,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["-c", "import sglang; print('sglang', sglang.__version__)"],
+        ignore_eos_field: Some("ignore_eos"),
+        min_tokens_field: Some("min_tokens"),
         quantizations: &[
             "awq",
             "awq_marlin",
@@ -297,6 +307,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        ignore_eos_field: None,
+        min_tokens_field: None,
         quantizations: &[
             "awq",
             "gptq",
@@ -327,6 +339,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        ignore_eos_field: Some("ignore_eos"),
+        min_tokens_field: Some("min_new_tokens"),
         quantizations: &["awq", "gptq", "fp8"],
     },
     CatalogEntry {
@@ -351,6 +365,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/api/version",
         metrics_path: None,
         version_args: &["--version"],
+        ignore_eos_field: None,
+        min_tokens_field: None,
         quantizations: &[],
     },
     CatalogEntry {
@@ -364,6 +380,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         // vLLM, SGLang and TGI serve /metrics; a server without one is noted, not an error.
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        ignore_eos_field: Some("ignore_eos"),
+        min_tokens_field: Some("min_tokens"),
         quantizations: &[],
     },
 ];

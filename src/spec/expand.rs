@@ -432,6 +432,7 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                                                     temperature: t,
                                                     top_p: p,
                                                     stop: stop.clone(),
+                                                    ..d.clone()
                                                 },
                                                 repeat,
                                             };

@@ -84,12 +84,18 @@ pub(crate) struct Cost {
     pub currency: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub(crate) struct Sampling {
     pub max_tokens: u32,
     pub temperature: f64,
     pub top_p: f64,
     pub stop: Vec<String>,
+    /// Generate until `max_tokens`, past the end-of-sequence token (engines that take it).
+    pub ignore_eos: bool,
+    /// Generate at least this many tokens (engines that take it).
+    pub min_tokens: Option<u32>,
+    /// Fields merged into every request body as given (e.g. `chat_template_kwargs`).
+    pub extra_body: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Clone)]

@@ -112,7 +112,8 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
                 max_tokens: 32,
                 temperature: 0.5,
                 top_p: 0.9,
-                stop: vec!["\n".into(), "END".into()]
+                stop: vec!["\n".into(), "END".into()],
+                ..Default::default()
             }
         );
         assert_eq!((d.warmup, d.request_timeout_s), (0, 30.0));

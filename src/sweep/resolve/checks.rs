@@ -32,6 +32,23 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
         let engine = &sweep.engines[cfg.engine];
         let variant = &sweep.models[cfg.model].variants[cfg.variant];
         let entry = engine.catalog;
+        let s = &sweep.defaults.sampling;
+        for (set, field, name) in [
+            (s.ignore_eos, entry.ignore_eos_field, "ignore-eos"),
+            (s.min_tokens.is_some(), entry.min_tokens_field, "min-tokens"),
+        ] {
+            if set && field.is_none() {
+                ctx.err_help(
+                    engine.kind.span,
+                    format!(
+                        "engine `{}` ({}) cannot be told `{name}`",
+                        engine.name.value, entry.name
+                    ),
+                    "no such request field",
+                    format!("leave `{name}` out, or pass the engine's own field in `extra-body`"),
+                );
+            }
+        }
         if !entry.accepts_quantization(&variant.quantization.value) {
             ctx.err_help(
                 variant.quantization.span,

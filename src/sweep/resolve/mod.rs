@@ -65,6 +65,9 @@ const DEFAULT_FIELDS: &[&str] = &[
     "warmup",
     "request-timeout",
     "max-error-rate",
+    "ignore-eos",
+    "min-tokens",
+    "extra-body",
 ];
 const MODEL_FIELDS: &[&str] = &["path", "id", "quantization"];
 const ENGINE_FIELDS: &[&str] = &[
@@ -190,6 +193,7 @@ pub(super) fn resolve(
             temperature: 0.0,
             top_p: 1.0,
             stop: Vec::new(),
+            ..Default::default()
         },
         warmup: 2,
         request_timeout_s: 120.0,
@@ -258,6 +262,15 @@ pub(super) fn resolve(
                 }
                 if let Some(n) = Ctx::first(&f, "stop") {
                     defaults.sampling.stop = ctx.strs(n).into_iter().map(|s| s.value).collect();
+                }
+                if let Some(n) = Ctx::first(&f, "ignore-eos") {
+                    defaults.sampling.ignore_eos = ctx.one_bool(n).unwrap_or(false);
+                }
+                if let Some(n) = Ctx::first(&f, "min-tokens") {
+                    defaults.sampling.min_tokens = ctx.one_int(n, 1, 1_000_000).map(|v| v as u32);
+                }
+                if let Some(n) = Ctx::first(&f, "extra-body") {
+                    defaults.sampling.extra_body = ctx.json_object(n);
                 }
                 if let Some(n) = Ctx::first(&f, "warmup") {
                     defaults.warmup = ctx.one_int(n, 0, 100_000).unwrap_or(2) as u32;

@@ -113,6 +113,81 @@ impl Ctx<'_> {
     }
 
     /// The node's single argument, as a string.
+    /// One `#true` / `#false`.
+    pub(super) fn one_bool(&mut self, node: &RawNode) -> Option<bool> {
+        match node.args.as_slice() {
+            [v] => match &v.value {
+                RawValue::Bool(b) => Some(*b),
+                other => {
+                    self.err(
+                        v.span,
+                        format!(
+                            "`{}` expects #true or #false, got {}",
+                            node.name.value,
+                            other.type_name()
+                        ),
+                        "not a boolean",
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.err(
+                    node.name.span,
+                    format!("`{}` takes one value (#true or #false)", node.name.value),
+                    "here",
+                );
+                None
+            }
+        }
+    }
+
+    /// A block as a JSON object: each child `name value` is a field; several values make an
+    /// array; a child with its own block is a nested object.
+    pub(super) fn json_object(
+        &mut self,
+        node: &RawNode,
+    ) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let mut out = std::collections::BTreeMap::new();
+        if !node.args.is_empty() {
+            self.err(
+                node.args[0].span,
+                format!("`{}` takes a block, not values", node.name.value),
+                "unexpected value",
+            );
+        }
+        for c in &node.children {
+            let value = |v: &RawValue| -> serde_json::Value {
+                match v {
+                    RawValue::Str(s) => serde_json::Value::String(s.clone()),
+                    RawValue::Int(i) => serde_json::json!(*i as i64),
+                    RawValue::Float(f) => serde_json::json!(f),
+                    RawValue::Bool(b) => serde_json::Value::Bool(*b),
+                    RawValue::Null => serde_json::Value::Null,
+                }
+            };
+            let v = if !c.children.is_empty() {
+                serde_json::Value::Object(self.json_object(c).into_iter().collect())
+            } else {
+                match c.args.as_slice() {
+                    [] => serde_json::Value::Null,
+                    [one] => value(&one.value),
+                    many => {
+                        serde_json::Value::Array(many.iter().map(|a| value(&a.value)).collect())
+                    }
+                }
+            };
+            if out.insert(c.name.value.clone(), v).is_some() {
+                self.err(
+                    c.name.span,
+                    format!("`{}` is given twice", c.name.value),
+                    "again here",
+                );
+            }
+        }
+        out
+    }
+
     pub(super) fn one_str(&mut self, node: &RawNode) -> Option<Spanned<String>> {
         self.no_props(node);
         self.no_children(node);
