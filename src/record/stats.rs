@@ -380,7 +380,18 @@ pub(crate) fn t95(df: usize) -> f64 {
     match df {
         0 => f64::NAN,
         1..=30 => T[df - 1],
-        _ => 1.96,
+        // Cornish–Fisher expansion of the t quantile around the normal one (error < 1e-5
+        // from 31 degrees of freedom on), so the value falls smoothly towards 1.96.
+        _ => {
+            let z: f64 = 1.959_963_984_540_054;
+            let v = df as f64;
+            let (z3, z5, z7, z9) = (z.powi(3), z.powi(5), z.powi(7), z.powi(9));
+            z + (z3 + z) / (4.0 * v)
+                + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v)
+                + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v.powi(3))
+                + (79.0 * z9 + 776.0 * z7 + 1482.0 * z5 - 1920.0 * z3 - 945.0 * z)
+                    / (92160.0 * v.powi(4))
+        }
     }
 }
 
@@ -420,6 +431,26 @@ pub(crate) fn pareto_front(points: &[(f64, f64)]) -> Vec<usize> {
 
 #[cfg(test)]
 mod ci_tests {
+
+    #[test]
+    fn the_t_quantile_is_right_past_thirty_degrees_of_freedom() {
+        // scipy.stats.t.ppf(0.975, df)
+        for (df, want) in [
+            (30, 2.042272),
+            (31, 2.039513),
+            (40, 2.021075),
+            (60, 2.000298),
+            (120, 1.979930),
+            (1000, 1.962339),
+        ] {
+            assert!(
+                (super::t95(df) - want).abs() < 1e-3,
+                "df {df}: {}",
+                super::t95(df)
+            );
+        }
+        assert!((super::t95(31) - 2.039513).abs() < 1e-4);
+    }
     use super::*;
     use crate::record::rng::SplitMix64;
 

@@ -45,6 +45,17 @@ fn groups_by<'a>(rows: &'a [Row], kind: &str, axis: &str) -> BTreeMap<String, Ve
     g
 }
 
+/// A cost per query shown per 1,000 queries, with three significant digits ("0.0123", "4.56",
+/// "1230").
+fn per_thousand(per_query: f64) -> String {
+    let v = per_query * 1000.0;
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    format!("{v:.digits$}")
+}
+
 pub(crate) fn page(sweep: &str, rows: &[Row], slo: &Slo, cost: Option<&Cost>) -> String {
     let mut h = String::new();
     let _ = write!(
@@ -109,7 +120,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
 
     // Every run.
     let currency = cost.map(|c| c.currency.clone()).unwrap_or_default();
-    h.push_str(r#"<h2>Runs</h2><p>Latencies in ms; brackets are 95 % bootstrap intervals over requests. Failed requests are counted apart and excluded from latencies. Quality is each task's primary metric (MMLU accuracy, SQuAD v2 F1, ROUGE-L F, Spider execution accuracy, a custom task's first metric).</p><table id="runs"><tr><th>run</th><th>ok / n</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>ITL p50</th><th>E2E p95</th><th>tok/s</th><th>goodput req/s</th><th>quality</th><th>unparsed</th><th>J/token</th><th>cost/query</th><th>SLO</th></tr>"#);
+    h.push_str(r#"<h2>Runs</h2><p>Latencies in ms; brackets are 95 % bootstrap intervals over requests. Failed requests are counted apart and excluded from latencies. Quality is each task's primary metric (MMLU accuracy, SQuAD v2 F1, ROUGE-L F, Spider execution accuracy, a custom task's first metric).</p><table id="runs"><tr><th>run</th><th>ok / n</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>ITL p50</th><th>E2E p95</th><th>tok/s</th><th>goodput req/s</th><th>quality</th><th>unparsed</th><th>J/token</th><th>cost / 1,000 queries</th><th>SLO</th></tr>"#);
     for r in rows {
         let d = &r.data;
         match &d.stats {
@@ -161,7 +172,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                         .map(|u| format!("{:.1}%", u * 100.0))
                         .unwrap_or_else(|| "–".into()),
                     n(d.telemetry.as_ref().and_then(|t| t.j_per_output_token), 3),
-                    r.cost_per_query.map(|c| format!("{c:.6} {}", esc(&currency))).unwrap_or_else(|| "–".into()),
+                    r.cost_per_query.map(|c| format!("{} {}", per_thousand(c), esc(&currency))).unwrap_or_else(|| "–".into()),
                 );
             }
             None => {

@@ -471,6 +471,10 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     Cell::Bool(cs.and_then(|c| c.weights_cached)),
                 ),
                 ("cost_per_query", f(r.cost_per_query)),
+                (
+                    "cost_per_1k_queries",
+                    f(r.cost_per_query.map(|c| c * 1000.0)),
+                ),
                 ("meets_slo", Cell::Bool(r.meets_slo)),
             ]);
             v

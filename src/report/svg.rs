@@ -109,6 +109,12 @@ fn range(vals: impl Iterator<Item = f64>, include_zero: bool) -> (f64, f64) {
     )
 }
 
+/// A generous width of `chars` characters of sans-serif text at `size` px (0.62 em each), so
+/// that labels are never cut.
+fn text_px(chars: usize, size: f64) -> f64 {
+    chars as f64 * size * 0.62
+}
+
 impl Chart {
     pub fn svg(&self) -> String {
         let xs = self
@@ -125,8 +131,16 @@ impl Chart {
         let (y0, y1) = range(ys.chain(self.hlines.iter().map(|h| h.1)), true);
         let px = |x: f64| L + (x - x0) / (x1 - x0) * (W - L - R);
         let py = |y: f64| H - B - (y - y0) / (y1 - y0) * (H - T - B);
+        // The legend right of the plot is as wide as its longest name: never cut.
+        let longest = self
+            .series
+            .iter()
+            .map(|s| s.name.chars().count())
+            .max()
+            .unwrap_or(0);
+        let width = W.max(W - R + 24.0 + text_px(longest, 10.0) + 10.0);
         let mut s = format!(
-            r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title>"#,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {H}" width="{width}" height="{H}" role="img"><title>{}</title>"#,
             esc(&self.title)
         );
         let _ = write!(
@@ -272,22 +286,27 @@ pub(crate) fn stacked_bars(
         .map(|r| r.1.iter().sum::<f64>())
         .fold(0.0, f64::max)
         .max(1e-9);
-    let left = 220.0;
-    let scale = (W - left - 40.0) / max;
+    // Row names left of the bars and the parts' legend are as wide as their text.
+    let longest = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let left = 220f64.max(text_px(longest, 10.0) + 16.0);
+    let scale = (W - 220.0 - 40.0) / max;
+    let width = left + (W - 220.0);
     let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img"><title>{}</title><text x="10" y="20" font-size="14" font-weight="bold">{}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {h}" width="{width}" height="{h}" role="img"><title>{}</title><text x="10" y="20" font-size="14" font-weight="bold">{}</text>"#,
         esc(title),
         esc(title)
     );
+    let mut lx = left;
     for (k, p) in parts.iter().enumerate() {
         let _ = write!(
             s,
             r#"<rect x="{}" y="28" width="10" height="10" fill="{}"/><text x="{}" y="37" font-size="10">{}</text>"#,
-            left + 110.0 * k as f64,
+            lx,
             COLORS[k % COLORS.len()],
-            left + 14.0 + 110.0 * k as f64,
+            lx + 14.0,
             esc(p)
         );
+        lx += 14.0 + text_px(p.chars().count(), 10.0) + 16.0;
     }
     for (i, (name, vals)) in rows.iter().enumerate() {
         let y = T + 20.0 + bar_h * 1.5 * i as f64;
@@ -348,6 +367,37 @@ pub(crate) fn histogram_series(name: &str, values: &[f64], bins: usize) -> Serie
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legends_are_never_cut() {
+        let name = "qwen2.5-coder-1.5b:q4_k_m@llama-cuda mmlu"; // 41 characters
+        let chart = Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![Series::new(name, vec![(1.0, 1.0), (2.0, 2.0)], true)],
+            ..Default::default()
+        };
+        let svg = chart.svg();
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap();
+        assert!(width >= W - R + 24.0 + text_px(41, 10.0), "{width}");
+        let bars = stacked_bars(
+            "b",
+            "J",
+            &["a-very-long-part-name"],
+            &[(name.to_string(), vec![1.0])],
+        );
+        let left_needed = text_px(41, 10.0);
+        assert!(
+            bars.contains(&format!("x=\"{}\"", 220f64.max(left_needed + 16.0) - 6.0)),
+            "{bars}"
+        );
+    }
 
     #[test]
     fn charts_contain_their_series_thresholds_and_labels() {
