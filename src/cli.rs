@@ -34,8 +34,8 @@ pub(crate) enum Command {
     /// submit one Slurm job per deployment that has work and a report job after them.
     Apply {
         sweep: PathBuf,
-        /// Reuse HTTP connections between requests (default: a new connection per request).
-        #[arg(long)]
+        /// Moved to the sweep: `defaults { connections "reuse" }` (refused here, with that hint).
+        #[arg(long, hide = true)]
         reuse_connections: bool,
         /// Where the nodes run: here, or as Slurm jobs writing to this (shared) cache.
         #[arg(long, value_enum, default_value_t = Executor::Local)]

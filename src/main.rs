@@ -182,13 +182,7 @@ fn load_datasets(
 
 /// `apply --executor slurm`: submit what must run, then (with `--wait`) follow the jobs and
 /// print the report like a local apply.
-fn apply_slurm(
-    cache: &Path,
-    path: &Path,
-    args: &cli::SlurmArgs,
-    wait: bool,
-    reuse_connections: bool,
-) -> anyhow::Result<u8> {
+fn apply_slurm(cache: &Path, path: &Path, args: &cli::SlurmArgs, wait: bool) -> anyhow::Result<u8> {
     // Jobs run elsewhere: every path they get is absolute (and must be the same there).
     let cache_abs = std::path::absolute(cache)?;
     let store = Store::open(&cache_abs)?;
@@ -212,7 +206,6 @@ fn apply_slurm(
         exe,
         cache: cache_abs.clone(),
         sweep_file: sweep_abs.clone(),
-        reuse_connections,
     };
     let out = submit
         .run(&sched, &mut |l| eprintln!("{l}"))
@@ -461,8 +454,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     deployment.is_none(),
                     "--deployment runs one deployment on this machine; it does not combine with --executor slurm (each Slurm job runs `apply --deployment`)"
                 );
-                return apply_slurm(&cli.cache, &path, &slurm_args, wait, reuse_connections);
+                anyhow::ensure!(
+                    !reuse_connections,
+                    "--reuse-connections is now a sweep field: `defaults {{ connections \"reuse\" }}`"
+                );
+                return apply_slurm(&cli.cache, &path, &slurm_args, wait);
             }
+            anyhow::ensure!(
+                !reuse_connections,
+                "--reuse-connections is now a sweep field: `defaults {{ connections \"reuse\" }}` (it changes what is measured, so it keys the runs)"
+            );
             let given = slurm_args.given();
             anyhow::ensure!(
                 given.is_empty(),
@@ -522,7 +523,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         }
                     }
                 });
-                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections, pulls, only, samples }, cancel);
+                let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections: sweep.defaults.reuse_connections, pulls, only, samples }, cancel);
                 ex.apply().await
             });
             if let Some(t) = &summary.report_table {

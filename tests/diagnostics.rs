@@ -97,7 +97,7 @@ fn a_device_or_a_deep_file_is_bad_input_not_a_crash() {
     .unwrap();
     let (code, _, stderr) = validate(path.to_str().unwrap());
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("nest deeper than 64"), "{stderr}");
+    assert!(stderr.contains("nest deeper than 32"), "{stderr}");
 }
 
 #[test]

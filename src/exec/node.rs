@@ -791,7 +791,7 @@ impl Executor<'_> {
             if !collected.prom.is_empty() {
                 crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), &key, &spec.columns, &collected.prom).map_err(&pq)?;
             }
-            write_json(&tmp.join("run.json"), &json!({"columns": spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(clock.utc_anchor).to_string(), "served_model": engine.served_model(), "stopped_early": outcome.stopped_early})).map_err(&js)?;
+            write_json(&tmp.join("run.json"), &json!({"columns": spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(clock.utc_anchor).to_string(), "served_model": engine.served_model(), "stopped_early": outcome.stopped_early, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
             new_pos = copy_log_since(log, log_pos, &tmp.join("engine.log"));
             Ok(())
         });

@@ -153,6 +153,8 @@ struct RunKey<'a> {
     extra_body: Option<String>,
     #[serde(rename = "request-timeout")]
     request_timeout: String,
+    /// `reuse` when connections are pooled; left out for the default (a new one each).
+    connections: Option<&'static str>,
     #[serde(rename = "telemetry.interval")]
     telemetry_interval: String,
     #[serde(rename = "telemetry.idle")]
@@ -413,6 +415,7 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
         min_tokens: cfg.sampling.min_tokens,
         extra_body: (!cfg.sampling.extra_body.is_empty()).then(|| json(&cfg.sampling.extra_body)),
         request_timeout: sweep.defaults.request_timeout_s.to_string(),
+        connections: sweep.defaults.reuse_connections.then_some("reuse"),
         telemetry_interval: sweep.telemetry.interval.as_secs_f64().to_string(),
         telemetry_idle: sweep.telemetry.idle.as_secs_f64().to_string(),
         seed: sweep.seed,

@@ -12,7 +12,6 @@ pub(crate) struct Submit<'a> {
     pub exe: PathBuf,
     pub cache: PathBuf,
     pub sweep_file: PathBuf,
-    pub reuse_connections: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -216,9 +215,6 @@ impl Submit<'_> {
                 "--deployment".into(),
                 dep.label.clone(),
             ]);
-            if self.reuse_connections {
-                argv.push("--reuse-connections".into());
-            }
             let script = batch_script(&argv, &format!("deployment {}", dep.label), &plan.sweep);
             let job_id = sched.submit(&args, &script).map_err(|e| {
                 format!(

@@ -122,7 +122,6 @@ fn submit(w: &World, sched: &Fake, cli: &crate::cli::SlurmArgs) -> Result<Outcom
         exe: "/opt/bench360/bin/bench360".into(),
         cache: w.store.root().to_path_buf(),
         sweep_file: "/shared/sweeps/two.kdl".into(),
-        reuse_connections: false,
     }
     .run(sched, &mut |_| {})
 }

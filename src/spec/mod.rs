@@ -104,6 +104,9 @@ pub(crate) struct Defaults {
     /// Throw-away requests sent after the engine is healthy, before any run.
     pub warmup: u32,
     pub request_timeout_s: f64,
+    /// Reuse HTTP connections between requests (default: a new connection per request). It
+    /// changes what is measured, so it keys the runs.
+    pub reuse_connections: bool,
     /// A run in which more than this fraction of requests failed is itself failed: its
     /// trace is kept as evidence, it is not cached, and the next apply runs it again.
     pub max_error_rate: f64,

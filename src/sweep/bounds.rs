@@ -11,7 +11,7 @@ use miette::SourceSpan;
 use super::diag::Problem;
 
 /// Deepest nesting of `{ … }` blocks a sweep may have (real sweeps use 3).
-pub(crate) const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 32;
 /// Largest sweep file read (real sweeps are a few KB).
 pub(crate) const MAX_SWEEP_BYTES: u64 = 4 << 20;
 /// Most problems rendered for one file; the rest are counted.
@@ -170,8 +170,8 @@ mod tests {
     fn deep_nesting_is_a_problem_not_a_crash() {
         let text = format!("sweep \"s\" {{\n}}\n{}", "a {".repeat(1500));
         let p = check_depth(&text).expect("too deep");
-        // The 65th "a {" (the sweep block before it is closed).
-        assert_eq!(p.span.offset(), 14 + 3 * 64 + 2);
+        // The 33rd "a {" (the sweep block before it is closed).
+        assert_eq!(p.span.offset(), 14 + 3 * MAX_DEPTH + 2);
     }
 
     #[test]

@@ -36,7 +36,18 @@ pub(crate) fn parse(
     if let Some(p) = bounds::check_depth(text) {
         return Err(into_error(vec![p]));
     }
-    let nodes = raw::parse_kdl(text).map_err(|e| {
+    // The KDL parser recurses per level and per value: on its own thread with a stack of its
+    // own, whatever thread (a test's 2 MiB one) asked.
+    let parsed = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("kdl-parse".into())
+            .stack_size(64 << 20)
+            .spawn_scoped(s, || raw::parse_kdl(text))
+            .expect("spawn the parser thread")
+            .join()
+            .expect("the KDL parser does not panic")
+    });
+    let nodes = parsed.map_err(|e| {
         into_error(
             e.diagnostics
                 .into_iter()

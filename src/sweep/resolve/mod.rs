@@ -68,6 +68,7 @@ const DEFAULT_FIELDS: &[&str] = &[
     "ignore-eos",
     "min-tokens",
     "extra-body",
+    "connections",
 ];
 const MODEL_FIELDS: &[&str] = &["path", "id", "quantization"];
 const ENGINE_FIELDS: &[&str] = &[
@@ -198,6 +199,7 @@ pub(super) fn resolve(
         warmup: 2,
         request_timeout_s: 120.0,
         max_error_rate: crate::spec::DEFAULT_MAX_ERROR_RATE,
+        reuse_connections: false,
     };
     let mut telemetry = crate::spec::TelemetryConfig {
         interval: std::time::Duration::from_millis(100),
@@ -262,6 +264,19 @@ pub(super) fn resolve(
                 }
                 if let Some(n) = Ctx::first(&f, "stop") {
                     defaults.sampling.stop = ctx.strs(n).into_iter().map(|s| s.value).collect();
+                }
+                if let Some(n) = Ctx::first(&f, "connections") {
+                    match ctx.one_str(n) {
+                        Some(v) if v.value == "new" => defaults.reuse_connections = false,
+                        Some(v) if v.value == "reuse" => defaults.reuse_connections = true,
+                        Some(v) => ctx.err_help(
+                            v.span,
+                            format!("unknown connections `{}`", v.value),
+                            "not a connection policy",
+                            "use `new` (a connection per request, the default) or `reuse` (a pool)",
+                        ),
+                        None => {}
+                    }
                 }
                 if let Some(n) = Ctx::first(&f, "ignore-eos") {
                     defaults.sampling.ignore_eos = ctx.one_bool(n).unwrap_or(false);
