@@ -14,6 +14,14 @@ pub(crate) struct Cli {
     /// Cache directory (records, objects, locks, reports).
     #[arg(long, global = true, env = "BENCH360_CACHE", default_value = "cache")]
     pub cache: PathBuf,
+    /// Override one field of the sweep before it is checked: `defaults.max-tokens=32`,
+    /// `task.mmlu.samples=10`, `engine.llama-cpu.parallel=8` (repeatable; `a,b` for an axis).
+    #[arg(long = "set", global = true, value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Run only part of the matrix: `engine=vllm`, `model=m1,m2` (repeatable; axes model,
+    /// quantization, engine, task, scenario).
+    #[arg(long = "only", global = true, value_name = "AXIS=VALUE")]
+    pub only: Vec<String>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -352,6 +352,8 @@ fn apply_slurm(cache: &Path, path: &Path, args: &cli::SlurmArgs, wait: bool) -> 
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
+    sweep::overrides::set(&cli.set, &cli.only)
+        .map_err(|e| anyhow::Error::new(sweep::BadInput(e)))?;
     match cli.command {
         Command::Validate {
             sweeps,

@@ -80,3 +80,83 @@ fn every_kdl_example_in_the_readme_is_valid() {
         );
     }
 }
+
+fn bench(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("bench360")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env("BENCH360_LLAMA_SERVER", "/bin/true")
+        .env("BENCH360_SMOLLM2_GGUF", "/etc/hostname")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn set_and_only_override_the_sweep_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--cache", cache];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["plan", "--json", "sweeps/quickstart.kdl"]);
+        let o = bench(&args);
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
+    };
+    let runs = |p: &serde_json::Value| -> Vec<String> {
+        p["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "run")
+            .map(|n| n["label"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = runs(&plan(&[]));
+    let only = runs(&plan(&["--only", "task=mmlu,spider"]));
+    assert!(only.len() < all.len() && !only.is_empty());
+    assert!(
+        only.iter()
+            .all(|l| l.contains(" mmlu ") || l.contains(" spider ")),
+        "{only:?}"
+    );
+    // --set changes the key input, which the plan shows.
+    let set = plan(&["--set", "task.mmlu.samples=7"]);
+    let run = set["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "run" && n["label"].as_str().unwrap().contains(" mmlu "))
+        .unwrap();
+    assert_eq!(run["inputs"]["task.samples"], "7", "{run}");
+    // A bad override is bad input, named.
+    let o = bench(&[
+        "--set",
+        "task.nope.samples=3",
+        "validate",
+        "--syntax-only",
+        "sweeps/quickstart.kdl",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no `task \"nope\"` block"));
+    let o = bench(&[
+        "--set",
+        "defaults.max-tokens=0",
+        "validate",
+        "--syntax-only",
+        "sweeps/quickstart.kdl",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = bench(&[
+        "--only",
+        "engine=vllm",
+        "validate",
+        "--syntax-only",
+        "sweeps/quickstart.kdl",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no engine `vllm`"));
+}

@@ -150,11 +150,14 @@ impl Submit<'_> {
     }
 
     fn base_argv(&self) -> Vec<String> {
-        vec![
+        let mut v = vec![
             self.exe.display().to_string(),
             "--cache".into(),
             self.cache.display().to_string(),
-        ]
+        ];
+        // The jobs see the sweep as this apply did.
+        v.extend(crate::sweep::overrides::as_args());
+        v
     }
 
     /// Decides what must run, submits it, records it. Jobs submitted before an error stay

@@ -4,6 +4,7 @@
 
 pub(crate) mod bounds;
 pub(crate) mod diag;
+pub(crate) mod overrides;
 pub(crate) mod raw;
 mod resolve;
 
@@ -47,7 +48,7 @@ pub(crate) fn parse(
             .join()
             .expect("the KDL parser does not panic")
     });
-    let nodes = parsed.map_err(|e| {
+    let mut nodes = parsed.map_err(|e| {
         into_error(
             e.diagnostics
                 .into_iter()
@@ -60,6 +61,10 @@ pub(crate) fn parse(
                 .collect(),
         )
     })?;
+    let problems = overrides::apply_sets(&mut nodes, &overrides::get().sets);
+    if !problems.is_empty() {
+        return Err(into_error(problems));
+    }
     resolve::resolve(&nodes, base_dir, env).map_err(into_error)
 }
 
@@ -79,7 +84,9 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<(Sweep, String)> {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let env = |k: &str| std::env::var(k).ok();
-    let sweep = parse(&path.display().to_string(), &text, &base, &env)?;
+    let mut sweep = parse(&path.display().to_string(), &text, &base, &env)?;
+    overrides::apply_only(&mut sweep, &overrides::get().only)
+        .map_err(|e| anyhow::Error::new(BadInput(e)))?;
     Ok((sweep, text))
 }
 

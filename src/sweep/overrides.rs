@@ -1,0 +1,266 @@
+//! Command-line overrides of a sweep file: `--set PATH=VALUE` changes one field before the
+//! sweep is resolved (so every check applies to the new value), `--only AXIS=VALUE[,VALUE…]`
+//! narrows the matrix after it. They are set once per process (by `main`) and apply to every
+//! sweep it loads; Slurm jobs get the same flags.
+//!
+//! PATH is `block.field` for the unnamed blocks (`sweep.seed`, `defaults.max-tokens`,
+//! `slo.ttft-p95`, `telemetry.idle`) and `block.name.field` for the named ones
+//! (`task.mmlu.samples`, `engine.llama-cpu.parallel`, `scenario.single.requests`). VALUE is
+//! read as KDL reads it: an integer, a float, `#true`/`#false`, else a string; a comma-separated
+//! VALUE gives several values (an axis).
+
+use std::sync::OnceLock;
+
+use miette::SourceSpan;
+
+use super::diag::Problem;
+use super::raw::{RawNode, RawValue};
+use crate::spec::{Spanned, Sweep};
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Overrides {
+    pub sets: Vec<(String, String)>,
+    pub only: Vec<(String, Vec<String>)>,
+}
+
+static OVERRIDES: OnceLock<Overrides> = OnceLock::new();
+
+/// Parses `--set` and `--only` arguments (each `KEY=VALUE`) and keeps them for this process.
+pub(crate) fn set(sets: &[String], only: &[String]) -> Result<(), String> {
+    let split = |s: &String, flag: &str| -> Result<(String, String), String> {
+        s.split_once('=')
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| format!("{flag} expects KEY=VALUE, got `{s}`"))
+    };
+    let mut o = Overrides::default();
+    for s in sets {
+        o.sets.push(split(s, "--set")?);
+    }
+    for s in only {
+        let (axis, values) = split(s, "--only")?;
+        if !["model", "quantization", "engine", "task", "scenario"].contains(&axis.as_str()) {
+            return Err(format!(
+                "--only {axis}=…: the axes are model, quantization, engine, task, scenario"
+            ));
+        }
+        o.only.push((
+            axis,
+            values.split(',').map(|v| v.trim().to_string()).collect(),
+        ));
+    }
+    let _ = OVERRIDES.set(o);
+    Ok(())
+}
+
+pub(crate) fn get() -> Overrides {
+    OVERRIDES.get().cloned().unwrap_or_default()
+}
+
+/// The same overrides as command-line arguments (for the jobs a Slurm apply submits).
+pub(crate) fn as_args() -> Vec<String> {
+    let o = get();
+    let mut v = Vec::new();
+    for (k, val) in &o.sets {
+        v.push("--set".into());
+        v.push(format!("{k}={val}"));
+    }
+    for (axis, vals) in &o.only {
+        v.push("--only".into());
+        v.push(format!("{axis}={}", vals.join(",")));
+    }
+    v
+}
+
+fn value(s: &str) -> RawValue {
+    match s {
+        "#true" | "true" => RawValue::Bool(true),
+        "#false" | "false" => RawValue::Bool(false),
+        "#null" => RawValue::Null,
+        _ => {
+            if let Ok(i) = s.parse::<i128>() {
+                RawValue::Int(i)
+            } else if let Ok(f) = s.parse::<f64>() {
+                RawValue::Float(f)
+            } else {
+                RawValue::Str(s.to_string())
+            }
+        }
+    }
+}
+
+const NAMED: &[&str] = &["model", "engine", "task", "scenario"];
+
+/// Applies `--set` overrides to the raw nodes; a path that names nothing is a problem (at the
+/// file's start: the cause is on the command line).
+pub(crate) fn apply_sets(nodes: &mut Vec<RawNode>, sets: &[(String, String)]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for (path, val) in sets {
+        let parts: Vec<&str> = path.split('.').collect();
+        let (block, name, field) = match parts.as_slice() {
+            [b, f] if !NAMED.contains(b) => (*b, None, *f),
+            [b, n, f] if NAMED.contains(b) => (*b, Some(*n), *f),
+            _ => {
+                problems.push(Problem::new(
+                    SourceSpan::from(0..0),
+                    format!("--set {path}: a path is block.field, or block.name.field for model, engine, task and scenario blocks"),
+                    "the command line",
+                ));
+                continue;
+            }
+        };
+        let Some(node) = nodes.iter_mut().find(|n| {
+            n.name.value == block
+                && match name {
+                    None => true,
+                    Some(want) => matches!(n.args.first().map(|a| &a.value), Some(RawValue::Str(s)) if s == want),
+                }
+        }) else {
+            problems.push(Problem::new(
+                SourceSpan::from(0..0),
+                format!(
+                    "--set {path}: the sweep has no `{block}{}` block",
+                    name.map(|n| format!(" \"{n}\"")).unwrap_or_default()
+                ),
+                "the command line",
+            ));
+            continue;
+        };
+        let span = node.name.span;
+        let args: Vec<Spanned<RawValue>> = val
+            .split(',')
+            .map(|v| Spanned::new(value(v.trim()), span))
+            .collect();
+        match node.children.iter_mut().find(|c| c.name.value == field) {
+            Some(child) => {
+                let at = child
+                    .args
+                    .first()
+                    .map(|a| a.span)
+                    .unwrap_or(child.name.span);
+                child.args = args
+                    .into_iter()
+                    .map(|a| Spanned::new(a.value, at))
+                    .collect();
+            }
+            None => node.children.push(RawNode {
+                name: Spanned::new(field.to_string(), span),
+                args,
+                props: Vec::new(),
+                children: Vec::new(),
+                span,
+            }),
+        }
+    }
+    problems
+}
+
+/// Narrows the matrix to the `--only` values: each must be one the sweep defines (and, when
+/// its matrix selects, one it selects).
+pub(crate) fn apply_only(sweep: &mut Sweep, only: &[(String, Vec<String>)]) -> Result<(), String> {
+    for (axis, values) in only {
+        let defined: Vec<String> = match axis.as_str() {
+            "model" => sweep.models.iter().map(|m| m.name.value.clone()).collect(),
+            "quantization" => sweep
+                .models
+                .iter()
+                .flat_map(|m| m.variants.iter().map(|v| v.quantization.value.clone()))
+                .collect(),
+            "engine" => sweep.engines.iter().map(|e| e.name.value.clone()).collect(),
+            "task" => sweep.tasks.iter().map(|t| t.name.value.clone()).collect(),
+            _ => sweep
+                .scenarios
+                .iter()
+                .map(|s| s.name.value.clone())
+                .collect(),
+        };
+        let m = &mut sweep.matrix;
+        let sel = match axis.as_str() {
+            "model" => &mut m.models,
+            "quantization" => &mut m.quantizations,
+            "engine" => &mut m.engines,
+            "task" => &mut m.tasks,
+            _ => &mut m.scenarios,
+        };
+        let selected: Vec<String> = if sel.is_empty() {
+            defined.clone()
+        } else {
+            sel.iter().map(|s| s.value.clone()).collect()
+        };
+        for v in values {
+            if !selected.contains(v) {
+                return Err(format!(
+                    "--only {axis}={v}: the sweep's matrix has no {axis} `{v}` (it has: {})",
+                    selected.join(", ")
+                ));
+            }
+        }
+        let span = sel
+            .first()
+            .map(|s| s.span)
+            .unwrap_or(SourceSpan::from(0..0));
+        *sel = values
+            .iter()
+            .map(|v| Spanned::new(v.clone(), span))
+            .collect();
+    }
+    if !only.is_empty() && crate::spec::expand::configs(sweep).is_empty() {
+        return Err("--only leaves no configuration to run".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"
+sweep "t" { seed 1; }
+defaults { max-tokens 8; }
+model "m" { path "/w/m.gguf"; quantization "q4_1"; }
+engine "a" { kind "llama.cpp"; binary "/bin/a"; }
+engine "b" { kind "llama.cpp"; binary "/bin/b"; }
+task "mmlu" { kind "mmlu"; dataset "/d/mmlu"; samples 10; }
+scenario "one" { kind "single"; requests 4; }
+"#;
+
+    fn parsed(sets: &[(String, String)]) -> Result<Sweep, String> {
+        let mut nodes = super::super::raw::parse_kdl(TEXT).unwrap();
+        let problems = apply_sets(&mut nodes, sets);
+        if !problems.is_empty() {
+            return Err(problems[0].message.clone());
+        }
+        super::super::resolve::resolve(&nodes, std::path::Path::new("/"), &|_| None)
+            .map_err(|p| p[0].message.clone())
+    }
+
+    #[test]
+    fn set_changes_a_field_before_it_is_checked() {
+        let s = parsed(&[
+            ("defaults.max-tokens".into(), "32".into()),
+            ("task.mmlu.samples".into(), "3".into()),
+            ("scenario.one.requests".into(), "2".into()),
+            ("defaults.temperature".into(), "0.5".into()),
+        ])
+        .unwrap();
+        assert_eq!(s.defaults.sampling.max_tokens, 32);
+        assert_eq!(s.tasks[0].samples, Some(3));
+        assert_eq!(s.defaults.sampling.temperature, 0.5);
+        let e = parsed(&[("task.nope.samples".into(), "3".into())]).unwrap_err();
+        assert!(e.contains("no `task \"nope\"` block"), "{e}");
+        let e = parsed(&[("defaults.max-tokens".into(), "0".into())]).unwrap_err();
+        assert!(e.contains("max-tokens"), "{e}");
+    }
+
+    #[test]
+    fn only_narrows_the_matrix() {
+        let mut s = parsed(&[]).unwrap();
+        assert_eq!(crate::spec::expand::configs(&s).len(), 2);
+        apply_only(&mut s, &[("engine".into(), vec!["b".into()])]).unwrap();
+        let c = crate::spec::expand::configs(&s);
+        assert_eq!(c.len(), 1);
+        assert_eq!(s.engines[c[0].engine].name.value, "b");
+        let e = apply_only(&mut s, &[("engine".into(), vec!["zz".into()])]).unwrap_err();
+        assert!(e.contains("no engine `zz`"), "{e}");
+    }
+}
