@@ -93,7 +93,7 @@ const NAMED: &[&str] = &["model", "engine", "task", "scenario"];
 
 /// Applies `--set` overrides to the raw nodes; a path that names nothing is a problem (at the
 /// file's start: the cause is on the command line).
-pub(crate) fn apply_sets(nodes: &mut Vec<RawNode>, sets: &[(String, String)]) -> Vec<Problem> {
+pub(crate) fn apply_sets(nodes: &mut [RawNode], sets: &[(String, String)]) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (path, val) in sets {
         let parts: Vec<&str> = path.split('.').collect();
