@@ -4,6 +4,7 @@
 //! dependents. It alone writes run state (records, objects); progress is reported as lines
 //! and bars.
 
+mod journal;
 mod node;
 pub(crate) mod preflight;
 mod progress;
@@ -132,7 +133,7 @@ impl<'a> Executor<'a> {
     /// Fails a node that did not get to start (its dependency failed, its engine is gone):
     /// the failure is recorded, with its cause, so the report shows it.
     fn fail_recorded(&mut self, i: petgraph::graph::NodeIndex, cause: String) {
-        node::record_failure(self.store, self.plan, i, &cause);
+        journal::record_failure(self.store, self.plan, i, &cause);
         self.fail(i, cause);
     }
 
