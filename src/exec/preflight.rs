@@ -17,16 +17,16 @@ pub(crate) struct Checked {
     pub samples: BTreeMap<usize, Arc<Vec<Sample>>>,
 }
 
-/// A path the sweep reads must be a regular file or a folder (weights may be a folder).
-fn regular(path: &Path, what: &str) -> Result<(), String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
-    if meta.is_file() || meta.is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
+/// A path the sweep reads must be a regular file or a folder (weights may be a folder):
+/// the problem when it is not.
+fn irregular(path: &Path, what: &str) -> Option<String> {
+    match std::fs::metadata(path) {
+        Err(e) => Some(format!("{what} {}: {e}", path.display())),
+        Ok(m) if m.is_file() || m.is_dir() => None,
+        Ok(_) => Some(format!(
             "{what} {} is not a regular file or a folder",
             path.display()
-        ))
+        )),
     }
 }
 
@@ -51,7 +51,7 @@ pub(crate) fn check(
             .iter()
             .chain(task::scoring_files(sweep, t).iter())
         {
-            if let Err(e) = regular(f, &format!("task `{name}`:")) {
+            if let Some(e) = irregular(f, &format!("task `{name}`:")) {
                 problems.push(e);
                 files_ok = false;
             }
@@ -85,9 +85,9 @@ pub(crate) fn check(
     for s in &sweep.scenarios {
         if let ScenarioSpec::Replay { trace, .. } = &s.spec {
             let path = sweep.resolve_path(&trace.value);
-            match regular(&path, &format!("scenario `{}`: trace", s.name.value)) {
-                Err(e) => problems.push(e),
-                Ok(()) => match crate::workload::load_trace(&path) {
+            match irregular(&path, &format!("scenario `{}`: trace", s.name.value)) {
+                Some(e) => problems.push(e),
+                None => match crate::workload::load_trace(&path) {
                     Ok(items) if items.is_empty() => problems.push(format!(
                         "scenario `{}`: trace {} has no requests",
                         s.name.value,
@@ -102,8 +102,7 @@ pub(crate) fn check(
     for d in crate::spec::expand::deployments(sweep) {
         if let Some(p) = crate::plan::weights_path(sweep, d) {
             let m = &sweep.models[d.model];
-            if let Err(e) = regular(&p, &format!("model `{}`: weights", m.name.value)) {
-                let e = e.to_string();
+            if let Some(e) = irregular(&p, &format!("model `{}`: weights", m.name.value)) {
                 if !problems.contains(&e) {
                     problems.push(e);
                 }
