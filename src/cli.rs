@@ -22,6 +22,12 @@ pub(crate) struct Cli {
     /// quantization, engine, task, scenario).
     #[arg(long = "only", global = true, value_name = "AXIS=VALUE")]
     pub only: Vec<String>,
+    /// No progress lines or bars (errors and the result still print).
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also say, before `apply` runs, every node that will run and why.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -42,6 +48,9 @@ pub(crate) enum Command {
     /// submit one Slurm job per deployment that has work and a report job after them.
     Apply {
         sweep: PathBuf,
+        /// The outcome as JSON on stdout (ran, cached, failed with causes, blocked, report).
+        #[arg(long)]
+        json: bool,
         /// Moved to the sweep: `defaults { connections "reuse" }` (refused here, with that hint).
         #[arg(long, hide = true)]
         reuse_connections: bool,
@@ -60,11 +69,21 @@ pub(crate) enum Command {
     },
     /// Summarize what the cache holds; for one sweep, each deployment's cache state and
     /// Slurm job.
-    Status { sweep: Option<PathBuf> },
+    Status {
+        sweep: Option<PathBuf>,
+        /// Machine-readable (exit codes as without).
+        #[arg(long)]
+        json: bool,
+    },
     /// Cancel a sweep's Slurm jobs that are still queued or running.
     Cancel { sweep: PathBuf },
     /// Regenerate the report of a sweep from the cache alone.
-    Report { sweep: PathBuf },
+    Report {
+        sweep: PathBuf,
+        /// The runs as JSON on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show a node's full key inputs (key prefix or label).
     Explain {
         node: String,

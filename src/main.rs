@@ -354,6 +354,7 @@ fn apply_slurm(cache: &Path, path: &Path, args: &cli::SlurmArgs, wait: bool) -> 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     sweep::overrides::set(&cli.set, &cli.only)
         .map_err(|e| anyhow::Error::new(sweep::BadInput(e)))?;
+    exec::progress::set_quiet(cli.quiet);
     match cli.command {
         Command::Validate {
             sweeps,
@@ -445,6 +446,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Apply {
             sweep: path,
+            json,
             reuse_connections,
             executor,
             deployment,
@@ -497,6 +499,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 only.as_ref().map(|(_, e)| e.as_str()),
             ));
             let plan = plan_for(&store, &sweep, View::Local)?;
+            if cli.verbose {
+                let st = plan::statuses(&plan, &store);
+                for &i in &plan.order {
+                    if let plan::Status::WillRun { why } = &st[i.index()] {
+                        eprintln!("will run {}: {why}", plan.graph[i].label);
+                    }
+                }
+            }
             let Some(samples) = load_datasets(&sweep, &plan) else {
                 return Ok(2);
             };
@@ -528,7 +538,21 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 let ex = exec::Executor::new(&sweep, &plan, &store, exec::Options { reuse_connections: sweep.defaults.reuse_connections, pulls, only, samples }, cancel);
                 ex.apply().await
             });
-            if let Some(t) = &summary.report_table {
+            let code = summary.exit_code() as u8;
+            if json {
+                let v = serde_json::json!({
+                    "sweep": plan.sweep,
+                    "exit_code": code,
+                    "ran": summary.ran,
+                    "cached": summary.cached,
+                    "failed": summary.failed.iter().map(|(l, c)| serde_json::json!({"label": l, "cause": c})).collect::<Vec<_>>(),
+                    "blocked": summary.blocked.iter().map(|(l, c)| serde_json::json!({"label": l, "why": c})).collect::<Vec<_>>(),
+                    "interrupted": summary.interrupted,
+                    "elapsed_s": summary.elapsed_s,
+                    "report": summary.report.as_ref().map(|p| p.display().to_string()),
+                });
+                println!("{v}");
+            } else if let Some(t) = &summary.report_table {
                 println!("{t}");
             }
             eprintln!(
@@ -553,19 +577,30 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if let Some(p) = &summary.report {
                 eprintln!("report: {}", p.display());
             }
-            let code = summary.exit_code() as u8;
             if let Some(job) = job {
                 job.end(code);
             }
             Ok(code)
         }
-        Command::Report { sweep } => {
+        Command::Report { sweep, json } => {
             let store = Store::open(&cli.cache)?;
             let (sweep, plan) = load_plan_as(&store, &sweep, View::ClusterIfRan)?;
             let job = slurm::InJob::begin(&store, &plan, None);
             let files = exec::build_report(&store, &plan, &sweep);
             let (path, recorded) = exec::write_report(&store, &plan, &files)?;
-            println!("{}", files.table);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "sweep": plan.sweep,
+                        "report": path.display().to_string(),
+                        "complete": recorded,
+                        "runs": report::summary_json(&files.summary),
+                    })
+                );
+            } else {
+                println!("{}", files.table);
+            }
             eprintln!(
                 "report: {}{}",
                 path.display(),
@@ -575,12 +610,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     " (some runs are missing or failed)"
                 }
             );
+            // Missing or failed runs: exit 1 (a Slurm report job ends 0: its job record and the
+            // report say what is missing, and the job itself did its work).
+            let code = if recorded || job.is_some() { 0 } else { 1 };
             if let Some(job) = job {
                 job.end(0);
             }
-            Ok(0)
+            Ok(code)
         }
-        Command::Status { sweep } => {
+        Command::Status { sweep, json } => {
             let store = Store::open(&cli.cache)?;
             let records = store.records();
             let mut by: std::collections::BTreeMap<(String, String), [usize; 3]> =
@@ -592,6 +630,40 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     store::RecordStatus::Failed => 1,
                     store::RecordStatus::Started => 2,
                 }] += 1;
+            }
+            let planned = match &sweep {
+                Some(path) => {
+                    let (_, plan) = load_plan_as(&store, path, View::ClusterIfRan)?;
+                    let st = plan::statuses(&plan, &store);
+                    Some((plan, st))
+                }
+                None => None,
+            };
+            // With SWEEP: exit 1 while some node of its plan is not cached (to run or blocked).
+            let code = match &planned {
+                Some((plan, st)) => {
+                    let (_, r, b) = plan::render::counts(plan, st);
+                    u8::from(r + b > 0)
+                }
+                None => 0,
+            };
+            if json {
+                let nodes =
+                    |f: &dyn Fn(&[usize; 3]) -> usize| -> usize { by.values().map(f).sum() };
+                let mut v = serde_json::json!({
+                    "cache": store.root().display().to_string(),
+                    "records": records.len(),
+                    "finished": nodes(&|c| c[0]),
+                    "failed": nodes(&|c| c[1]),
+                    "interrupted": nodes(&|c| c[2]),
+                    "by_sweep": by.iter().map(|((s, k), [f, x, i])| serde_json::json!({"sweep": s, "node": k, "finished": f, "failed": x, "interrupted": i})).collect::<Vec<_>>(),
+                });
+                if let Some((plan, st)) = &planned {
+                    let (c, r, b) = plan::render::counts(plan, st);
+                    v["plan"] = serde_json::json!({"sweep": plan.sweep, "cached": c, "to_run": r, "blocked": b});
+                }
+                println!("{v}");
+                return Ok(code);
             }
             println!(
                 "cache {} ({} records)",
@@ -605,10 +677,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             for ((s, k), [f, x, i]) in &by {
                 println!("{s:<24} {k:<10} {f:>9} {x:>7} {i:>12}");
             }
-            if let Some(path) = sweep {
-                let (_, plan) = load_plan_as(&store, &path, View::ClusterIfRan)?;
-                let st = plan::statuses(&plan, &store);
-                let (c, r, b) = plan::render::counts(&plan, &st);
+            if let Some((plan, st)) = &planned {
+                let (c, r, b) = plan::render::counts(plan, st);
                 println!("\n{}: {c} cached, {r} to run, {b} blocked", plan.sweep);
                 if let Some(cf) = slurm::SweepDir::new(&store, &plan.sweep).cluster_facts() {
                     if cf.machine != plan::facts::machine_fingerprint() {
@@ -625,10 +695,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
                 print!(
                     "\n{}",
-                    slurm::status_table(&store, &plan, &st, &slurm::SlurmCommands)
+                    slurm::status_table(&store, plan, st, &slurm::SlurmCommands)
                 );
             }
-            Ok(0)
+            Ok(code)
         }
         Command::Cancel { sweep } => {
             let store = Store::open(&cli.cache)?;

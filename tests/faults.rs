@@ -251,3 +251,63 @@ fn a_failed_write_fails_the_node_cleanly_and_the_next_apply_completes() {
     let v = bench(&cache, &["verify"]);
     assert!(v.status.success(), "{}", text(&v));
 }
+
+fn json_of(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: stdout {:?}", String::from_utf8_lossy(&o.stdout)))
+}
+
+/// Scripting: `--json` for apply, status and report; `--quiet`; and the exit codes of report
+/// and status, which say whether the sweep's runs are all there.
+#[test]
+fn json_output_and_exit_codes_for_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), "ok", 0, "");
+    let s = s.to_str().unwrap();
+    // Before anything ran: status and report say runs are missing.
+    let st = bench(&cache, &["status", "--json", s]);
+    assert_eq!(st.status.code(), Some(1), "{}", text(&st));
+    assert!(json_of(&st)["plan"]["to_run"].as_u64().unwrap() > 0);
+    let out = bench(&cache, &["apply", "--json", "--quiet", s]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v = json_of(&out);
+    assert_eq!(v["exit_code"], 0);
+    assert!(v["ran"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_str().unwrap().starts_with("run ")));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains('✓'),
+        "--quiet"
+    );
+    let st = bench(&cache, &["status", "--json", s]);
+    assert_eq!(st.status.code(), Some(0), "{}", text(&st));
+    assert_eq!(json_of(&st)["plan"]["to_run"], 0);
+    let rep = bench(&cache, &["report", "--json", s]);
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep));
+    let r = json_of(&rep);
+    assert_eq!(r["complete"], true);
+    assert_eq!(r["runs"][0]["ok"], 10, "{r}");
+
+    // A failed run: apply, report and status all exit 1, and the JSON says why.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let s = sweep(dir.path(), "500", 0, "");
+    let s = s.to_str().unwrap();
+    let out = bench(&cache, &["apply", "--json", s]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert!(
+        v["failed"][0]["cause"]
+            .as_str()
+            .unwrap()
+            .contains("error budget"),
+        "{v}"
+    );
+    let rep = bench(&cache, &["report", "--json", s]);
+    assert_eq!(rep.status.code(), Some(1), "{}", text(&rep));
+    assert_eq!(json_of(&rep)["complete"], false);
+    assert_eq!(bench(&cache, &["status", s]).status.code(), Some(1));
+}

@@ -7,7 +7,7 @@
 mod journal;
 mod node;
 pub(crate) mod preflight;
-mod progress;
+pub(crate) mod progress;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

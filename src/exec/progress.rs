@@ -6,11 +6,24 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub(crate) struct Progress {
     mp: MultiProgress,
     overall: ProgressBar,
+    quiet: bool,
+}
+
+/// `--quiet`: no progress lines or bars for this process.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub(crate) fn set_quiet(q: bool) {
+    QUIET.store(q, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl Progress {
     pub fn new(total: u64) -> Self {
-        let mp = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let quiet = QUIET.load(std::sync::atomic::Ordering::Relaxed);
+        let mp = MultiProgress::with_draw_target(if quiet {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        });
         let overall = mp.add(ProgressBar::new(total));
         overall.set_style(
             ProgressStyle::with_template(
@@ -19,10 +32,13 @@ impl Progress {
             .expect("valid template")
             .progress_chars("=> "),
         );
-        Progress { mp, overall }
+        Progress { mp, overall, quiet }
     }
 
     pub fn say(&self, line: &str) {
+        if self.quiet {
+            return;
+        }
         if self.mp.is_hidden() {
             eprintln!("{line}");
         } else {

@@ -411,3 +411,25 @@ pub(crate) fn terminal(rows: &[Row]) -> String {
     }
     out
 }
+
+/// The summary table's rows as JSON objects (`report --json`).
+pub(crate) fn summary_json(rows: &[Vec<(&'static str, crate::trace::Cell)>]) -> serde_json::Value {
+    use crate::trace::Cell;
+    serde_json::Value::Array(
+        rows.iter()
+            .map(|r| {
+                let mut m = serde_json::Map::new();
+                for (k, c) in r {
+                    let v = match c {
+                        Cell::Str(s) => serde_json::json!(s),
+                        Cell::F64(x) => serde_json::json!(x.filter(|x| x.is_finite())),
+                        Cell::I64(x) => serde_json::json!(x),
+                        Cell::Bool(x) => serde_json::json!(x),
+                    };
+                    m.insert(k.to_string(), v);
+                }
+                serde_json::Value::Object(m)
+            })
+            .collect(),
+    )
+}
