@@ -100,6 +100,24 @@ pub(crate) enum Command {
         #[arg(long)]
         syntax_only: bool,
     },
+    /// Compare two sweeps (or a saved baseline and a sweep) per matched configuration: the
+    /// change of p50/p99 TTFT, TPOT and E2E, throughput, J/token and quality, with 95 %
+    /// bootstrap intervals. A and B: a sweep file (read from `--cache`, or `CACHE_DIR=SWEEP`
+    /// for another cache) or a baseline written by `--save`.
+    Compare {
+        /// A (the baseline), then B.
+        #[arg(required = true, num_args = 1..=2)]
+        sides: Vec<String>,
+        /// Write A's per-request values as a baseline file instead of comparing.
+        #[arg(long, value_name = "FILE")]
+        save: Option<PathBuf>,
+        /// Exit 1 when a change crosses a limit: `ttft_p99>+5%`, `quality<-2%` (repeatable).
+        #[arg(long = "fail-on", value_name = "GATE")]
+        fail_on: Vec<String>,
+        /// Output: terminal (default), markdown or json.
+        #[arg(long, default_value = "terminal", value_parser = ["terminal", "markdown", "json"])]
+        format: String,
+    },
     /// Check the whole cache: every record readable, every finished node's files there with
     /// the size and blake3 they were written with. Exit 1 when something is damaged (the
     /// next `plan` shows those nodes as "will run: damaged object …").

@@ -3,6 +3,7 @@
 
 mod cli;
 mod client;
+mod compare;
 mod engine;
 mod exec;
 #[cfg(test)]
@@ -769,6 +770,75 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             })?;
             print!("{md}");
             Ok(0)
+        }
+        Command::Compare {
+            sides,
+            save,
+            fail_on,
+            format,
+        } => {
+            let gates = fail_on
+                .iter()
+                .map(|g| compare::parse_gate(g))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| anyhow::Error::new(sweep::BadInput(e)))?;
+            let side = |spec: &str| -> anyhow::Result<(String, Vec<compare::RunValues>)> {
+                let p = Path::new(spec);
+                if p.extension().is_some_and(|x| x == "json") {
+                    let b = compare::load(p).map_err(|e| anyhow::Error::new(sweep::BadInput(e)))?;
+                    return Ok((b.sweep, b.runs));
+                }
+                let (cache, file) = match spec.split_once('=') {
+                    Some((c, f)) => (Path::new(c).to_path_buf(), Path::new(f)),
+                    None => (cli.cache.clone(), p),
+                };
+                let store = Store::open(&cache)?;
+                let (sw, plan) = load_plan_as(&store, file, View::ClusterIfRan)?;
+                let rows = report::summary_rows(&store, &plan, &sw);
+                Ok((plan.sweep.clone(), compare::from_rows(&rows)))
+            };
+            let (name_a, a) = side(&sides[0])?;
+            if let Some(out) = save {
+                compare::save(&out, &name_a, a.clone())?;
+                eprintln!(
+                    "baseline of `{name_a}` ({} runs): {}",
+                    a.len(),
+                    out.display()
+                );
+                if sides.len() == 1 {
+                    return Ok(0);
+                }
+            }
+            anyhow::ensure!(
+                sides.len() == 2,
+                "compare needs A and B (or --save FILE with A)"
+            );
+            let (_, b) = side(&sides[1])?;
+            let (matched, only_a, only_b) = compare::compare(&a, &b);
+            let broken = compare::broken(&gates, &matched);
+            if format == "json" {
+                let v = serde_json::json!({
+                    "matched": matched,
+                    "only_a": only_a,
+                    "only_b": only_b,
+                    "broken": broken.iter().map(|(g, l, c)| serde_json::json!({"gate": g.text, "run": l, "change": c})).collect::<Vec<_>>(),
+                });
+                println!("{v}");
+            } else {
+                print!("{}", compare::markdown(&matched, &only_a, &only_b));
+            }
+            for (g, label, c) in &broken {
+                eprintln!(
+                    "regression: {label}: {} changed {:+.1}% (gate {})",
+                    g.metric,
+                    c * 100.0,
+                    g.text
+                );
+            }
+            if matched.is_empty() {
+                eprintln!("no configuration ran on both sides");
+            }
+            Ok(u8::from(!broken.is_empty()))
         }
         Command::Verify => {
             let store = Store::open(&cli.cache)?;

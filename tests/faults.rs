@@ -311,3 +311,70 @@ fn json_output_and_exit_codes_for_scripts() {
     assert_eq!(json_of(&rep)["complete"], false);
     assert_eq!(bench(&cache, &["status", s]).status.code(), Some(1));
 }
+
+/// `compare`: two caches of the same sweep, a saved baseline, the regression gate, JSON.
+#[test]
+fn compare_matches_configurations_and_gates_regressions() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sweep(dir.path(), "ok", 0, "");
+    let (ca, cb) = (dir.path().join("a"), dir.path().join("b"));
+    for c in [&ca, &cb] {
+        let out = bench(c, &["apply", "--quiet", s.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let side = |c: &Path| format!("{}={}", c.display(), s.display());
+    let out = bench(
+        &ca,
+        &["compare", &side(&ca), &side(&cb), "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v = json_of(&out);
+    let m = &v["matched"][0];
+    assert!(m["label"].as_str().unwrap().contains("mmlu single"), "{v}");
+    let ttft = m["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "ttft_p50")
+        .unwrap();
+    assert!(ttft["ci"].is_array(), "{ttft}");
+    // Same answers on both sides: quality unchanged.
+    let q = m["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "quality")
+        .unwrap();
+    assert_eq!(q["change"], 0.0, "{q}");
+    // A baseline file stands for A; a gate any change crosses fails the comparison.
+    let base = dir.path().join("base.json");
+    let out = bench(
+        &ca,
+        &["compare", &side(&ca), "--save", base.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = bench(
+        &cb,
+        &[
+            "compare",
+            base.to_str().unwrap(),
+            s.to_str().unwrap(),
+            "--fail-on",
+            "ttft_p50>-100%",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("regression:"), "{}", text(&out));
+    assert!(text(&out).contains("| ttft_p50 |"), "{}", text(&out));
+    let out = bench(
+        &cb,
+        &[
+            "compare",
+            base.to_str().unwrap(),
+            s.to_str().unwrap(),
+            "--fail-on",
+            "bogus>1%",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}

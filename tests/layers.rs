@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan", "workload"],
     &["report"],
     &["cli"],
-    &["exec", "slurm", "selfbench", "fuzz"],
+    &["exec", "slurm", "selfbench", "fuzz", "compare"],
     &["main"],
 ];
 

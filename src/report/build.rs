@@ -230,6 +230,17 @@ fn run_data(
 /// (or, when the planned key has no record, the last recorded node of the same
 /// configuration), and the cold starts.
 pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Sweep) -> ReportFiles {
+    let rows = summary_rows(store, plan, sweep);
+    report_files(store, plan, sweep, rows)
+}
+
+/// Every run of the plan as the report sees it: what it recorded (or, when the planned key
+/// has no record, the last recorded node of the same configuration).
+pub(crate) fn summary_rows(
+    store: &Store,
+    plan: &Plan,
+    sweep: &crate::spec::Sweep,
+) -> Vec<crate::report::summary::Row> {
     let g = &plan.graph;
     let resolve = |i: NodeIndex| -> String {
         let key = &g[i].key;
@@ -253,6 +264,26 @@ pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Swee
             crate::report::summary::derive(data, &sweep.slo, sweep.cost.as_ref())
         })
         .collect();
+    rows
+}
+
+fn report_files(
+    store: &Store,
+    plan: &Plan,
+    sweep: &crate::spec::Sweep,
+    rows: Vec<crate::report::summary::Row>,
+) -> ReportFiles {
+    let g = &plan.graph;
+    let resolve = |i: NodeIndex| -> String {
+        let key = &g[i].key;
+        if store.record(key).is_some() {
+            key.clone()
+        } else {
+            store
+                .last_key(&plan.sweep, &g[i].label)
+                .unwrap_or_else(|| key.clone())
+        }
+    };
     let coldstarts: Vec<(String, Option<ColdStart>)> = plan
         .deployments
         .iter()

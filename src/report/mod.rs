@@ -7,7 +7,9 @@ pub(crate) mod html;
 pub(crate) mod summary;
 pub(crate) mod svg;
 
-pub(crate) use build::{build_report, publish_report, write_report_files, ReportFiles};
+pub(crate) use build::{
+    build_report, publish_report, summary_rows, write_report_files, ReportFiles,
+};
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
