@@ -475,6 +475,7 @@ impl Executor<'_> {
                 .catalog
                 .metrics_path
                 .map(|p| format!("{}{p}", engine.base_url())),
+            metrics_auth: engine.api_key(),
         };
         let tcfg = self.sweep.telemetry;
         let collector = telemetry::Collector::start(&tcfg, clock, &targets);

@@ -30,6 +30,8 @@ pub(crate) struct Targets {
     /// GPU indices the deployment uses; None = all.
     pub gpus: Option<Vec<u32>>,
     pub metrics_url: Option<String>,
+    /// Bearer token for the metrics endpoint (an endpoint engine's API key).
+    pub metrics_auth: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -261,13 +263,18 @@ impl Collector {
                     .interval
                     .max(Duration::from_millis(500))
                     .min(Duration::from_secs(2));
+                let scraper = Scraper::new(timeout, targets.metrics_auth.clone());
                 threads.push(periodic(
                     "metrics",
                     cfg.interval,
                     clock,
                     stop.clone(),
                     started.clone(),
-                    move |t, out| match scrape(&url, timeout) {
+                    move |t, out| match scraper
+                        .as_ref()
+                        .map_err(|e| e.clone())
+                        .and_then(|s| s.get(&url))
+                    {
                         Ok(text) => {
                             let parsed = prom::parse(&text);
                             let g = prom::gauges(&parsed);
@@ -338,40 +345,42 @@ impl Collector {
     }
 }
 
-/// A plain HTTP/1.0 GET on loopback, blocking (samplers live in their own threads).
-fn scrape(url: &str, timeout: Duration) -> Result<String, String> {
-    use std::io::{Read, Write};
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or("only http:// metrics URLs are scraped")?;
-    let (host, path) = rest
-        .split_once('/')
-        .map(|(h, p)| (h, format!("/{p}")))
-        .unwrap_or((rest, "/".into()));
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(host)
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or("unresolvable host")?;
-    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("connect: {e}"))?;
-    s.set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: text/plain\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)
-        .map_err(|e| format!("read: {e}"))?;
-    let (head, text) = body
-        .split_once("\r\n\r\n")
-        .ok_or("malformed HTTP response")?;
-    let status = head.lines().next().unwrap_or("");
-    if !status.contains(" 200") {
-        return Err(format!("answered `{status}`"));
+/// Scrapes a Prometheus endpoint with reqwest (http or https, redirects followed, a bearer
+/// token when the engine has an API key), blocking on a runtime of its own: samplers live
+/// in their own threads.
+struct Scraper {
+    rt: tokio::runtime::Runtime,
+    http: reqwest::Client,
+    auth: Option<String>,
+}
+
+impl Scraper {
+    fn new(timeout: Duration, auth: Option<String>) -> Result<Scraper, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Scraper { rt, http, auth })
     }
-    Ok(text.to_string())
+
+    fn get(&self, url: &str) -> Result<String, String> {
+        self.rt.block_on(async {
+            let mut rb = self.http.get(url).header("Accept", "text/plain");
+            if let Some(k) = &self.auth {
+                rb = rb.bearer_auth(k);
+            }
+            let r = rb.send().await.map_err(|e| e.to_string())?;
+            if !r.status().is_success() {
+                return Err(format!("answered `{}`", r.status()));
+            }
+            r.text().await.map_err(|e| e.to_string())
+        })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -386,6 +395,50 @@ pub(crate) struct Collected {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_scraper_follows_redirects_and_sends_the_token() {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().take(8) {
+                let mut conn = conn.unwrap();
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut head = Vec::new();
+                loop {
+                    let mut l = String::new();
+                    reader.read_line(&mut l).unwrap();
+                    if l == "\r\n" || l.is_empty() {
+                        break;
+                    }
+                    head.push(l);
+                }
+                let first = head[0].clone();
+                let authed = head
+                    .iter()
+                    .any(|h| h.to_ascii_lowercase() == "authorization: bearer k\r\n");
+                let reply = if first.starts_with("GET /metrics ") {
+                    "HTTP/1.1 302 Found\r\nLocation: /real\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".to_string()
+                } else if authed {
+                    let body = "vllm:num_requests_running 3\n";
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                } else {
+                    "HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                        .to_string()
+                };
+                conn.write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        let url = format!("http://{addr}/metrics");
+        let s = Scraper::new(Duration::from_secs(2), Some("k".into())).unwrap();
+        assert_eq!(s.get(&url).unwrap(), "vllm:num_requests_running 3\n");
+        let anonymous = Scraper::new(Duration::from_secs(2), None).unwrap();
+        assert!(anonymous.get(&url).unwrap_err().contains("401"));
+    }
     use super::*;
 
     const MS: i64 = 1_000_000;
@@ -515,6 +568,7 @@ mod tests {
             engine_pid: Some(child.id()),
             gpus: None,
             metrics_url: None,
+            metrics_auth: None,
         };
         let col = Collector::start(&cfg, clock, &targets);
         let window_start = clock.ns(Instant::now());

@@ -49,22 +49,41 @@ pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, Strin
             }
         }
         "csv" => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
-            let mut lines = text.lines().enumerate();
-            let header: Vec<&str> = lines
-                .next()
-                .map(|(_, h)| h.split(',').map(str::trim).collect())
-                .unwrap_or_default();
-            let col = |n: &str| header.iter().position(|h| *h == n);
+            // The csv crate: quoted fields (with commas and quotes inside), a header row,
+            // CRLF line ends; errors keep the file's line.
+            let mut rdr = csv::ReaderBuilder::new()
+                .has_headers(true)
+                .trim(csv::Trim::All)
+                .flexible(true)
+                .from_path(path)
+                .map_err(|e| format!("cannot read {name}: {e}"))?;
+            let header = rdr.headers().map_err(|e| format!("{name}:1: {e}"))?.clone();
+            let col = |n: &str| header.iter().position(|h| h == n);
             let (ti, oi) = (
                 col("t").ok_or_else(|| format!("{name}:1: no `t` column"))?,
                 col("output_tokens"),
             );
-            for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {
-                let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-                let num = |k: usize| cells.get(k).and_then(|c| c.parse::<f64>().ok());
-                items.push(item(num(ti), oi.and_then(num), i + 1)?);
+            for rec in rdr.records() {
+                let rec = rec.map_err(|e| {
+                    let line = e.position().map_or(0, |p| p.line());
+                    format!("{name}:{line}: {e}")
+                })?;
+                let line = rec.position().map_or(0, |p| p.line()) as usize;
+                if rec.iter().all(|c| c.is_empty()) {
+                    continue;
+                }
+                let num = |k: usize| {
+                    rec.get(k)
+                        .filter(|c| !c.is_empty())
+                        .and_then(|c| c.parse::<f64>().ok())
+                };
+                let t = num(ti);
+                if rec.get(ti).is_some_and(|c| !c.is_empty()) && t.is_none() {
+                    return Err(format!(
+                        "{name}:{line}: `t` must be a number of seconds ≥ 0"
+                    ));
+                }
+                items.push(item(t, oi.and_then(num), line)?);
             }
         }
         "parquet" => {

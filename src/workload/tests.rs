@@ -34,6 +34,25 @@ fn traces_load_from_jsonl_csv_and_parquet_and_errors_name_the_line() {
         e.ends_with("t.csv:3: `t` must be a number of seconds ≥ 0"),
         "{e}"
     );
+    // Quoted fields with commas and quotes, CRLF line ends, a header in any order.
+    std::fs::write(
+        &c,
+        "prompt,output_tokens,t\r\n\"Hello, \"\"world\"\"\",7,0.25\r\n\"a\nb\",8,1\r\n",
+    )
+    .unwrap();
+    assert_eq!(
+        load_trace(&c).unwrap(),
+        vec![
+            TraceItem {
+                t: 0.25,
+                output_tokens: Some(7)
+            },
+            TraceItem {
+                t: 1.0,
+                output_tokens: Some(8)
+            }
+        ]
+    );
     std::fs::write(&j, "{\"t\": 0.5}\n{broken\n").unwrap();
     assert!(load_trace(&j).unwrap_err().contains("t.jsonl:2:"));
     assert!(load_trace(&dir.path().join("t.txt"))
