@@ -417,7 +417,7 @@ mod tests {
                 let first = head[0].clone();
                 let authed = head
                     .iter()
-                    .any(|h| h.to_ascii_lowercase() == "authorization: bearer k\r\n");
+                    .any(|h| h.eq_ignore_ascii_case("authorization: bearer k\r\n"));
                 let reply = if first.starts_with("GET /metrics ") {
                     "HTTP/1.1 302 Found\r\nLocation: /real\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".to_string()
                 } else if authed {
