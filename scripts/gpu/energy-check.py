@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Issue #16 cross-check (a): the NVML energy counter against the integral of sampled power.
+
+    python3 scripts/gpu/energy-check.py CACHE_DIR [--keys KEY...] [--summary summary.csv]
+
+For every finished run (records/*.json of kind "run"; or only the node keys given, or those
+of a summary.csv), recomputes from the raw files, independently of bench360's Rust code:
+
+  window   first request's scheduled_ns .. last request's end_ns (requests.parquet), the
+           window bench360's stats use;
+  counter  the GPU's total-energy counter (telemetry.parquet, energy_mj, source "gpu"),
+           linearly interpolated at both ends of the window, difference in J;
+  ∫power   trapezoids over the power samples (power_w: NVML field 186, instant power) in the
+           window, interpolated at both ends;
+
+and prints both, their ratio, whether they agree within 5 %, and bench360's own figures from
+telemetry.json (energy_j, power_integral_j) next to them. Also the idle baseline (the
+telemetry before the first request) both ways. Needs pyarrow.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import sys
+
+import pyarrow.parquet as pq
+
+
+def interp(ts, vs, t):
+    if not ts or t < ts[0] or t > ts[-1]:
+        return None
+    for i in range(1, len(ts)):
+        if ts[i] >= t:
+            t0, t1, v0, v1 = ts[i - 1], ts[i], vs[i - 1], vs[i]
+            return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+    return vs[-1]
+
+
+def counter_j(ts, mj, a, b):
+    x, y = interp(ts, mj, a), interp(ts, mj, b)
+    return None if x is None or y is None else (y - x) / 1000.0
+
+
+def trapezoid_j(ts, w, a, b):
+    pa, pb = interp(ts, w, a), interp(ts, w, b)
+    if pa is None or pb is None:
+        return None
+    pts = [(a, pa)] + [(t, v) for t, v in zip(ts, w) if a < t < b] + [(b, pb)]
+    return sum((t1 - t0) / 1e9 * (v0 + v1) / 2 for (t0, v0), (t1, v1) in zip(pts, pts[1:]))
+
+
+def check(cache, key, label):
+    obj = os.path.join(cache, "objects", key)
+    r = pq.read_table(os.path.join(obj, "requests.parquet"), columns=["scheduled_ns", "end_ns"]).to_pydict()
+    w0, w1 = min(r["scheduled_ns"]), max(r["end_ns"])
+    t = pq.read_table(os.path.join(obj, "telemetry.parquet"),
+                      columns=["t_ns", "source", "device", "power_w", "energy_mj"]).to_pydict()
+    e = sorted((ts, v) for ts, s, d, v in zip(t["t_ns"], t["source"], t["device"], t["energy_mj"])
+               if s == "gpu" and v is not None)
+    p = sorted((ts, v) for ts, s, d, v in zip(t["t_ns"], t["source"], t["device"], t["power_w"])
+               if s == "gpu" and v is not None)
+    et, ev = [x for x, _ in e], [y for _, y in e]
+    pt, pv = [x for x, _ in p], [y for _, y in p]
+    c = counter_j(et, ev, w0, w1)
+    i = trapezoid_j(pt, pv, w0, w1)
+    tj = json.load(open(os.path.join(obj, "telemetry.json")))
+    dev = (tj.get("devices") or [{}])[0]
+    # Idle: from the first sample to the first request (bench360 measures `idle` s there).
+    idle_c = counter_j(et, ev, max(et[0], pt[0]), w0)
+    idle_i = trapezoid_j(pt, pv, max(et[0], pt[0]), w0)
+    return {
+        "label": label.removeprefix("run "), "key": key, "window_s": (w1 - w0) / 1e9,
+        "energy_samples": len(et), "power_samples": len(pt),
+        "counter_j": c, "integral_j": i,
+        "ratio": (c / i) if c and i else None,
+        "diff_pct": (100 * (c - i) / i) if c and i else None,
+        "bench_counter_j": dev.get("energy_j"), "bench_integral_j": dev.get("power_integral_j"),
+        "method": dev.get("method"),
+        "idle_s": (w0 - max(et[0], pt[0])) / 1e9, "idle_counter_j": idle_c, "idle_integral_j": idle_i,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cache")
+    ap.add_argument("--keys", nargs="*")
+    ap.add_argument("--summary", help="take the node keys (and labels) of this summary.csv")
+    ap.add_argument("--json", help="also write the rows as JSON")
+    a = ap.parse_args()
+    recs = {}
+    for f in glob.glob(os.path.join(a.cache, "records", "*.json")):
+        rec = json.load(open(f))
+        if rec.get("kind") == "run" and rec.get("status") == "finished":
+            recs[rec["key"]] = rec["label"]
+    keys = a.keys or list(recs)
+    if a.summary:
+        keys = [row["node_key"] for row in csv.DictReader(open(a.summary))]
+    rows = [check(a.cache, k, recs.get(k, k)) for k in keys]
+    f = lambda v, n=1: "—" if v is None else f"{v:.{n}f}"
+    print("| run | window s | counter J | ∫power J | counter/∫power | Δ % | ≤ 5 % | bench360 counter J | bench360 ∫power J | idle counter J / ∫power J |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ok = r["diff_pct"] is not None and abs(r["diff_pct"]) <= 5
+        print(f"| {r['label']} | {f(r['window_s'], 2)} | {f(r['counter_j'])} | {f(r['integral_j'])} | "
+              f"{f(r['ratio'], 4)} | {f(r['diff_pct'], 2)} | {'yes' if ok else 'NO'} | "
+              f"{f(r['bench_counter_j'])} | {f(r['bench_integral_j'])} | "
+              f"{f(r['idle_counter_j'])} / {f(r['idle_integral_j'])} ({f(r['idle_s'], 1)} s) |")
+    bad = [r for r in rows if r["diff_pct"] is None or abs(r["diff_pct"]) > 5]
+    print(f"\n{len(rows)} runs: {len(rows) - len(bad)} within 5 %, {len(bad)} outside or not comparable.")
+    if a.json:
+        json.dump(rows, open(a.json, "w"), indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
