@@ -5,8 +5,11 @@
 #   device-llama.sh build N        (carry .devcarry/a .devcarry/pNN) unpack the llama.cpp
 #                                  source, start its CUDA build in the background, receive part N
 #   device-llama.sh recv N         (carry .devcarry/pNN) receive part N (sha256 checked)
-#   device-llama.sh start [SWEEP]  join and check the parts (both GGUFs, bench360), wait for the
-#                                  build, start `bench360 apply` in the background
+#   device-llama.sh start [SWEEP]  join and check the parts (the GGUFs, bench360), wait for the
+#                                  build, start `bench360 apply` in the background. With
+#                                  .devcarry/b carried (bench360.xz + SHA256SUMS), the binary
+#                                  comes from there instead of the parts (sweeps/gpu-llama-tp.kdl:
+#                                  the parts hold only the 1.5B GGUF).
 #   device-llama.sh wait SECS [final]
 #                                  follow the apply; when it has finished, put the artefacts
 #                                  under $OUT and exit with its status; else exit 3 — or, with
@@ -16,6 +19,7 @@ export ROOT=${BENCH360_GPU_ROOT:-/root}   # another folder only to try the scrip
 export BENCH360_LLAMA_SERVER=$ROOT/llama/llama.cpp/build/bin/llama-server
 export BENCH360_SMOLLM2_GGUF=$ROOT/carry/smollm2-135m.gguf
 export BENCH360_QWEN2_5_CODER_0_5B_GGUF=$ROOT/carry/qwen2.5-coder-0.5b.gguf
+export BENCH360_QWEN2_5_CODER_1_5B_GGUF=$ROOT/carry/qwen2.5-coder-1.5b.gguf
 log() { printf '[device-llama %s] %s\n' "$(date -u +%T)" "$*"; }
 
 recv() {
@@ -51,7 +55,7 @@ EOF
   (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT 2>/dev/null)
   (cd $ROOT && find cache/objects -name chunks.parquet -print0 | tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
   [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"
-  { nvidia-smi; echo; $BENCH360_LLAMA_SERVER --version 2>&1 | tail -n 3; echo; tail -n 5 $ROOT/llama/build.log;
+  { nvidia-smi; echo; nvidia-smi topo -m; echo; $BENCH360_LLAMA_SERVER --version 2>&1 | tail -n 3; echo; tail -n 5 $ROOT/llama/build.log;
     echo; cat $ROOT/times.txt 2>/dev/null; } > "$OUT/device-info.txt" 2>&1
   ls -l "$OUT"
   tail -n 30 $ROOT/apply.log
@@ -69,7 +73,7 @@ case ${1:-} in
         -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_NCCL=OFF -DLLAMA_OPENSSL=OFF \
         -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_TESTS=OFF \
         -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF &&
-      cmake --build build --target llama-server -j 16
+      cmake --build build --target llama-server -j $(nproc)
       echo $? > $ROOT/llama/build.rc' > $ROOT/llama/build.log 2>&1 < /dev/null &
     cd - > /dev/null
     echo "build started $(date -u +%T)" > $ROOT/times.txt
@@ -87,7 +91,12 @@ case ${1:-} in
     rm -rf $C; mkdir -p $C
     cat $(grep -o 'part[0-9][0-9]$' $P/MANIFEST | sed "s|^|$P/|") | tar -xf - -C $C || exit 1
     (cd $C && sha256sum -c SHA256SUMS) || { log "joined files do not match SHA256SUMS"; exit 1; }
-    xz -dc $C/bench360.xz > $ROOT/bench360 && chmod +x $ROOT/bench360
+    if [ -f .devcarry/b/bench360.xz ]; then
+      (cd .devcarry/b && sha256sum -c SHA256SUMS) || { log "bench360.xz does not match"; exit 1; }
+      xz -dc .devcarry/b/bench360.xz > $ROOT/bench360 && chmod +x $ROOT/bench360
+    else
+      xz -dc $C/bench360.xz > $ROOT/bench360 && chmod +x $ROOT/bench360
+    fi
     $ROOT/bench360 --version
     for _ in $(seq 1 60); do [ -f $ROOT/llama/build.rc ] && break; sleep 5; done
     log "llama.cpp build rc: $(cat $ROOT/llama/build.rc 2>/dev/null || echo unfinished)"; tail -n 2 $ROOT/llama/build.log
