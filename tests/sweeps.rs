@@ -12,6 +12,7 @@ fn validate(path: &Path) -> std::process::Output {
         .env("BENCH360_LLAMA_SERVER", "/opt/llama-server")
         .env("BENCH360_SMOLLM2_GGUF", "/models/smollm2.gguf")
         .env("BENCH360_QWEN2_5_CODER_0_5B_GGUF", "/models/qwen-0.5b.gguf")
+        .env("BENCH360_QWEN2_5_CODER_1_5B_GGUF", "/models/qwen-1.5b.gguf")
         .env("BENCH360_LLAMA_IMAGE", "bench360-local/llama-server")
         .env("BENCH360_LLAMA_TAG", "cpu")
         .env("OPENAI_API_KEY_VAR_IS_NOT_READ", "")

@@ -15,7 +15,9 @@ of a summary.csv), recomputes from the raw files, independently of bench360's Ru
 
 and prints both, their ratio, whether they agree within 5 %, and bench360's own figures from
 telemetry.json (energy_j, power_integral_j) next to them. Also the idle baseline (the
-telemetry before the first request) both ways. Needs pyarrow.
+telemetry before the first request) both ways. An engine on several GPUs (tensor-parallel):
+each GPU's series is checked on its own and the GPUs are summed (the JSON keeps each).
+Needs pyarrow.
 """
 import argparse
 import csv
@@ -50,34 +52,56 @@ def trapezoid_j(ts, w, a, b):
     return sum((t1 - t0) / 1e9 * (v0 + v1) / 2 for (t0, v0), (t1, v1) in zip(pts, pts[1:]))
 
 
+def check_device(et, ev, pt, pv, w0, w1):
+    """Counter and ∫power over [w0, w1] and over the idle span before w0, for one GPU."""
+    start = max(et[0], pt[0])
+    return {"counter_j": counter_j(et, ev, w0, w1), "integral_j": trapezoid_j(pt, pv, w0, w1),
+            "idle_counter_j": counter_j(et, ev, start, w0),
+            "idle_integral_j": trapezoid_j(pt, pv, start, w0), "start": start,
+            "energy_samples": len(et), "power_samples": len(pt)}
+
+
+def add(xs):
+    return None if any(x is None for x in xs) else sum(xs)
+
+
 def check(cache, key, label):
     obj = os.path.join(cache, "objects", key)
     r = pq.read_table(os.path.join(obj, "requests.parquet"), columns=["scheduled_ns", "end_ns"]).to_pydict()
     w0, w1 = min(r["scheduled_ns"]), max(r["end_ns"])
     t = pq.read_table(os.path.join(obj, "telemetry.parquet"),
                       columns=["t_ns", "source", "device", "power_w", "energy_mj"]).to_pydict()
-    e = sorted((ts, v) for ts, s, d, v in zip(t["t_ns"], t["source"], t["device"], t["energy_mj"])
-               if s == "gpu" and v is not None)
-    p = sorted((ts, v) for ts, s, d, v in zip(t["t_ns"], t["source"], t["device"], t["power_w"])
-               if s == "gpu" and v is not None)
-    et, ev = [x for x, _ in e], [y for _, y in e]
-    pt, pv = [x for x, _ in p], [y for _, y in p]
-    c = counter_j(et, ev, w0, w1)
-    i = trapezoid_j(pt, pv, w0, w1)
+    # One series per GPU (an engine on several GPUs: tensor-parallel), checked apart, then
+    # summed, as bench360 sums its devices.
+    devs = sorted({d for s, d in zip(t["source"], t["device"]) if s == "gpu"})
+    per = {}
+    for dv in devs:
+        e = sorted((ts, v) for ts, s, d, v in zip(t["t_ns"], t["source"], t["device"], t["energy_mj"])
+                   if s == "gpu" and d == dv and v is not None)
+        p = sorted((ts, v) for ts, s, d, v in zip(t["t_ns"], t["source"], t["device"], t["power_w"])
+                   if s == "gpu" and d == dv and v is not None)
+        per[dv] = check_device([x for x, _ in e], [y for _, y in e], [x for x, _ in p], [y for _, y in p], w0, w1)
+    c = add([v["counter_j"] for v in per.values()])
+    i = add([v["integral_j"] for v in per.values()])
     tj = json.load(open(os.path.join(obj, "telemetry.json")))
-    dev = (tj.get("devices") or [{}])[0]
-    # Idle: from the first sample to the first request (bench360 measures `idle` s there).
-    idle_c = counter_j(et, ev, max(et[0], pt[0]), w0)
-    idle_i = trapezoid_j(pt, pv, max(et[0], pt[0]), w0)
+    gds = [d for d in (tj.get("devices") or []) if d.get("source") == "gpu"] or [{}]
+    start = max(v["start"] for v in per.values())
     return {
         "label": label.removeprefix("run "), "key": key, "window_s": (w1 - w0) / 1e9,
-        "energy_samples": len(et), "power_samples": len(pt),
+        "devices": devs,
+        "per_device": {dv: {k: v[k] for k in ("counter_j", "integral_j", "idle_counter_j", "idle_integral_j")}
+                       for dv, v in per.items()},
+        "energy_samples": sum(v["energy_samples"] for v in per.values()),
+        "power_samples": sum(v["power_samples"] for v in per.values()),
         "counter_j": c, "integral_j": i,
         "ratio": (c / i) if c and i else None,
         "diff_pct": (100 * (c - i) / i) if c and i else None,
-        "bench_counter_j": dev.get("energy_j"), "bench_integral_j": dev.get("power_integral_j"),
-        "method": dev.get("method"),
-        "idle_s": (w0 - max(et[0], pt[0])) / 1e9, "idle_counter_j": idle_c, "idle_integral_j": idle_i,
+        "bench_counter_j": add([d.get("energy_j") for d in gds]),
+        "bench_integral_j": add([d.get("power_integral_j") for d in gds]),
+        "method": ",".join(sorted({str(d.get("method")) for d in gds})),
+        "idle_s": (w0 - start) / 1e9,
+        "idle_counter_j": add([v["idle_counter_j"] for v in per.values()]),
+        "idle_integral_j": add([v["idle_integral_j"] for v in per.values()]),
     }
 
 
@@ -98,11 +122,11 @@ def main():
         keys = [row["node_key"] for row in csv.DictReader(open(a.summary))]
     rows = [check(a.cache, k, recs.get(k, k)) for k in keys]
     f = lambda v, n=1: "—" if v is None else f"{v:.{n}f}"
-    print("| run | window s | counter J | ∫power J | counter/∫power | Δ % | ≤ 5 % | bench360 counter J | bench360 ∫power J | idle counter J / ∫power J |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| run | GPUs | window s | counter J | ∫power J | counter/∫power | Δ % | ≤ 5 % | bench360 counter J | bench360 ∫power J | idle counter J / ∫power J |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ok = r["diff_pct"] is not None and abs(r["diff_pct"]) <= 5
-        print(f"| {r['label']} | {f(r['window_s'], 2)} | {f(r['counter_j'])} | {f(r['integral_j'])} | "
+        print(f"| {r['label']} | {' + '.join(r['devices'])} | {f(r['window_s'], 2)} | {f(r['counter_j'])} | {f(r['integral_j'])} | "
               f"{f(r['ratio'], 4)} | {f(r['diff_pct'], 2)} | {'yes' if ok else 'NO'} | "
               f"{f(r['bench_counter_j'])} | {f(r['bench_integral_j'])} | "
               f"{f(r['idle_counter_j'])} / {f(r['idle_integral_j'])} ({f(r['idle_s'], 1)} s) |")

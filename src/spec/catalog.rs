@@ -166,7 +166,10 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         name: "llama.cpp",
         process_args: LLAMA_CPP_ARGS,
         quantization_args: &[],
-        tensor_parallel_args: &["--split-mode", "row"],
+        // `row` is gone from CUDA builds (llama.cpp of llama-cpp-python 0.3.36: "device CUDA0
+        // does not support split buffers"); `tensor` splits each layer's tensors over the GPUs
+        // (measured on two H200s: docs/results-h200.md).
+        tensor_parallel_args: &["--split-mode", "tensor"],
         docker: Some(DockerRecipe {
             // CPU build; `server-cuda` for NVIDIA GPUs.
             image: "ghcr.io/ggml-org/llama.cpp",

@@ -159,7 +159,7 @@ pub(crate) struct Engine {
     /// Fraction of GPU memory the engine may take (vLLM, SGLang, TGI, LMDeploy).
     pub gpu_memory: f64,
     /// GPUs one engine instance spreads over (vLLM `--tensor-parallel-size`, SGLang
-    /// `--tp-size`, LMDeploy `--tp`, TGI `--num-shard`, llama.cpp `--split-mode row`).
+    /// `--tp-size`, LMDeploy `--tp`, TGI `--num-shard`, llama.cpp `--split-mode tensor`).
     pub tensor_parallel: u32,
     pub dtype: String,
 }
