@@ -16,7 +16,9 @@ const LAYERS: &[&[&str]] = &[
     &["plan", "workload"],
     &["report"],
     &["cli"],
-    &["exec", "slurm", "selfbench", "fuzz", "compare"],
+    &["exec", "slurm", "selfbench", "fuzz"],
+    &["app"],
+    &["compare"],
     &["main"],
 ];
 
