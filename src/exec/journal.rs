@@ -89,18 +89,7 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 pub(super) fn anyhow_io(what: &'static str) -> impl Fn(anyhow::Error) -> NodeError {
-    move |e| {
-        let cause = e
-            .chain()
-            .find_map(|x| x.downcast_ref::<std::io::Error>().map(|i| i.to_string()))
-            .unwrap_or_else(|| {
-                let t = e.to_string();
-                t.strip_prefix("External: ")
-                    .map(str::to_string)
-                    .unwrap_or(t)
-            });
-        NodeError::Io { what, cause }
-    }
+    move |e| NodeError::io(what, e.as_ref())
 }
 
 pub(super) fn std_io(what: &'static str) -> impl Fn(std::io::Error) -> NodeError {
@@ -153,6 +142,8 @@ impl<'s> Journal<'s> {
 
     /// Failed, its object kept as evidence (listed in the record, but not cached: the next
     /// apply runs the node again).
+    /// When the disk is too full for a new record, the `started` record is overwritten in
+    /// place (it needs no new space), so no record stays `started`.
     pub(super) fn failed_with_evidence(
         mut self,
         cause: &str,
@@ -168,20 +159,10 @@ impl<'s> Journal<'s> {
         }
     }
 
-    /// Failed, with its cause. When the disk is too full for a new record, the `started`
-    /// record is overwritten in place (it needs no new space), so no record stays `started`.
-    pub(super) fn failed(mut self, cause: &str) {
-        self.rec.objects.clear();
-        if self
-            .close(
-                RecordStatus::Failed,
-                Some(cause.to_string()),
-                serde_json::Value::Null,
-            )
-            .is_err()
-        {
-            let _ = self.store.write_record_in_place(&self.rec);
-        }
+    /// Failed, with its cause and no object (as [`Journal::failed_with_evidence`] without
+    /// the evidence).
+    pub(super) fn failed(self, cause: &str) {
+        self.failed_with_evidence(cause, serde_json::Value::Null, Objects::new());
     }
 }
 

@@ -234,6 +234,21 @@ pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Swee
     report_files(store, plan, sweep, rows)
 }
 
+/// A node's key as the report reads it: the planned key when it has a record, else the last
+/// recorded key of the same label (the configuration as it last ran).
+fn resolver<'a>(store: &'a Store, plan: &'a Plan) -> impl Fn(NodeIndex) -> String + 'a {
+    move |i| {
+        let n = &plan.graph[i];
+        if store.record(&n.key).is_some() {
+            n.key.clone()
+        } else {
+            store
+                .last_key(&plan.sweep, &n.label)
+                .unwrap_or_else(|| n.key.clone())
+        }
+    }
+}
+
 /// Every run of the plan as the report sees it: what it recorded (or, when the planned key
 /// has no record, the last recorded node of the same configuration).
 pub(crate) fn summary_rows(
@@ -241,17 +256,7 @@ pub(crate) fn summary_rows(
     plan: &Plan,
     sweep: &crate::spec::Sweep,
 ) -> Vec<crate::report::summary::Row> {
-    let g = &plan.graph;
-    let resolve = |i: NodeIndex| -> String {
-        let key = &g[i].key;
-        if store.record(key).is_some() {
-            key.clone()
-        } else {
-            store
-                .last_key(&plan.sweep, &g[i].label)
-                .unwrap_or_else(|| key.clone())
-        }
-    };
+    let resolve = resolver(store, plan);
     let primaries: Vec<&'static str> = (0..sweep.tasks.len())
         .map(|t| task::of(sweep, t).primary())
         .collect();
@@ -273,17 +278,7 @@ fn report_files(
     sweep: &crate::spec::Sweep,
     rows: Vec<crate::report::summary::Row>,
 ) -> ReportFiles {
-    let g = &plan.graph;
-    let resolve = |i: NodeIndex| -> String {
-        let key = &g[i].key;
-        if store.record(key).is_some() {
-            key.clone()
-        } else {
-            store
-                .last_key(&plan.sweep, &g[i].label)
-                .unwrap_or_else(|| key.clone())
-        }
-    };
+    let resolve = resolver(store, plan);
     let coldstarts: Vec<(String, Option<ColdStart>)> = plan
         .deployments
         .iter()

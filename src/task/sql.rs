@@ -285,18 +285,24 @@ fn cut_points(text: &str) -> Vec<usize> {
     cuts
 }
 
-/// A `;` outside quotes: more than one statement (SQLite would prepare only the first).
-fn several_statements(sql: &str) -> bool {
+/// Where the first `;` outside the `quotes` is.
+fn first_semicolon(text: &str, quotes: &[char]) -> Option<usize> {
     let mut quote: Option<char> = None;
-    for c in sql.chars() {
-        match (quote, c) {
-            (None, '\'' | '"' | '`') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, ';') => return true,
-            _ => {}
+    for (i, c) in text.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if quotes.contains(&c) => quote = Some(c),
+            None if c == ';' => return Some(i),
+            None => {}
         }
     }
-    false
+    None
+}
+
+/// A `;` outside quotes: more than one statement (SQLite would prepare only the first).
+fn several_statements(sql: &str) -> bool {
+    first_semicolon(sql, &['\'', '"', '`']).is_some()
 }
 
 /// The statement that starts at the beginning of `text`: its longest prefix, cut where prose
@@ -334,16 +340,7 @@ fn starts(re: &Regex, text: &str) -> Vec<usize> {
 
 /// From `at`, up to the first `;` outside quotes, or the end.
 fn up_to_semicolon(text: &str) -> &str {
-    let mut quote: Option<char> = None;
-    for (i, c) in text.char_indices() {
-        match (quote, c) {
-            (None, '\'' | '"') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, ';') => return &text[..i],
-            _ => {}
-        }
-    }
-    text
+    &text[..first_semicolon(text, &['\'', '"']).unwrap_or(text.len())]
 }
 
 /// Where prose resumes after a statement SQLite cannot parse: a blank line or a `;`.
