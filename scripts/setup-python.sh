@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (once) a virtual environment with the Python packages the tests use: pyarrow and duckdb
 # to read bench360's Parquet tables, rouge-score and transformers' SQuAD v2 metrics as the
-# reference implementations that tests/python/ref_rouge.py and ref_squad.py run. Everything is
+# reference implementations that tests/python/ref_rouge.py and ref_squad.py run, nbclient,
+# ipykernel and matplotlib to execute notebooks/analysis.ipynb headless. Everything is
 # pinned with hashes (requirements-test.txt: wheels only; requirements-test-sdist.txt: the
 # sdist-only rouge-score, built offline against the pinned setuptools). Keyed by the hash of both
 # requirement files, so a change of pins makes a new one; reused otherwise. Prints
@@ -31,6 +32,9 @@ if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
   "$venv/bin/python" - >&2 <<'PYEOF'
 import importlib.util, os
 import pyarrow, duckdb, numpy, nltk, absl, six
+import nbclient, nbformat, ipykernel, jupyter_client, matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot
 from nltk.stem import porter
 from rouge_score import rouge_scorer
 s = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)

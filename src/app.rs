@@ -132,3 +132,110 @@ pub(crate) fn load_datasets(
         }
     }
 }
+
+/// A string as a KDL quoted string.
+fn kdl_str(s: &str) -> anyhow::Result<String> {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => anyhow::bail!("{s:?} holds a control character"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Ok(out)
+}
+
+/// `bench360 run`: the implicit sweep, as a sweep file's text, and its name. Everything the
+/// command line decides is in the file, so the file alone reproduces the measurement.
+pub(crate) fn adhoc_sweep(a: &crate::cli::RunArgs) -> anyhow::Result<(String, String)> {
+    anyhow::ensure!(
+        a.url.starts_with("http://") || a.url.starts_with("https://"),
+        "--url must start with http:// or https:// (got {:?})",
+        a.url
+    );
+    anyhow::ensure!(
+        spec::catalog::lookup(&a.kind).is_some(),
+        "--kind {:?} is not an engine kind ({})",
+        a.kind,
+        spec::catalog::names().collect::<Vec<_>>().join(", ")
+    );
+    anyhow::ensure!(a.input_tokens >= 1 && a.output_tokens >= 1, "--input-tokens and --output-tokens must be at least 1");
+    anyhow::ensure!(a.prompts >= 1 && a.turns >= 1, "--prompts and --turns must be at least 1");
+    let scenario = match (a.concurrency, a.rate) {
+        (Some(c), None) => {
+            anyhow::ensure!(c >= 1, "--concurrency must be at least 1");
+            let requests = a
+                .requests
+                .unwrap_or_else(|| (8 * u64::from(c)).max(u64::from(a.prompts * a.turns)));
+            format!("scenario \"load\" {{\n    kind \"concurrency\"\n    concurrency {c}\n    requests {requests}\n}}\n")
+        }
+        (None, Some(r)) => {
+            anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number of requests per second");
+            anyhow::ensure!(a.duration > 0.0 && a.duration.is_finite(), "--duration must be positive");
+            anyhow::ensure!(a.requests.is_none(), "--requests is for --concurrency; an open-loop run lasts --duration");
+            format!("scenario \"load\" {{\n    kind \"rate\"\n    rate {r}\n    duration {}\n}}\n", a.duration)
+        }
+        (None, None) => anyhow::bail!("say the load: --concurrency N (closed loop) or --rate R (requests/s, open loop)"),
+        (Some(_), Some(_)) => unreachable!("clap refuses both"),
+    };
+    let mut task = format!(
+        "task \"synthetic\" {{\n    kind \"synthetic\"\n    samples {}\n    input-tokens {}\n    output-tokens {}\n",
+        a.prompts, a.input_tokens, a.output_tokens
+    );
+    if a.shared_prefix > 0 {
+        task.push_str(&format!("    shared-prefix {}\n", a.shared_prefix));
+    }
+    if a.turns > 1 {
+        task.push_str(&format!("    turns {}\n", a.turns));
+    }
+    if a.completions {
+        task.push_str("    mode \"completion\"\n");
+    }
+    task.push_str("}\n");
+    let mut engine = format!(
+        "engine \"server\" {{\n    kind {}\n    launcher \"endpoint\"\n    url {}\n    served-model {}\n",
+        kdl_str(&a.kind)?,
+        kdl_str(&a.url)?,
+        kdl_str(&a.model)?
+    );
+    if let Some(v) = &a.api_key_env {
+        engine.push_str(&format!("    api-key-env {}\n", kdl_str(v)?));
+    }
+    engine.push_str("}\n");
+    let defaults = format!(
+        "defaults {{\n    max-tokens {}\n    temperature 0.0\n    warmup {}\n{}}}\n",
+        a.output_tokens,
+        a.warmup,
+        if a.stop_at_eos { "" } else { "    ignore-eos #true\n" }
+    );
+    let body = format!(
+        "{defaults}model \"model\" {{\n    id {}\n}}\n{engine}{task}{scenario}",
+        kdl_str(&a.model)?
+    );
+    let name = match &a.name {
+        Some(n) => {
+            anyhow::ensure!(
+                !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && !n.starts_with('.'),
+                "--name {n:?}: use letters, digits, '-', '_' and '.'"
+            );
+            n.clone()
+        }
+        None => format!(
+            "run-{}",
+            &blake3::hash(format!("{}\n{body}", a.seed).as_bytes()).to_hex()[..10]
+        ),
+    };
+    let text = format!(
+        "// Written by `bench360 run` (an implicit sweep): apply this file to measure again.\nsweep {} {{\n    seed {}\n}}\n{body}",
+        kdl_str(&name)?,
+        a.seed
+    );
+    Ok((name, text))
+}

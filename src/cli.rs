@@ -34,6 +34,11 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Measure a running OpenAI-compatible server without a sweep file: writes an implicit
+    /// sweep (synthetic prompts of exact token counts under one load) to
+    /// `CACHE/adhoc/NAME.kdl` and applies it like any other (same DAG, cache, Parquet and
+    /// report; `--set`/`--only` apply to it too).
+    Run(RunArgs),
     /// Show every node of the sweep's DAG: cached, will run (and why) or blocked.
     Plan {
         sweep: PathBuf,
@@ -186,6 +191,70 @@ pub(crate) enum Executor {
     Local,
     /// Submit the DAG to Slurm (sbatch), one job per deployment.
     Slurm,
+}
+
+/// `bench360 run`: an ad-hoc measurement of a server at a URL.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RunArgs {
+    /// The server's base URL (`http://127.0.0.1:8000`).
+    #[arg(long)]
+    pub url: String,
+    /// The model name the server serves (sent in every request).
+    #[arg(long)]
+    pub model: String,
+    /// The engine kind behind the URL: names of output-control fields and the tokenize
+    /// endpoint (`openai`: probed).
+    #[arg(long, default_value = "openai")]
+    pub kind: String,
+    /// Name of the environment variable holding the API key (never written anywhere).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Closed loop: this many requests in flight.
+    #[arg(long, conflicts_with = "rate")]
+    pub concurrency: Option<u32>,
+    /// Open loop: requests per second (Poisson arrivals) for `--duration` seconds.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Length of an open-loop run, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Requests of a closed-loop run (default: 8 × concurrency, at least the prompts).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Prompt tokens of every request, as the server counts them (chat template included).
+    #[arg(long, default_value_t = 512)]
+    pub input_tokens: u32,
+    /// Output tokens of every request (`max_tokens`; end-of-sequence ignored unless
+    /// `--stop-at-eos`).
+    #[arg(long, default_value_t = 128)]
+    pub output_tokens: u32,
+    /// Let requests end at end-of-sequence before `--output-tokens`.
+    #[arg(long)]
+    pub stop_at_eos: bool,
+    /// Distinct prompts (conversations with `--turns`).
+    #[arg(long, default_value_t = 100)]
+    pub prompts: u32,
+    /// Tokens every prompt starts with in common (prefix caching).
+    #[arg(long, default_value_t = 0)]
+    pub shared_prefix: u32,
+    /// Turns per conversation (each turn carries the earlier ones).
+    #[arg(long, default_value_t = 1)]
+    pub turns: u32,
+    /// Completions API (plain prompt) instead of chat messages.
+    #[arg(long)]
+    pub completions: bool,
+    /// Throw-away requests before measuring.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    /// Seed of the prompts and arrivals.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Name of the implicit sweep (default: `run-` and a hash of these settings).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The outcome as JSON on stdout, as `apply --json`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Job options for `--executor slurm`; each overrides the sweep's `slurm { … }` block. None of

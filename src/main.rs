@@ -238,6 +238,31 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .map_err(|e| anyhow::Error::new(sweep::BadInput(e)))?;
     exec::progress::set_quiet(cli.quiet);
     match cli.command {
+        Command::Run(args) => {
+            let (name, text) = app::adhoc_sweep(&args)?;
+            let dir = cli.cache.join("adhoc");
+            std::fs::create_dir_all(&dir)?;
+            let path = dir.join(format!("{name}.kdl"));
+            // Written whole or not at all: a re-run with the same settings finds its cache.
+            let tmp = dir.join(format!(".{name}.kdl.tmp"));
+            std::fs::write(&tmp, &text)?;
+            std::fs::rename(&tmp, &path)?;
+            if !cli.quiet {
+                eprintln!("implicit sweep: {}", path.display());
+            }
+            run(Cli {
+                command: Command::Apply {
+                    sweep: path,
+                    json: args.json,
+                    reuse_connections: false,
+                    executor: cli::Executor::Local,
+                    deployment: None,
+                    wait: false,
+                    slurm: cli::SlurmArgs::default(),
+                },
+                ..cli
+            })
+        }
         Command::Validate {
             sweeps,
             syntax_only,

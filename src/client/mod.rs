@@ -4,6 +4,7 @@
 //! never retried.
 
 pub(crate) mod sse;
+pub(crate) mod tokenize;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -21,8 +22,11 @@ pub(crate) struct GenRequest {
     pub sample: usize,
     pub sample_id: String,
     pub system: Option<String>,
+    /// Earlier turns (user, assistant) sent before `prompt` (chat only).
+    pub history: Vec<(String, String)>,
     pub prompt: String,
-    /// Overrides the sampling's max tokens for this request (replayed traces).
+    /// Overrides the sampling's max tokens for this request (replayed traces, synthetic
+    /// output lengths).
     pub max_tokens: Option<u32>,
 }
 
@@ -126,22 +130,35 @@ impl HttpClient {
         }
         match self.api {
             Api::Chat => {
-                let mut messages = Vec::new();
-                if let Some(s) = &req.system {
-                    messages.push(json!({"role": "system", "content": s}));
-                }
-                messages.push(json!({"role": "user", "content": req.prompt}));
-                body["messages"] = json!(messages);
+                body["messages"] = messages(req.system.as_deref(), &req.history, &req.prompt);
             }
             Api::Completion => {
-                let prompt = match &req.system {
-                    Some(s) => format!("{s}\n\n{}", req.prompt),
-                    None => req.prompt.clone(),
-                };
-                body["prompt"] = json!(prompt);
+                body["prompt"] = json!(completion_prompt(req.system.as_deref(), &req.prompt));
             }
         }
         body
+    }
+}
+
+/// The chat messages of one request: the system prompt, the earlier turns, the new message.
+pub(crate) fn messages(system: Option<&str>, history: &[(String, String)], prompt: &str) -> Value {
+    let mut m = Vec::with_capacity(2 + 2 * history.len());
+    if let Some(s) = system {
+        m.push(json!({"role": "system", "content": s}));
+    }
+    for (u, a) in history {
+        m.push(json!({"role": "user", "content": u}));
+        m.push(json!({"role": "assistant", "content": a}));
+    }
+    m.push(json!({"role": "user", "content": prompt}));
+    Value::Array(m)
+}
+
+/// The plain prompt of a completion request.
+pub(crate) fn completion_prompt(system: Option<&str>, prompt: &str) -> String {
+    match system {
+        Some(s) => format!("{s}\n\n{prompt}"),
+        None => prompt.to_string(),
     }
 }
 
@@ -474,6 +491,7 @@ mod tests {
             sample: 0,
             sample_id: "s".into(),
             system: None,
+            history: Vec::new(),
             prompt: "hi".into(),
             max_tokens: None,
         }

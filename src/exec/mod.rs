@@ -72,6 +72,8 @@ pub(crate) struct Executor<'a> {
     /// Nodes that failed in this apply, with their cause.
     fates: BTreeMap<usize, String>,
     samples: BTreeMap<usize, Arc<Vec<Sample>>>,
+    /// Synthetic tasks' prompts, written with a deployment's tokenizer: (task, deployment).
+    materialized: BTreeMap<(usize, usize), Arc<Vec<Sample>>>,
     summary: Summary,
     progress: Progress,
 }
@@ -106,6 +108,7 @@ impl<'a> Executor<'a> {
             done: BTreeSet::new(),
             fates: BTreeMap::new(),
             samples,
+            materialized: BTreeMap::new(),
             summary: Summary::default(),
             progress: Progress::new(to_run as u64),
         }

@@ -204,6 +204,45 @@ impl Executor<'_> {
         Ok(s)
     }
 
+    /// The samples a run sends: the task's, or for a synthetic task, their text written with
+    /// this deployment's tokenizer (once per deployment).
+    async fn samples_for(
+        &mut self,
+        task: usize,
+        d: usize,
+        engine: &impl RunningEngine,
+    ) -> Result<Arc<Vec<Sample>>, NodeError> {
+        let base = self.samples_of(task)?;
+        let def = &self.sweep.tasks[task];
+        let Some(syn) = &def.synthetic else {
+            return Ok(base);
+        };
+        if let Some(s) = self.materialized.get(&(task, d)) {
+            return Ok(s.clone());
+        }
+        let e = &self.sweep.engines[self.plan.deployments[d].at.engine];
+        let api = def.mode.unwrap_or(e.api);
+        let tok = crate::client::tokenize::ServerTokenizer::connect(
+            engine.base_url(),
+            engine.served_model(),
+            engine.api_key(),
+            e.catalog.tokenize,
+        )
+        .await
+        .map_err(|e| NodeError::Failed(format!("synthetic prompts: {e}")))?;
+        self.progress.say(&format!(
+            "  writing {} synthetic prompts of task `{}` with the engine's tokenizer",
+            base.len(),
+            def.name.value
+        ));
+        let s = task::synthetic::materialize(syn, api, &base, &tok, self.sweep.seed)
+            .await
+            .map_err(|e| NodeError::Failed(format!("synthetic prompts of task `{}`: {e}", def.name.value)))?;
+        let s = Arc::new(s);
+        self.materialized.insert((task, d), s.clone());
+        Ok(s)
+    }
+
     fn launch_spec(&self, d: usize) -> LaunchSpec {
         let at = self.plan.deployments[d].at;
         let model = &self.sweep.models[at.model];
@@ -326,7 +365,7 @@ impl Executor<'_> {
             .first()
             .map(|&r| self.plan.runs[r].config.task)
             .unwrap_or(0);
-        let warm_samples = self.samples_of(first_task).ok();
+        let warm_samples = self.samples_for(first_task, d, &engine).await.ok();
         let mut first_token_s = None;
         let mut warm_failures = Vec::new();
         if let Some(samples) = &warm_samples {
@@ -346,8 +385,9 @@ impl Executor<'_> {
                         sample: 0,
                         sample_id: s.id.clone(),
                         system: s.system.clone(),
+                        history: s.history.clone(),
                         prompt: s.prompt.clone(),
-                        max_tokens: None,
+                        max_tokens: s.max_tokens,
                     };
                     let (rec, _) = client.stream(req, Instant::now(), clock).await;
                     if w == 0 {
@@ -431,7 +471,7 @@ impl Executor<'_> {
         let key = self.plan.graph[node].key.clone();
         let label = self.plan.graph[node].label.clone();
         let t0 = Instant::now();
-        let samples = match self.samples_of(spec.config.task) {
+        let samples = match self.samples_for(spec.config.task, d, &*engine).await {
             Ok(s) => s,
             Err(e) => {
                 let e = e.to_string();
@@ -558,6 +598,11 @@ impl Executor<'_> {
                 .map(|q| json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output}).to_string())
                 .collect();
             std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
+            if self.sweep.tasks[spec.config.task].synthetic.is_some() {
+                // What each synthetic request sent, with its targets.
+                let prompts: Vec<String> = samples.iter().enumerate().map(|(i, s)| json!({"sample": i, "sample_id": s.id, "target_prompt_tokens": s.extra.get("target_prompt_tokens").and_then(|v| v.parse::<u64>().ok()), "output_tokens": s.max_tokens, "system": s.system, "history": s.history, "prompt": s.prompt}).to_string()).collect();
+                std::fs::write(tmp.join("prompts.jsonl"), prompts.join("\n") + "\n").map_err(&js)?;
+            }
             write_json(&tmp.join("stats.json"), &run_stats).map_err(&js)?;
             if let Some(sat) = &outcome.saturation {
                 write_json(&tmp.join("saturation.json"), sat).map_err(&js)?;

@@ -125,9 +125,15 @@ pub(crate) struct Sample {
     /// Grouping for per-group metrics (MMLU: subject and category; SQuAD: answerable).
     pub groups: BTreeMap<String, String>,
     /// What a scorer needs beyond the references (text2sql: the database file; custom
-    /// tasks: the dataset row as JSON).
+    /// tasks: the dataset row as JSON; synthetic tasks: the token targets).
     #[serde(default)]
     pub extra: BTreeMap<String, String>,
+    /// Earlier turns of a conversation, (user, assistant), sent before `prompt` (chat only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<(String, String)>,
+    /// This request's `max_tokens`, overriding the run's (synthetic output lengths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 /// A scored output.

@@ -57,6 +57,17 @@ pub(crate) struct CatalogEntry {
     pub min_tokens_field: Option<&'static str>,
     /// Quantizations the engine runs; empty means any.
     pub quantizations: &'static [&'static str],
+    /// How the engine counts tokens with its own tokenizer (synthetic prompts); None: probed.
+    pub tokenize: Option<TokenizeApi>,
+}
+
+/// A server's tokenizer endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenizeApi {
+    /// llama.cpp: `/tokenize {content}`, `/detokenize {tokens}`, `/apply-template {messages}`.
+    LlamaCpp,
+    /// vLLM and SGLang: `/tokenize {model, prompt | messages}` (with `count`), `/detokenize`.
+    Vllm,
 }
 
 impl CatalogEntry {
@@ -186,6 +197,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: None,
         quantizations: GGUF_TYPES,
+        tokenize: Some(TokenizeApi::LlamaCpp),
     },
     CatalogEntry {
         name: "vllm",
@@ -239,6 +251,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "gguf",
             "experts_int8",
         ],
+        tokenize: Some(TokenizeApi::Vllm),
     },
     CatalogEntry {
         name: "sglang",
@@ -292,6 +305,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "modelopt",
             "gguf",
         ],
+        tokenize: Some(TokenizeApi::Vllm),
     },
     CatalogEntry {
         name: "tgi",
@@ -323,6 +337,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "bitsandbytes-nf4",
             "bitsandbytes-fp4",
         ],
+        tokenize: None,
     },
     CatalogEntry {
         name: "lmdeploy",
@@ -345,6 +360,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_new_tokens"),
         quantizations: &["awq", "gptq", "fp8"],
+        tokenize: None,
     },
     CatalogEntry {
         name: "ollama",
@@ -371,6 +387,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ignore_eos_field: None,
         min_tokens_field: None,
         quantizations: &[],
+        tokenize: None,
     },
     CatalogEntry {
         name: "openai",
@@ -386,6 +403,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_tokens"),
         quantizations: &[],
+        tokenize: None,
     },
 ];
 

@@ -231,6 +231,37 @@ pub(crate) struct Task {
     /// output before the task's own reading; no match leaves the output unparsed.
     pub extract: Option<Spanned<String>>,
     pub custom: Option<CustomTask>,
+    /// `synthetic` tasks: prompts of exact token counts, made with the engine's tokenizer.
+    pub synthetic: Option<Synthetic>,
+}
+
+/// A distribution of token counts, drawn per request with the sweep's seed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub(crate) enum Lengths {
+    Fixed { tokens: u32 },
+    /// Integers from `min` to `max`, both included, equally likely.
+    Uniform { min: u32, max: u32 },
+    /// Rounded draws of a normal distribution, clamped to `[min, max]`.
+    Normal { mean: f64, stddev: f64, min: u32, max: u32 },
+    /// `(tokens, weight)` bins: a bin is drawn with probability weight / total.
+    Histogram { bins: Vec<(u32, f64)> },
+}
+
+/// A `synthetic` task: what each request's prompt and output are made of.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Synthetic {
+    /// Prompt tokens of each request as the server counts them (chat template included); with
+    /// `turns`, the tokens each turn adds after the previous reply.
+    pub input: Lengths,
+    /// Requested output tokens of each request (`max_tokens`); none: the task's or sweep's.
+    pub output: Option<Lengths>,
+    /// Tokens at the start of every prompt that the prompts of a prefix group share.
+    pub shared_prefix: u32,
+    /// Number of distinct shared prefixes (prompt i belongs to group i mod groups).
+    pub prefix_groups: u32,
+    /// Turns of each conversation; each turn carries the previous turns and replies.
+    pub turns: u32,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -241,6 +272,7 @@ pub(crate) enum TaskKind {
     Summarization,
     Text2Sql,
     Custom,
+    Synthetic,
 }
 
 impl TaskKind {
@@ -250,6 +282,7 @@ impl TaskKind {
         ("summarization", TaskKind::Summarization),
         ("text2sql", TaskKind::Text2Sql),
         ("custom", TaskKind::Custom),
+        ("synthetic", TaskKind::Synthetic),
     ];
 }
 

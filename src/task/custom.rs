@@ -263,6 +263,7 @@ pub(crate) fn load(
                 "row".to_string(),
                 Value::Object(row.fields.clone()).to_string(),
             )]),
+            ..Default::default()
         });
     }
     Ok(out)

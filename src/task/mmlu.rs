@@ -123,6 +123,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             references: vec![item.answer.clone()],
             groups,
             extra: BTreeMap::new(),
+            ..Default::default()
         });
     }
     Ok(out)

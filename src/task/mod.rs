@@ -13,6 +13,7 @@ pub(crate) mod rouge;
 pub(crate) mod sql;
 pub(crate) mod squad;
 pub(crate) mod summarization;
+pub(crate) mod synthetic;
 pub(crate) mod text2sql;
 
 #[cfg(test)]
@@ -100,7 +101,7 @@ impl Task for Builtin {
             TaskKind::SquadV2 => vec![self.dir.join("dev_subset.jsonl")],
             TaskKind::Summarization => vec![self.dir.join("test_subset.jsonl")],
             TaskKind::Text2Sql => text2sql::files(&self.dir),
-            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+            TaskKind::Custom | TaskKind::Synthetic => unreachable!("not built-in tasks"),
         }
     }
 
@@ -110,7 +111,7 @@ impl Task for Builtin {
             TaskKind::SquadV2 => squad::TEMPLATE,
             TaskKind::Summarization => summarization::TEMPLATE,
             TaskKind::Text2Sql => text2sql::TEMPLATE,
-            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+            TaskKind::Custom | TaskKind::Synthetic => unreachable!("not built-in tasks"),
         };
         let mut t = if self.def.kind == TaskKind::Summarization {
             format!("{t}\narticle-words={}", self.def.article_words)
@@ -131,7 +132,7 @@ impl Task for Builtin {
             TaskKind::Text2Sql => {
                 format!("{} timeout={}", text2sql::METRIC, self.def.sql_timeout_s)
             }
-            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+            TaskKind::Custom | TaskKind::Synthetic => unreachable!("not built-in tasks"),
         };
         match &self.def.extract {
             Some(e) => format!("{m} extract={:?}", e.value),
@@ -145,7 +146,7 @@ impl Task for Builtin {
             TaskKind::SquadV2 => "f1",
             TaskKind::Summarization => "rougeL",
             TaskKind::Text2Sql => "execution_accuracy",
-            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+            TaskKind::Custom | TaskKind::Synthetic => unreachable!("not built-in tasks"),
         }
     }
 
@@ -155,7 +156,7 @@ impl Task for Builtin {
             TaskKind::SquadV2 => squad::load(&self.def, &self.dir, seed),
             TaskKind::Summarization => summarization::load(&self.def, &self.dir, seed),
             TaskKind::Text2Sql => text2sql::load(&self.def, &self.dir, seed),
-            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+            TaskKind::Custom | TaskKind::Synthetic => unreachable!("not built-in tasks"),
         }?;
         if let Some(a) = &self.def.answer_format {
             for s in &mut samples {
@@ -217,7 +218,7 @@ impl Builtin {
                     Duration::from_secs_f64(self.def.sql_timeout_s),
                 ))
             }
-            TaskKind::Custom => unreachable!("custom tasks are `Custom`"),
+            TaskKind::Custom | TaskKind::Synthetic => unreachable!("not built-in tasks"),
         };
         Ok(items.par_iter().map(|(s, o)| one(s, o)).collect())
     }
@@ -303,6 +304,61 @@ impl Custom {
     }
 }
 
+/// A `synthetic` task: placeholders with token targets; their text is written at run time
+/// with the engine's tokenizer ([`synthetic::materialize`]).
+struct SyntheticTask {
+    def: TaskDef,
+    /// Output tokens when the task draws none (the task's or sweep's `max-tokens`).
+    output: u32,
+}
+
+impl SyntheticTask {
+    fn syn(&self) -> &crate::spec::Synthetic {
+        self.def
+            .synthetic
+            .as_ref()
+            .expect("a synthetic task has its synthetic part")
+    }
+}
+
+impl Task for SyntheticTask {
+    fn files(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    fn template(&self) -> String {
+        format!(
+            "{} {} system={:?} default-output={}",
+            synthetic::RECIPE,
+            serde_json::to_string(self.syn()).expect("serializable"),
+            self.def.system,
+            self.output
+        )
+    }
+
+    fn metric(&self) -> String {
+        "synthetic: no reference".into()
+    }
+
+    fn primary(&self) -> &'static str {
+        "none"
+    }
+
+    fn load(&self, seed: u64) -> Result<Vec<Sample>, DatasetError> {
+        Ok(synthetic::plan(
+            self.syn(),
+            self.def.samples.unwrap_or(100),
+            self.def.system.as_deref(),
+            self.output,
+            seed,
+        ))
+    }
+
+    fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError> {
+        Ok(synthetic::score(items.len()))
+    }
+}
+
 /// The implementation of the sweep's task number `t`.
 pub(crate) fn of(sweep: &Sweep, t: usize) -> Box<dyn Task> {
     let def = sweep.tasks[t].clone();
@@ -312,6 +368,10 @@ pub(crate) fn of(sweep: &Sweep, t: usize) -> Box<dyn Task> {
             def,
             path,
             base: sweep.base_dir.clone(),
+        }),
+        TaskKind::Synthetic => Box::new(SyntheticTask {
+            output: def.max_tokens.unwrap_or(sweep.defaults.sampling.max_tokens),
+            def,
         }),
         _ => Box::new(Builtin { def, dir: path }),
     }
@@ -554,6 +614,7 @@ pub(crate) mod tests {
             answer_format: None,
             extract: None,
             custom: None,
+            synthetic: None,
         }
     }
 

@@ -270,6 +270,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             references: item.answers.clone(),
             groups,
             extra: BTreeMap::new(),
+            ..Default::default()
         });
     }
     Ok(out)

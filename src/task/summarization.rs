@@ -86,6 +86,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             references: vec![item.highlights.clone()],
             groups,
             extra: BTreeMap::new(),
+            ..Default::default()
         });
     }
     Ok(out)

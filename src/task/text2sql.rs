@@ -187,6 +187,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
                 "database".to_string(),
                 database_path(dir, &item.db_id).display().to_string(),
             )]),
+            ..Default::default()
         });
     }
     Ok(out)

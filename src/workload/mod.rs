@@ -72,7 +72,9 @@ async fn open_loop<C: InferenceClient>(
     let mut set = JoinSet::new();
     for (id, p) in plan.into_iter().enumerate() {
         let mut req = request(first_id + id as u32, p.user, p.sample, samples);
-        req.max_tokens = p.max_tokens;
+        if p.max_tokens.is_some() {
+            req.max_tokens = p.max_tokens;
+        }
         let c = client.clone();
         let at = start + p.at;
         set.spawn(async move {
@@ -132,8 +134,9 @@ fn request(id: u32, user: Option<u32>, sample_index: usize, samples: &[Sample]) 
         sample: sample_index,
         sample_id: s.id.clone(),
         system: s.system.clone(),
+        history: s.history.clone(),
         prompt: s.prompt.clone(),
-        max_tokens: None,
+        max_tokens: s.max_tokens,
     }
 }
 

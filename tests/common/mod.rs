@@ -238,3 +238,40 @@ pub fn wait_for_started_run(cache: &Path, label_part: &str, timeout: Duration) {
 pub fn python() -> String {
     setting("python.env", "BENCH360_PYTHON", "scripts/setup-python.sh")
 }
+
+/// A free loopback port (bound, then released for the server the test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server process the test started: killed when the test ends, even on panic.
+pub struct ServerGuard(pub std::process::Child);
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits (up to 60 s) until a llama-server on `port` answers `/health` with 200.
+pub fn wait_healthy(port: u16) {
+    use std::io::{Read, Write};
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+            let mut buf = String::new();
+            let _ = s.read_to_string(&mut buf);
+            if buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200") {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("server on port {port} not healthy after 60 s");
+}

@@ -116,6 +116,19 @@ const TASK_FIELDS: &[&str] = &[
     "scorer-timeout",
     "database",
     "group-by",
+    "input-tokens",
+    "output-tokens",
+    "shared-prefix",
+    "prefix-groups",
+    "turns",
+];
+/// Fields only a `synthetic` task takes.
+const SYNTHETIC_FIELDS: &[&str] = &[
+    "input-tokens",
+    "output-tokens",
+    "shared-prefix",
+    "prefix-groups",
+    "turns",
 ];
 /// Fields only a `custom` task takes (`extract` is taken by every kind).
 const CUSTOM_FIELDS: &[&str] = &[

@@ -36,6 +36,10 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         Some(n) => ctx
             .one_str(n)
             .map(|s| Spanned::new(ctx.expand_env(&s), s.span)),
+        // Synthetic prompts come from no file.
+        None if kind == Some(TaskKind::Synthetic) => {
+            Some(Spanned::new(String::new(), node.name.span))
+        }
         None => {
             ctx.err_help(
                 node.name.span,
@@ -101,19 +105,27 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     if let Some(k) = kind {
         let only = |field: &str| -> Option<&'static str> {
             match field {
-                "answer-format" => Some("built-in (custom tasks write it in their template)"),
+                "answer-format" | "extract" => {
+                    Some("built-in (custom tasks write it in their template)")
+                }
                 "article-words" => Some("summarization"),
                 "sql-timeout" => Some("text2sql or custom"),
+                "dataset" | "shots" => Some("dataset"),
                 f if CUSTOM_FIELDS.contains(&f) => Some("custom"),
+                f if SYNTHETIC_FIELDS.contains(&f) => Some("synthetic"),
                 _ => None,
             }
         };
         for (field, nodes) in &f {
             let allowed = match *field {
-                "answer-format" => k != TaskKind::Custom,
+                "answer-format" | "extract" => {
+                    !matches!(k, TaskKind::Custom | TaskKind::Synthetic)
+                }
                 "article-words" => k == TaskKind::Summarization,
                 "sql-timeout" => matches!(k, TaskKind::Text2Sql | TaskKind::Custom),
+                "dataset" | "shots" => k != TaskKind::Synthetic,
                 f if CUSTOM_FIELDS.contains(&f) => k == TaskKind::Custom,
+                f if SYNTHETIC_FIELDS.contains(&f) => k == TaskKind::Synthetic,
                 _ => true,
             };
             if !allowed {
@@ -134,6 +146,11 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     if kind == Some(TaskKind::Custom) && custom.is_none() {
         return None;
     }
+    let synthetic = if kind == Some(TaskKind::Synthetic) {
+        Some(resolve_synthetic(ctx, node, &f)?)
+    } else {
+        None
+    };
     Some(Task {
         name: name?,
         kind: kind?,
@@ -149,7 +166,181 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         answer_format,
         extract,
         custom,
+        synthetic,
     })
+}
+
+/// The fields of a `synthetic` task.
+fn resolve_synthetic(
+    ctx: &mut Ctx,
+    node: &RawNode,
+    f: &BTreeMap<&str, Vec<&RawNode>>,
+) -> Option<Synthetic> {
+    let input = match Ctx::first(f, "input-tokens") {
+        Some(n) => resolve_lengths(ctx, n),
+        None => {
+            ctx.err_help(
+                node.name.span,
+                "synthetic task has no `input-tokens`",
+                "missing `input-tokens`",
+                "add `input-tokens 512` (or `\"uniform\" min=… max=…`, `\"normal\" mean=… stddev=…`, `\"histogram\" \"128:3\" \"512:1\"`)",
+            );
+            None
+        }
+    };
+    let output = match Ctx::first(f, "output-tokens") {
+        Some(n) => Some(resolve_lengths(ctx, n)?),
+        None => None,
+    };
+    let shared_prefix = Ctx::first(f, "shared-prefix")
+        .and_then(|n| ctx.one_int(n, 0, 1_000_000))
+        .unwrap_or(0) as u32;
+    let prefix_groups = Ctx::first(f, "prefix-groups")
+        .and_then(|n| ctx.one_int(n, 1, 1_000_000))
+        .unwrap_or(1) as u32;
+    let turns = Ctx::first(f, "turns")
+        .and_then(|n| ctx.one_int(n, 1, 1000))
+        .unwrap_or(1) as u32;
+    let input = input?;
+    if shared_prefix > 0 {
+        let min_input = match &input {
+            Lengths::Fixed { tokens } => *tokens,
+            Lengths::Uniform { min, .. } | Lengths::Normal { min, .. } => *min,
+            Lengths::Histogram { bins } => bins.iter().map(|b| b.0).min().unwrap_or(0),
+        };
+        if shared_prefix >= min_input {
+            let n = Ctx::first(f, "shared-prefix").expect("present");
+            ctx.err_help(
+                n.args.first().map(|a| a.span).unwrap_or(n.span),
+                format!("a shared prefix of {shared_prefix} tokens leaves no room in prompts of {min_input} tokens"),
+                "prefix as long as a prompt",
+                "make `shared-prefix` smaller than the shortest `input-tokens`",
+            );
+            return None;
+        }
+    }
+    Some(Synthetic {
+        input,
+        output,
+        shared_prefix,
+        prefix_groups,
+        turns,
+    })
+}
+
+/// `N`, `"uniform" min=A max=B`, `"normal" mean=M stddev=S [min=A] [max=B]` or
+/// `"histogram" "TOKENS:WEIGHT"…`.
+fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
+    const MAX: u64 = 10_000_000;
+    ctx.no_children(node);
+    let help = "write `N`, `\"uniform\" min=A max=B`, `\"normal\" mean=M stddev=S min=A max=B` or `\"histogram\" \"128:3\" \"512:1\"`";
+    let Some(first) = node.args.first() else {
+        ctx.err_help(node.span, format!("`{}` needs a value", node.name.value), "missing value", help);
+        return None;
+    };
+    let prop = |name: &str| node.props.iter().find(|(k, _)| k.value == name).map(|(_, v)| v);
+    let check_props = |ctx: &mut Ctx, allowed: &[&str]| -> bool {
+        let mut ok = true;
+        for (k, _) in &node.props {
+            if !allowed.contains(&k.value.as_str()) {
+                ctx.err_help(
+                    k.span,
+                    format!("`{}` takes no property `{}` here", node.name.value, k.value),
+                    "unexpected property",
+                    format!("this form takes {}", if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }),
+                );
+                ok = false;
+            }
+        }
+        ok
+    };
+    match &first.value {
+        RawValue::Int(_) => {
+            if !check_props(ctx, &[]) {
+                return None;
+            }
+            let t = ctx.one_int(node, 1, MAX)?;
+            Some(Lengths::Fixed { tokens: t as u32 })
+        }
+        RawValue::Str(form) if form == "uniform" => {
+            if !check_props(ctx, &["min", "max"]) {
+                return None;
+            }
+            let (Some(a), Some(b)) = (prop("min"), prop("max")) else {
+                ctx.err_help(first.span, "`uniform` needs `min` and `max`", "incomplete", help);
+                return None;
+            };
+            let (a, b) = (ctx.int(node, a, 1, MAX)?, ctx.int(node, b, 1, MAX)?);
+            if a > b {
+                ctx.err(first.span, format!("`uniform` has min {a} above max {b}"), "empty range");
+                return None;
+            }
+            Some(Lengths::Uniform { min: a as u32, max: b as u32 })
+        }
+        RawValue::Str(form) if form == "normal" => {
+            if !check_props(ctx, &["mean", "stddev", "min", "max"]) {
+                return None;
+            }
+            let (Some(m), Some(sd)) = (prop("mean"), prop("stddev")) else {
+                ctx.err_help(first.span, "`normal` needs `mean` and `stddev`", "incomplete", help);
+                return None;
+            };
+            let (m, sd) = (ctx.num(node, m)?, ctx.num(node, sd)?);
+            if !(1.0..=MAX as f64).contains(&m) || !(0.0..=MAX as f64).contains(&sd) {
+                ctx.err(first.span, "`normal` needs a mean of at least 1 and a stddev of at least 0", "out of range");
+                return None;
+            }
+            let min = match prop("min") {
+                Some(v) => ctx.int(node, v, 1, MAX)? as u32,
+                None => 1,
+            };
+            let max = match prop("max") {
+                Some(v) => ctx.int(node, v, 1, MAX)? as u32,
+                None => (m + 4.0 * sd).ceil().min(MAX as f64) as u32,
+            };
+            if min > max {
+                ctx.err(first.span, format!("`normal` has min {min} above max {max}"), "empty range");
+                return None;
+            }
+            Some(Lengths::Normal { mean: m, stddev: sd, min, max })
+        }
+        RawValue::Str(form) if form == "histogram" => {
+            if !check_props(ctx, &[]) {
+                return None;
+            }
+            let mut bins = Vec::new();
+            for v in &node.args[1..] {
+                let parsed = match &v.value {
+                    RawValue::Str(s) => s.split_once(':').and_then(|(t, w)| {
+                        let t: u32 = t.trim().parse().ok().filter(|t| (1..=MAX as u32).contains(t))?;
+                        let w: f64 = w.trim().parse().ok().filter(|w: &f64| w.is_finite() && *w >= 0.0)?;
+                        Some((t, w))
+                    }),
+                    _ => None,
+                };
+                match parsed {
+                    Some(b) => bins.push(b),
+                    None => {
+                        ctx.err_help(v.span, "a histogram bin is \"TOKENS:WEIGHT\"", "not a bin", "e.g. \"512:3\": 512 tokens, weight 3");
+                        return None;
+                    }
+                }
+            }
+            if bins.iter().map(|b| b.1).sum::<f64>() <= 0.0 {
+                ctx.err_help(first.span, "`histogram` needs at least one bin of positive weight", "no bins", help);
+                return None;
+            }
+            Some(Lengths::Histogram { bins })
+        }
+        other => {
+            let got = match other {
+                RawValue::Str(s) => format!("`{s}`"),
+                v => v.type_name().to_string(),
+            };
+            ctx.err_help(first.span, format!("`{}` cannot be {got}", node.name.value), "not a length", help);
+            None
+        }
+    }
 }
 
 pub(super) fn kind_name(k: TaskKind) -> &'static str {

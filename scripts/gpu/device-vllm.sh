@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool, kind nvidia-h200-x2), from the repo root: the vLLM slice of
+# issue #16 (sweeps/gpu-vllm.kdl: Qwen2.5-Coder-1.5B in bf16 and FP8, tensor parallel 1 and 2).
+# scripts/gpu/README.md ("vLLM slice") has the procedure.
+#
+#   device-vllm.sh recv N [info]   (carry .devcarry/pNN) receive part N (sha256 checked); with
+#                                  `info`, first print the GPUs, their links and torch's view
+#   device-vllm.sh start [SWEEP] [SECS]
+#                                  (carry .devcarry/b: bench360.xz + SHA256SUMS) check that every
+#                                  part is there, then in the background (setsid, so it outlives
+#                                  the call): device-unpack.sh (join, check, unpack the vLLM pack,
+#                                  the gguf wheel, the /root/bin wrappers, convert the GGUF into
+#                                  /root/hf-qwen2.5-coder-1.5b with a greedy check generation),
+#                                  `bench360 plan`, `bench360 apply`; then `wait SECS` (default 0)
+#   device-vllm.sh wait SECS [final]
+#                                  follow the apply; when it has finished, put the artefacts under
+#                                  $OUT and exit with its status; else exit 3 — or, with `final`,
+#                                  collect what the cache holds so far anyway (exit 4)
+#
+# A sweep edited while the machine is warm: carry .devcarry/b again and `start SWEEP SECS`
+# (the unpacking and the conversion are kept; apply's cache runs only what changed).
+set -uo pipefail
+export ROOT=${BENCH360_GPU_ROOT:-/root}   # another folder only to try the script elsewhere
+# Never NVLink multicast on this machine (device KINDS.md): inherited by bench360 and the engines.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export VLLM_ALLREDUCE_USE_SYMM_MEM=0
+# device-unpack.sh converts this GGUF (joined from the parts) into this folder.
+export BENCH360_SMOLLM2_GGUF=$ROOT/carry/qwen2.5-coder-1.5b.gguf
+export BENCH360_SMOLLM2_HF=$ROOT/hf-qwen2.5-coder-1.5b
+RUN=$ROOT/run   # a copy of the sweeps, datasets and scripts that apply reads (the tree is re-synced every call)
+log() { printf '[device-vllm %s] %s\n' "$(date -u +%T)" "$*"; }
+
+recv() {
+  local n src dst=$ROOT/parts
+  n=$(printf '%02d' "$((10#$1))"); src=.devcarry/p$n
+  [ -f "$src/part$n" ] || { log "$src/part$n was not carried"; return 1; }
+  mkdir -p "$dst"
+  (cd "$src" && grep " part$n\$" MANIFEST | sha256sum -c --quiet -) || { log "part$n DAMAGED: carry it again"; return 1; }
+  cp "$src/MANIFEST" "$dst/MANIFEST"
+  mv -f "$src/part$n" "$dst/part$n"
+  log "part$n ok; $(ls "$dst" | grep -c '^part') of $(grep -c ' part[0-9][0-9]$' "$dst/MANIFEST") parts"
+}
+
+collect() {
+  local sweep=$1 rc
+  rc=$(cat $ROOT/apply.rc 2>/dev/null || echo unfinished)
+  log "collecting (apply status $rc)"
+  (cd $RUN && $ROOT/bench360 --cache $ROOT/cache report "$sweep" > $ROOT/report.out 2>&1) || tail -n 5 $ROOT/report.out
+  cp $ROOT/apply.log "$OUT/apply.log"
+  cp $ROOT/cache/reports/*/report.md "$OUT/" 2>/dev/null
+  cp $ROOT/cache/reports/*/summary.csv "$OUT/" 2>/dev/null
+  # Every run's telemetry summary, keyed by label.
+  python3 - "$ROOT/cache" > "$OUT/telemetry-summaries.json" <<'EOF'
+import glob, json, os, sys
+c = sys.argv[1]; out = {}
+for f in sorted(glob.glob(os.path.join(c, "records", "*.json"))):
+    r = json.load(open(f))
+    t = os.path.join(c, "objects", r.get("key", ""), "telemetry.json")
+    if os.path.exists(t):
+        out[r.get("label", r.get("key"))] = json.load(open(t))
+json.dump(out, sys.stdout, indent=1)
+EOF
+  (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT 2>/dev/null)
+  (cd $ROOT && find cache/objects -name chunks.parquet -print0 | tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
+  [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"
+  [ "$(stat -c %s "$OUT/cache.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/cache.tar.xz"
+  { nvidia-smi; echo; nvidia-smi topo -m; echo; nproc; free -g; df -h $ROOT | tail -n 1; echo
+    $ROOT/bin/vllm-python -c 'import vllm, torch, transformers; print("vllm", vllm.__version__, "torch", torch.__version__, "transformers", transformers.__version__)' 2>&1 | tail -n 1
+    ls $ROOT/site-vllm | grep -E '\.dist-info$' | sed 's/\.dist-info$//' | tr '\n' ' '; echo; echo
+    cat $ROOT/hf-qwen2.5-coder-1.5b/config.json 2>/dev/null; echo
+    du -sh $ROOT/hf-qwen2.5-coder-1.5b $ROOT/site-vllm 2>/dev/null; echo
+    # The end of every engine log (bench360 keeps them per node in the cache).
+    for f in $(ls -t $ROOT/cache/objects/*/engine.log $ROOT/cache/objects/*/launch.log 2>/dev/null | head -n 8); do
+      echo "== $f"; tail -n 15 "$f"; done
+    echo; cat $ROOT/times.txt 2>/dev/null; } > "$OUT/device-info.txt" 2>&1
+  ls -l "$OUT"
+  tail -n 30 $ROOT/apply.log
+  [ "$rc" = unfinished ] && exit 4
+  exit "$rc"
+}
+
+wait_apply() {
+  local limit=$1 final=${2:-} sweep t0 last=0
+  sweep=$(cat $ROOT/apply.sweep) || exit 1
+  t0=$SECONDS
+  while [ $((SECONDS - t0)) -lt "$limit" ]; do
+    [ -f $ROOT/apply.rc ] && collect "$sweep"
+    if [ $((SECONDS - last)) -ge 60 ]; then
+      last=$SECONDS
+      log "running; $(nvidia-smi --query-gpu=index,power.draw,memory.used,utilization.gpu --format=csv,noheader | tr '\n' ';')"
+      tail -n 3 $ROOT/apply.log
+    fi
+    sleep 3
+  done
+  [ -f $ROOT/apply.rc ] && collect "$sweep"
+  if [ "$final" = final ]; then collect "$sweep"; fi
+  log "still running after $limit s: call wait again now"
+  tail -n 15 $ROOT/apply.log
+  exit 3
+}
+
+case ${1:-} in
+  recv)
+    if [ "${3:-}" = info ]; then
+      echo "machine up $(date -u +%T)" > $ROOT/times.txt
+      nvidia-smi --query-gpu=index,name,driver_version,power.draw,memory.used --format=csv
+      nvidia-smi topo -m 2>&1 | head -n 4
+      python3 -c 'import torch; print("torch", torch.__version__, "GPUs", torch.cuda.device_count())'
+      nproc; df -h $ROOT | tail -n 1
+    fi
+    recv "$2"
+    ;;
+  start)
+    sweep=${2:-sweeps/gpu-vllm.kdl}; secs=${3:-0}
+    P=$ROOT/parts
+    [ -f $P/MANIFEST ] || { log "no parts received"; exit 1; }
+    missing=$(grep -o 'part[0-9][0-9]$' $P/MANIFEST | while read -r p; do [ -f $P/$p ] || echo $p; done)
+    [ -z "$missing" ] || { log "missing parts: $(echo $missing)"; exit 1; }
+    if [ -f .devcarry/b/bench360.xz ]; then
+      (cd .devcarry/b && sha256sum -c SHA256SUMS) || { log "bench360.xz does not match"; exit 1; }
+      xz -dc .devcarry/b/bench360.xz > $ROOT/bench360.new && chmod +x $ROOT/bench360.new && mv $ROOT/bench360.new $ROOT/bench360
+    fi
+    [ -x $ROOT/bench360 ] || { log "no bench360: carry .devcarry/b"; exit 1; }
+    $ROOT/bench360 --version
+    [ -f $ROOT/apply.rc ] || [ ! -f $ROOT/apply.sweep ] || { log "an apply is still running: wait for it"; exit 1; }
+    rm -rf $RUN; mkdir -p $RUN
+    cp -r sweeps datasets scripts $RUN/
+    echo "$sweep" > $ROOT/apply.sweep; rm -f $ROOT/apply.rc
+    echo "start $(date -u +%T)" >> $ROOT/times.txt
+    cd $RUN
+    setsid nohup bash -c "
+      bash scripts/gpu/device-unpack.sh || { echo 1 > $ROOT/apply.rc; exit 1; }
+      echo \"apply started \$(date -u +%T)\" >> $ROOT/times.txt
+      $ROOT/bench360 --cache $ROOT/cache plan '$sweep' | tail -n 5
+      $ROOT/bench360 --cache $ROOT/cache apply '$sweep'
+      rc=\$?; echo \"apply ended \$(date -u +%T) rc \$rc\" >> $ROOT/times.txt; echo \$rc > $ROOT/apply.rc" \
+      >> $ROOT/apply.log 2>&1 < /dev/null &
+    cd - > /dev/null
+    log "unpack + convert + apply run in the background; next: device-vllm.sh wait 540"
+    sleep 2
+    wait_apply "$secs"
+    ;;
+  wait)
+    wait_apply "${2:-540}" "${3:-}"
+    ;;
+  *) echo "usage: $0 recv N [info] | start [SWEEP] [SECS] | wait SECS [final]" >&2; exit 2 ;;
+esac
