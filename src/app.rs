@@ -166,8 +166,14 @@ pub(crate) fn adhoc_sweep(a: &crate::cli::RunArgs) -> anyhow::Result<(String, St
         a.kind,
         spec::catalog::names().collect::<Vec<_>>().join(", ")
     );
-    anyhow::ensure!(a.input_tokens >= 1 && a.output_tokens >= 1, "--input-tokens and --output-tokens must be at least 1");
-    anyhow::ensure!(a.prompts >= 1 && a.turns >= 1, "--prompts and --turns must be at least 1");
+    anyhow::ensure!(
+        a.input_tokens >= 1 && a.output_tokens >= 1,
+        "--input-tokens and --output-tokens must be at least 1"
+    );
+    anyhow::ensure!(
+        a.prompts >= 1 && a.turns >= 1,
+        "--prompts and --turns must be at least 1"
+    );
     let scenario = match (a.concurrency, a.rate) {
         (Some(c), None) => {
             anyhow::ensure!(c >= 1, "--concurrency must be at least 1");
@@ -177,12 +183,26 @@ pub(crate) fn adhoc_sweep(a: &crate::cli::RunArgs) -> anyhow::Result<(String, St
             format!("scenario \"load\" {{\n    kind \"concurrency\"\n    concurrency {c}\n    requests {requests}\n}}\n")
         }
         (None, Some(r)) => {
-            anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number of requests per second");
-            anyhow::ensure!(a.duration > 0.0 && a.duration.is_finite(), "--duration must be positive");
-            anyhow::ensure!(a.requests.is_none(), "--requests is for --concurrency; an open-loop run lasts --duration");
-            format!("scenario \"load\" {{\n    kind \"rate\"\n    rate {r}\n    duration {}\n}}\n", a.duration)
+            anyhow::ensure!(
+                r > 0.0 && r.is_finite(),
+                "--rate must be a positive number of requests per second"
+            );
+            anyhow::ensure!(
+                a.duration > 0.0 && a.duration.is_finite(),
+                "--duration must be positive"
+            );
+            anyhow::ensure!(
+                a.requests.is_none(),
+                "--requests is for --concurrency; an open-loop run lasts --duration"
+            );
+            format!(
+                "scenario \"load\" {{\n    kind \"rate\"\n    rate {r}\n    duration {}\n}}\n",
+                a.duration
+            )
         }
-        (None, None) => anyhow::bail!("say the load: --concurrency N (closed loop) or --rate R (requests/s, open loop)"),
+        (None, None) => anyhow::bail!(
+            "say the load: --concurrency N (closed loop) or --rate R (requests/s, open loop)"
+        ),
         (Some(_), Some(_)) => unreachable!("clap refuses both"),
     };
     let mut task = format!(
@@ -213,7 +233,11 @@ pub(crate) fn adhoc_sweep(a: &crate::cli::RunArgs) -> anyhow::Result<(String, St
         "defaults {{\n    max-tokens {}\n    temperature 0.0\n    warmup {}\n{}}}\n",
         a.output_tokens,
         a.warmup,
-        if a.stop_at_eos { "" } else { "    ignore-eos #true\n" }
+        if a.stop_at_eos {
+            ""
+        } else {
+            "    ignore-eos #true\n"
+        }
     );
     let body = format!(
         "{defaults}model \"model\" {{\n    id {}\n}}\n{engine}{task}{scenario}",
@@ -222,7 +246,10 @@ pub(crate) fn adhoc_sweep(a: &crate::cli::RunArgs) -> anyhow::Result<(String, St
     let name = match &a.name {
         Some(n) => {
             anyhow::ensure!(
-                !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && !n.starts_with('.'),
+                !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    && !n.starts_with('.'),
                 "--name {n:?}: use letters, digits, '-', '_' and '.'"
             );
             n.clone()

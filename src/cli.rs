@@ -160,9 +160,19 @@ pub(crate) enum Command {
         /// Chunk rows to write to Parquet.
         #[arg(long, default_value_t = 2_000_000)]
         parquet_rows: usize,
-        /// Run the scripted streaming server on this port (used by selfbench itself).
-        #[arg(long, hide = true)]
+        /// Run the scripted streaming server on this port (selfbench starts it; peers'
+        /// benchmarks can be pointed at it too).
+        #[arg(long)]
         serve: Option<u16>,
+        /// With --serve: log every request's event send times here (CLOCK_MONOTONIC ns).
+        #[arg(long, value_name = "FILE", requires = "serve")]
+        serve_log: Option<PathBuf>,
+        /// CPUs of the scripted server (default: the first; `0` or `0,1`).
+        #[arg(long, value_delimiter = ',')]
+        server_cpus: Vec<usize>,
+        /// CPUs of the client (default: all but the server's).
+        #[arg(long, value_delimiter = ',')]
+        client_cpus: Vec<usize>,
     },
     /// Score predictions with one of bench360's metrics, outside any sweep: JSONL in
     /// (FILE or stdin), JSONL out. rouge: {id, prediction, reference} → rouge1, rouge2,

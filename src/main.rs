@@ -659,9 +659,19 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             cached_runs,
             parquet_rows,
             serve,
+            serve_log,
+            server_cpus,
+            client_cpus,
         } => {
             if let Some(port) = serve {
-                selfbench::serve(port, tokens, ttft_ms, itl_ms)?;
+                selfbench::serve(
+                    port,
+                    tokens,
+                    ttft_ms,
+                    itl_ms,
+                    serve_log.as_deref(),
+                    &server_cpus,
+                )?;
                 return Ok(0);
             }
             let md = selfbench::run(selfbench::Params {
@@ -673,6 +683,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 plan_nodes,
                 cached_runs,
                 parquet_rows,
+                server_cpus,
+                client_cpus,
             })?;
             print!("{md}");
             Ok(0)

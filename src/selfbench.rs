@@ -24,6 +24,38 @@ pub(crate) struct Params {
     pub plan_nodes: usize,
     pub cached_runs: usize,
     pub parquet_rows: usize,
+    /// CPUs of the scripted server and of the client (empty: not pinned).
+    pub server_cpus: Vec<usize>,
+    pub client_cpus: Vec<usize>,
+}
+
+/// What the scripted server did for one request (its log line).
+#[derive(Debug, Clone)]
+struct Truth {
+    arrive_ns: i64,
+    end_ns: i64,
+    sends: Vec<i64>,
+}
+
+fn read_truth(path: &std::path::Path) -> std::collections::HashMap<u32, Truth> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let id: u32 = it.next()?.parse().ok()?;
+            let nums: Vec<i64> = it.map(|x| x.parse().ok()).collect::<Option<_>>()?;
+            (nums.len() >= 3).then(|| {
+                (
+                    id,
+                    Truth {
+                        arrive_ns: nums[1],
+                        end_ns: nums[2],
+                        sends: nums[3..].to_vec(),
+                    },
+                )
+            })
+        })
+        .collect()
 }
 
 fn raise_fd_limit() {
@@ -40,21 +72,78 @@ fn raise_fd_limit() {
     }
 }
 
-/// The scripted server: runs until killed.
-pub(crate) fn serve(port: u16, tokens: u32, ttft_ms: f64, itl_ms: f64) -> anyhow::Result<()> {
+/// CLOCK_MONOTONIC in ns: the clock `Instant` reads on Linux, shared by both processes.
+pub(crate) fn mono_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
+/// Pins the calling thread (and the threads it creates afterwards) to these CPUs.
+pub(crate) fn pin(cpus: &[usize]) -> anyhow::Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: set is a plain bit set, zeroed then filled with CPU_SET; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            anyhow::ensure!(c < libc::CPU_SETSIZE as usize, "CPU {c} out of range");
+            libc::CPU_SET(c, &mut set);
+        }
+        anyhow::ensure!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0,
+            "cannot pin to CPUs {cpus:?}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// The scripted server: runs until killed. With `log`, one line per finished request:
+/// `request_id accept_ns arrive_ns end_ns send_ns_1 … send_ns_N` (CLOCK_MONOTONIC ns;
+/// request_id from the `x-request-id` header or `-`; send_ns_k = when content event k was
+/// handed to the kernel) — the truth the client's measurements are compared with.
+pub(crate) fn serve(
+    port: u16,
+    tokens: u32,
+    ttft_ms: f64,
+    itl_ms: f64,
+    log: Option<&std::path::Path>,
+    cpus: &[usize],
+) -> anyhow::Result<()> {
+    use std::io::Write as _;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     raise_fd_limit();
+    pin(cpus)?;
+    let log = match log {
+        Some(p) => Some(Arc::new(std::sync::Mutex::new(std::io::BufWriter::new(
+            std::fs::File::create(p)?,
+        )))),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        // A deep accept queue: a burst of new connections must not meet SYN drops.
+        let sock = tokio::net::TcpSocket::new_v4()?;
+        sock.set_reuseaddr(true)?;
+        sock.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
+        let listener = sock.listen(8192)?;
         loop {
             let (mut sock, _) = listener.accept().await?;
+            let accept_ns = mono_ns();
             let _ = sock.set_nodelay(true);
+            let log = log.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::with_capacity(4096);
                 let mut tmp = [0u8; 4096];
+                let mut id = String::from("-");
                 // Read the request head and body.
                 loop {
                     let n = match sock.read(&mut tmp).await {
@@ -68,12 +157,19 @@ pub(crate) fn serve(port: u16, tokens: u32, ttft_ms: f64, itl_ms: f64) -> anyhow
                             .lines()
                             .find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok()))
                             .unwrap_or(0);
+                        if let Some(v) = head.lines().find_map(|l| l.strip_prefix("x-request-id:")) {
+                            let v = v.trim();
+                            if !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()) {
+                                id = v.to_string();
+                            }
+                        }
                         if buf.len() >= end + 4 + len {
                             break;
                         }
                     }
                 }
                 // The schedule starts when the request has fully arrived.
+                let arrive_ns = mono_ns();
                 let t0 = tokio::time::Instant::now();
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
                 let mut out = String::from(head);
@@ -81,6 +177,7 @@ pub(crate) fn serve(port: u16, tokens: u32, ttft_ms: f64, itl_ms: f64) -> anyhow
                 if sock.write_all(out.as_bytes()).await.is_err() {
                     return;
                 }
+                let mut sends = Vec::with_capacity(tokens as usize);
                 for k in 0..tokens {
                     let at = t0 + Duration::from_secs_f64((ttft_ms + k as f64 * itl_ms) / 1000.0);
                     tokio::time::sleep_until(at).await;
@@ -88,12 +185,24 @@ pub(crate) fn serve(port: u16, tokens: u32, ttft_ms: f64, itl_ms: f64) -> anyhow
                     if sock.write_all(ev.as_bytes()).await.is_err() {
                         return;
                     }
+                    sends.push(mono_ns());
                 }
                 let tail = format!(
                     "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"
                 );
                 let _ = sock.write_all(tail.as_bytes()).await;
                 let _ = sock.shutdown().await;
+                let end_ns = mono_ns();
+                if let Some(log) = log {
+                    let mut line = format!("{id} {accept_ns} {arrive_ns} {end_ns}");
+                    for s in &sends {
+                        let _ = write!(line, " {s}");
+                    }
+                    line.push('\n');
+                    let mut w = log.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ = w.write_all(line.as_bytes());
+                    let _ = w.flush();
+                }
             });
         }
     })
@@ -139,9 +248,25 @@ struct StreamResult {
     rss_per_stream_kb: f64,
     ttft_err: Dist,
     itl_err: Dist,
+    /// Against what the server did: first content event's arrival (client stamp) − its send
+    /// (server stamp); gap between events at the client − the same gap at the server; every
+    /// event's delivery delay; request setup (client `sent` → server has the whole request).
+    truth_ttft_err: Dist,
+    truth_itl_err: Dist,
+    event_delay: Dist,
+    setup: Dist,
+    /// Requests matched with the server's log, and the mean number of requests the server had
+    /// in flight (time-weighted, middle 80 % of the run).
+    matched: usize,
+    in_flight: f64,
 }
 
-async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<StreamResult> {
+async fn measure(
+    base: &str,
+    p: &Params,
+    streams: usize,
+    log: &std::path::Path,
+) -> anyhow::Result<StreamResult> {
     let per_request_s = (p.ttft_ms + p.itl_ms * p.tokens.saturating_sub(1) as f64) / 1000.0;
     let rounds = (p.seconds / per_request_s).ceil().max(1.0) as u64;
     let requests = streams as u64 * rounds;
@@ -152,16 +277,24 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
         stop: vec![],
         ..Default::default()
     };
-    let client = Arc::new(HttpClient::new(
-        base,
-        crate::spec::Api::Chat,
-        "scripted",
-        sampling,
-        Duration::from_secs(120),
-        None,
-        false,
-    )?);
+    let client = Arc::new(
+        HttpClient::new(
+            base,
+            crate::spec::Api::Chat,
+            "scripted",
+            sampling,
+            Duration::from_secs(120),
+            None,
+            false,
+        )?
+        .with_request_ids(),
+    );
     let (_tx, cancel) = crate::workload::Cancel::new();
+    // Start from an empty server log (the server appends; truncating is enough).
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(log)?;
     let base_rss = rss_mb();
     let peak = Arc::new(AtomicU64::new(base_rss.to_bits()));
     let done = Arc::new(AtomicBool::new(false));
@@ -177,6 +310,9 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
     });
     let cpu0 = cpu_s();
     let t0 = Instant::now();
+    let clock = RunClock::start();
+    // The run clock's origin on CLOCK_MONOTONIC (read back to back: within ~0.1 µs).
+    let origin_mono = mono_ns() - clock.ns(Instant::now());
     let inst = ScenarioInstance::Concurrency {
         concurrency: streams as u64,
         requests: Some(requests),
@@ -187,7 +323,7 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
         &inst,
         samples(16),
         1,
-        RunClock::start(),
+        clock,
         cancel,
         indicatif::ProgressBar::hidden(),
         &[],
@@ -198,6 +334,63 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
     done.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let ok: Vec<_> = out.requests.iter().filter(|r| r.ok()).collect();
+    // The server logs a request after closing its stream: wait for the last lines.
+    let mut truth = read_truth(log);
+    let waited = Instant::now();
+    while truth.len() < ok.len() && waited.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+        truth = read_truth(log);
+    }
+    let mut by_req: std::collections::HashMap<u32, Vec<i64>> = std::collections::HashMap::new();
+    for c in out
+        .chunks
+        .iter()
+        .filter(|c| c.kind == crate::record::ChunkKind::Content)
+    {
+        by_req
+            .entry(c.request_id)
+            .or_default()
+            .push(c.t_ns + origin_mono);
+    }
+    let (mut t_ttft, mut t_itl, mut delay, mut setup) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut matched = 0;
+    for r in &ok {
+        let (Some(t), Some(got)) = (truth.get(&r.id), by_req.get(&r.id)) else {
+            continue;
+        };
+        if t.sends.len() != got.len() || got.is_empty() {
+            continue;
+        }
+        matched += 1;
+        t_ttft.push((got[0] - t.sends[0]) as f64 / 1e6);
+        for k in 0..got.len() {
+            delay.push((got[k] - t.sends[k]) as f64 / 1e6);
+            if k > 0 {
+                t_itl.push(((got[k] - got[k - 1]) - (t.sends[k] - t.sends[k - 1])) as f64 / 1e6);
+            }
+        }
+        if let Some(sent) = r.sent_ns {
+            setup.push((t.arrive_ns - (sent + origin_mono)) as f64 / 1e6);
+        }
+    }
+    // Mean in flight at the server over the middle 80 % of the run, time-weighted.
+    let in_flight = {
+        let (lo, hi) = (
+            truth.values().map(|t| t.arrive_ns).min().unwrap_or(0),
+            truth.values().map(|t| t.end_ns).max().unwrap_or(0),
+        );
+        let (a, b) = (lo + (hi - lo) / 10, hi - (hi - lo) / 10);
+        if b > a {
+            truth
+                .values()
+                .map(|t| (t.end_ns.min(b) - t.arrive_ns.max(a)).max(0) as f64)
+                .sum::<f64>()
+                / (b - a) as f64
+        } else {
+            0.0
+        }
+    };
     let ttft_err = Dist::of(
         ok.iter()
             .filter_map(|r| crate::record::stats::ttft_ms(r))
@@ -231,6 +424,12 @@ async fn measure(base: &str, p: &Params, streams: usize) -> anyhow::Result<Strea
             / streams as f64,
         ttft_err,
         itl_err: Dist::of(itl),
+        truth_ttft_err: Dist::of(t_ttft),
+        truth_itl_err: Dist::of(t_itl),
+        event_delay: Dist::of(delay),
+        setup: Dist::of(setup),
+        matched,
+        in_flight,
     })
 }
 
@@ -370,6 +569,24 @@ fn bench_parquet(rows: usize) -> anyhow::Result<f64> {
 
 pub(crate) fn run(p: Params) -> anyhow::Result<String> {
     raise_fd_limit();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let (server_cpus, client_cpus) =
+        if p.server_cpus.is_empty() && p.client_cpus.is_empty() && cores > 1 {
+            // Default: the server on the first CPU, the client on the others.
+            (vec![0], (1..cores).collect::<Vec<_>>())
+        } else {
+            (p.server_cpus.clone(), p.client_cpus.clone())
+        };
+    let log = std::env::temp_dir().join(format!("bench360-selfbench-{}.log", std::process::id()));
+    std::fs::write(&log, "")?;
+    let cpu_list = |c: &[usize]| {
+        c.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -387,6 +604,13 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
             "--itl-ms",
             &p.itl_ms.to_string(),
         ])
+        .arg("--serve-log")
+        .arg(&log)
+        .args(if server_cpus.is_empty() {
+            vec![]
+        } else {
+            vec!["--server-cpus".to_string(), cpu_list(&server_cpus)]
+        })
         .stdout(std::process::Stdio::null())
         .spawn()?;
     let t = Instant::now();
@@ -398,41 +622,78 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let base = format!("http://127.0.0.1:{port}");
+    // The client's threads (the runtime's workers) are created after this, on these CPUs.
+    pin(&client_cpus)?;
+    let client_threads = if client_cpus.is_empty() {
+        cores
+    } else {
+        client_cpus.len()
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(client_threads)
         .enable_all()
         .build()?;
     let mut results = Vec::new();
     for &n in &p.streams {
         eprintln!("selfbench: {n} concurrent streams for ~{} s", p.seconds);
-        results.push(rt.block_on(measure(&base, &p, n))?);
+        results.push(rt.block_on(measure(&base, &p, n, &log))?);
     }
     let _ = server.kill();
     let _ = server.wait();
+    let _ = std::fs::remove_file(&log);
+    let pins = |c: &[usize]| {
+        if c.is_empty() {
+            "not pinned".to_string()
+        } else {
+            format!("CPUs {}", cpu_list(c))
+        }
+    };
     let mut md = format!(
-        "Machine: {} ({} cores). Scripted server (separate process): first token {} ms after the request, then one token every {} ms, {} tokens; one connection per request.\n\n",
+        "Machine: {} ({cores} cores). Scripted server (separate process, {}): first token {} ms after the request, then one token every {} ms, {} tokens, one token per event; one connection per request. Client: {} worker threads, {}.\n\n",
         crate::plan::facts::machine_fingerprint().get("cpu").cloned().unwrap_or_default(),
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        pins(&server_cpus),
         p.ttft_ms,
         p.itl_ms,
-        p.tokens
+        p.tokens,
+        client_threads,
+        pins(&client_cpus),
     );
-    md.push_str("| streams | requests (failed) | chunks/s | requests/s | client CPU ms / 1000 chunks | client CPU cores | memory / stream KB | TTFT error p50 / p99 ms | ITL error p50 / p99 ms |\n|---|---|---|---|---|---|---|---|---|\n");
+    let f = |d: &Dist| {
+        format!(
+            "{:.3} / {:.3}",
+            d.p50.unwrap_or(f64::NAN),
+            d.p99.unwrap_or(f64::NAN)
+        )
+    };
+    md.push_str("Against what the server did (its log of every event's send time):\n\n| streams | requests (failed) | in flight held | tokens/s | client CPU ms / 1000 tokens | client CPU cores | memory / stream KB | TTFT error p50 / p99 ms | ITL error p50 / p99 ms | event delay p50 / p99 ms | request setup p50 / p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for r in &results {
         let _ = writeln!(
             md,
-            "| {} | {} ({}) | {:.0} | {:.1} | {:.1} | {:.2} | {:.1} | {:.3} / {:.3} | {:.3} / {:.3} |",
+            "| {} | {} ({}) | {:.1} | {:.0} | {:.2} | {:.2} | {:.1} | {} | {} | {} | {} |",
             r.streams,
             r.requests,
             r.failed,
+            r.in_flight,
             r.chunks as f64 / r.wall_s,
-            r.requests as f64 / r.wall_s,
             r.cpu_s * 1000.0 / (r.chunks.max(1) as f64 / 1000.0),
             r.cpu_s / r.wall_s,
             r.rss_per_stream_kb,
-            r.ttft_err.p50.unwrap_or(f64::NAN),
-            r.ttft_err.p99.unwrap_or(f64::NAN),
-            r.itl_err.p50.unwrap_or(f64::NAN),
-            r.itl_err.p99.unwrap_or(f64::NAN),
+            f(&r.truth_ttft_err),
+            f(&r.truth_itl_err),
+            f(&r.event_delay),
+            f(&r.setup),
+        );
+    }
+    md.push_str("\nAgainst the schedule (what a client that cannot see the server's log can check; includes request setup and the server's own lateness):\n\n| streams | matched with the server log | TTFT − scheduled p50 / p99 ms | gap − scheduled ITL p50 / p99 ms |\n|---|---|---|---|\n");
+    for r in &results {
+        let _ = writeln!(
+            md,
+            "| {} | {} of {} | {} | {} |",
+            r.streams,
+            r.matched,
+            r.requests - r.failed,
+            f(&r.ttft_err),
+            f(&r.itl_err),
         );
     }
     let (nodes, parse_s, plan_s) = bench_plan(p.plan_nodes)?;

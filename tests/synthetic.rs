@@ -41,7 +41,10 @@ fn requests(cache: &Path, key: &str) -> Vec<(u64, Option<u64>, Option<u64>, bool
     let mut out = Vec::new();
     for b in reader {
         let b = b.unwrap();
-        let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("no column {n}"));
+        let col = |n: &str| {
+            b.column_by_name(n)
+                .unwrap_or_else(|| panic!("no column {n}"))
+        };
         let ok = col("ok").as_any().downcast_ref::<BooleanArray>().unwrap();
         for i in 0..b.num_rows() {
             out.push((
@@ -201,9 +204,15 @@ scenario "c4" {{
     )
     .unwrap()
     .lines()
-    .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["prompt"].as_str().unwrap().to_string())
+    .map(|l| {
+        serde_json::from_str::<serde_json::Value>(l).unwrap()["prompt"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    })
     .collect();
-    let common_len = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let common_len =
+        |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     // Same group (0 and 2): a long common start; other group (0 and 1): little.
     assert!(common_len(&prompts[0], &prompts[2]) >= 60, "{prompts:?}");
     assert!(common_len(&prompts[0], &prompts[1]) < 20, "{prompts:?}");
@@ -241,9 +250,23 @@ fn run_measures_a_server_at_a_url_without_a_sweep_file() {
     let port = common::free_port();
     let mut server = common::ServerGuard(
         std::process::Command::new(&e.server)
-            .args(["-m", e.gguf.to_str().unwrap(), "--host", "127.0.0.1", "--port"])
+            .args([
+                "-m",
+                e.gguf.to_str().unwrap(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+            ])
             .arg(port.to_string())
-            .args(["--parallel", "4", "--ctx-size", "4096", "--threads", "1", "--metrics"])
+            .args([
+                "--parallel",
+                "4",
+                "--ctx-size",
+                "4096",
+                "--threads",
+                "1",
+                "--metrics",
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -254,14 +277,35 @@ fn run_measures_a_server_at_a_url_without_a_sweep_file() {
     let cache = dir.path().join("cache");
     let url = format!("http://127.0.0.1:{port}");
     let args = [
-        "run", "--url", &url, "--model", "smollm2", "--kind", "llama.cpp", "--concurrency", "4",
-        "--requests", "12", "--input-tokens", "128", "--output-tokens", "6", "--prompts", "6",
-        "--name", "adhoc", "--json",
+        "run",
+        "--url",
+        &url,
+        "--model",
+        "smollm2",
+        "--kind",
+        "llama.cpp",
+        "--concurrency",
+        "4",
+        "--requests",
+        "12",
+        "--input-tokens",
+        "128",
+        "--output-tokens",
+        "6",
+        "--prompts",
+        "6",
+        "--name",
+        "adhoc",
+        "--json",
     ];
     let out = bench(&cache, &args);
     assert!(out.status.success(), "{}", text(&out));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(summary["failed"].as_array().map_or(0, Vec::len), 0, "{summary}");
+    assert_eq!(
+        summary["failed"].as_array().map_or(0, Vec::len),
+        0,
+        "{summary}"
+    );
     let sweep = cache.join("adhoc/adhoc.kdl");
     assert!(sweep.is_file());
     // The implicit sweep is an ordinary sweep file: validate and plan read it.

@@ -51,6 +51,8 @@ pub(crate) struct HttpClient {
     api_key: Option<String>,
     /// Fields merged into every request body (output control, the sweep's `extra-body`).
     extra: serde_json::Map<String, Value>,
+    /// Send each request's id as `x-request-id` (selfbench: the scripted server logs it).
+    request_ids: bool,
 }
 
 /// The request fields of output control for an engine: `ignore-eos` and `min-tokens` under
@@ -103,7 +105,14 @@ impl HttpClient {
             timeout,
             api_key,
             extra: serde_json::Map::new(),
+            request_ids: false,
         })
+    }
+
+    /// Sends each request's id in an `x-request-id` header.
+    pub fn with_request_ids(mut self) -> Self {
+        self.request_ids = true;
+        self
     }
 
     /// Fields merged into every request body ([`extra_fields`]).
@@ -287,6 +296,9 @@ impl InferenceClient for HttpClient {
             let mut rb = self.http.post(&self.url).json(&body);
             if let Some(k) = &self.api_key {
                 rb = rb.bearer_auth(k);
+            }
+            if self.request_ids {
+                rb = rb.header("x-request-id", req.id.to_string());
             }
             rec.sent_ns = Some(clock.ns(Instant::now()));
             let resp = rb

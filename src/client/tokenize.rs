@@ -164,12 +164,13 @@ impl ServerTokenizer {
                 let t = self
                     .post("/apply-template", json!({ "messages": messages }))
                     .await?;
-                let prompt = t.get("prompt").and_then(Value::as_str).ok_or_else(|| {
-                    TokenizeError {
-                        endpoint: format!("{}/apply-template", self.base),
-                        cause: "no `prompt` in the answer".into(),
-                    }
-                })?;
+                let prompt =
+                    t.get("prompt")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| TokenizeError {
+                            endpoint: format!("{}/apply-template", self.base),
+                            cause: "no `prompt` in the answer".into(),
+                        })?;
                 let v = self
                     .post(
                         "/tokenize",

@@ -237,7 +237,12 @@ impl Executor<'_> {
         ));
         let s = task::synthetic::materialize(syn, api, &base, &tok, self.sweep.seed)
             .await
-            .map_err(|e| NodeError::Failed(format!("synthetic prompts of task `{}`: {e}", def.name.value)))?;
+            .map_err(|e| {
+                NodeError::Failed(format!(
+                    "synthetic prompts of task `{}`: {e}",
+                    def.name.value
+                ))
+            })?;
         let s = Arc::new(s);
         self.materialized.insert((task, d), s.clone());
         Ok(s)

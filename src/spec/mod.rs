@@ -239,13 +239,25 @@ pub(crate) struct Task {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub(crate) enum Lengths {
-    Fixed { tokens: u32 },
+    Fixed {
+        tokens: u32,
+    },
     /// Integers from `min` to `max`, both included, equally likely.
-    Uniform { min: u32, max: u32 },
+    Uniform {
+        min: u32,
+        max: u32,
+    },
     /// Rounded draws of a normal distribution, clamped to `[min, max]`.
-    Normal { mean: f64, stddev: f64, min: u32, max: u32 },
+    Normal {
+        mean: f64,
+        stddev: f64,
+        min: u32,
+        max: u32,
+    },
     /// `(tokens, weight)` bins: a bin is drawn with probability weight / total.
-    Histogram { bins: Vec<(u32, f64)> },
+    Histogram {
+        bins: Vec<(u32, f64)>,
+    },
 }
 
 /// A `synthetic` task: what each request's prompt and output are made of.

@@ -118,9 +118,7 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         };
         for (field, nodes) in &f {
             let allowed = match *field {
-                "answer-format" | "extract" => {
-                    !matches!(k, TaskKind::Custom | TaskKind::Synthetic)
-                }
+                "answer-format" | "extract" => !matches!(k, TaskKind::Custom | TaskKind::Synthetic),
                 "article-words" => k == TaskKind::Summarization,
                 "sql-timeout" => matches!(k, TaskKind::Text2Sql | TaskKind::Custom),
                 "dataset" | "shots" => k != TaskKind::Synthetic,
@@ -235,10 +233,20 @@ fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
     ctx.no_children(node);
     let help = "write `N`, `\"uniform\" min=A max=B`, `\"normal\" mean=M stddev=S min=A max=B` or `\"histogram\" \"128:3\" \"512:1\"`";
     let Some(first) = node.args.first() else {
-        ctx.err_help(node.span, format!("`{}` needs a value", node.name.value), "missing value", help);
+        ctx.err_help(
+            node.span,
+            format!("`{}` needs a value", node.name.value),
+            "missing value",
+            help,
+        );
         return None;
     };
-    let prop = |name: &str| node.props.iter().find(|(k, _)| k.value == name).map(|(_, v)| v);
+    let prop = |name: &str| {
+        node.props
+            .iter()
+            .find(|(k, _)| k.value == name)
+            .map(|(_, v)| v)
+    };
     let check_props = |ctx: &mut Ctx, allowed: &[&str]| -> bool {
         let mut ok = true;
         for (k, _) in &node.props {
@@ -247,7 +255,14 @@ fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
                     k.span,
                     format!("`{}` takes no property `{}` here", node.name.value, k.value),
                     "unexpected property",
-                    format!("this form takes {}", if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }),
+                    format!(
+                        "this form takes {}",
+                        if allowed.is_empty() {
+                            "none".to_string()
+                        } else {
+                            allowed.join(", ")
+                        }
+                    ),
                 );
                 ok = false;
             }
@@ -267,27 +282,48 @@ fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
                 return None;
             }
             let (Some(a), Some(b)) = (prop("min"), prop("max")) else {
-                ctx.err_help(first.span, "`uniform` needs `min` and `max`", "incomplete", help);
+                ctx.err_help(
+                    first.span,
+                    "`uniform` needs `min` and `max`",
+                    "incomplete",
+                    help,
+                );
                 return None;
             };
             let (a, b) = (ctx.int(node, a, 1, MAX)?, ctx.int(node, b, 1, MAX)?);
             if a > b {
-                ctx.err(first.span, format!("`uniform` has min {a} above max {b}"), "empty range");
+                ctx.err(
+                    first.span,
+                    format!("`uniform` has min {a} above max {b}"),
+                    "empty range",
+                );
                 return None;
             }
-            Some(Lengths::Uniform { min: a as u32, max: b as u32 })
+            Some(Lengths::Uniform {
+                min: a as u32,
+                max: b as u32,
+            })
         }
         RawValue::Str(form) if form == "normal" => {
             if !check_props(ctx, &["mean", "stddev", "min", "max"]) {
                 return None;
             }
             let (Some(m), Some(sd)) = (prop("mean"), prop("stddev")) else {
-                ctx.err_help(first.span, "`normal` needs `mean` and `stddev`", "incomplete", help);
+                ctx.err_help(
+                    first.span,
+                    "`normal` needs `mean` and `stddev`",
+                    "incomplete",
+                    help,
+                );
                 return None;
             };
             let (m, sd) = (ctx.num(node, m)?, ctx.num(node, sd)?);
             if !(1.0..=MAX as f64).contains(&m) || !(0.0..=MAX as f64).contains(&sd) {
-                ctx.err(first.span, "`normal` needs a mean of at least 1 and a stddev of at least 0", "out of range");
+                ctx.err(
+                    first.span,
+                    "`normal` needs a mean of at least 1 and a stddev of at least 0",
+                    "out of range",
+                );
                 return None;
             }
             let min = match prop("min") {
@@ -299,10 +335,19 @@ fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
                 None => (m + 4.0 * sd).ceil().min(MAX as f64) as u32,
             };
             if min > max {
-                ctx.err(first.span, format!("`normal` has min {min} above max {max}"), "empty range");
+                ctx.err(
+                    first.span,
+                    format!("`normal` has min {min} above max {max}"),
+                    "empty range",
+                );
                 return None;
             }
-            Some(Lengths::Normal { mean: m, stddev: sd, min, max })
+            Some(Lengths::Normal {
+                mean: m,
+                stddev: sd,
+                min,
+                max,
+            })
         }
         RawValue::Str(form) if form == "histogram" => {
             if !check_props(ctx, &[]) {
@@ -312,8 +357,16 @@ fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
             for v in &node.args[1..] {
                 let parsed = match &v.value {
                     RawValue::Str(s) => s.split_once(':').and_then(|(t, w)| {
-                        let t: u32 = t.trim().parse().ok().filter(|t| (1..=MAX as u32).contains(t))?;
-                        let w: f64 = w.trim().parse().ok().filter(|w: &f64| w.is_finite() && *w >= 0.0)?;
+                        let t: u32 = t
+                            .trim()
+                            .parse()
+                            .ok()
+                            .filter(|t| (1..=MAX as u32).contains(t))?;
+                        let w: f64 = w
+                            .trim()
+                            .parse()
+                            .ok()
+                            .filter(|w: &f64| w.is_finite() && *w >= 0.0)?;
                         Some((t, w))
                     }),
                     _ => None,
@@ -321,13 +374,23 @@ fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
                 match parsed {
                     Some(b) => bins.push(b),
                     None => {
-                        ctx.err_help(v.span, "a histogram bin is \"TOKENS:WEIGHT\"", "not a bin", "e.g. \"512:3\": 512 tokens, weight 3");
+                        ctx.err_help(
+                            v.span,
+                            "a histogram bin is \"TOKENS:WEIGHT\"",
+                            "not a bin",
+                            "e.g. \"512:3\": 512 tokens, weight 3",
+                        );
                         return None;
                     }
                 }
             }
             if bins.iter().map(|b| b.1).sum::<f64>() <= 0.0 {
-                ctx.err_help(first.span, "`histogram` needs at least one bin of positive weight", "no bins", help);
+                ctx.err_help(
+                    first.span,
+                    "`histogram` needs at least one bin of positive weight",
+                    "no bins",
+                    help,
+                );
                 return None;
             }
             Some(Lengths::Histogram { bins })
@@ -337,7 +400,12 @@ fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
                 RawValue::Str(s) => format!("`{s}`"),
                 v => v.type_name().to_string(),
             };
-            ctx.err_help(first.span, format!("`{}` cannot be {got}", node.name.value), "not a length", help);
+            ctx.err_help(
+                first.span,
+                format!("`{}` cannot be {got}", node.name.value),
+                "not a length",
+                help,
+            );
             None
         }
     }
