@@ -10,7 +10,6 @@ use arrow_array::{
     ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array,
 };
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
@@ -20,6 +19,9 @@ use crate::record::{ChunkRecord, RequestRecord};
 use crate::record::{Sample, Score};
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
+
+/// Rows per row group (the parquet crate's default).
+const ROW_GROUP: usize = 1024 * 1024;
 
 struct Table {
     fields: Vec<Field>,
@@ -117,16 +119,66 @@ impl Table {
         );
     }
 
+    /// Writes the table: row groups of at most [`ROW_GROUP`] rows, the columns of each row
+    /// group encoded in parallel (rayon), then appended in schema order — the same file the
+    /// single-threaded `ArrowWriter` writes, faster on several cores.
     fn write(self, path: &Path) -> anyhow::Result<()> {
+        self.write_groups(path, ROW_GROUP)
+    }
+
+    fn write_groups(self, path: &Path, row_group: usize) -> anyhow::Result<()> {
+        use parquet::arrow::arrow_writer::{compute_leaves, ArrowRowGroupWriterFactory};
+        use parquet::arrow::ArrowSchemaConverter;
+        use parquet::file::writer::SerializedFileWriter;
+        use rayon::prelude::*;
         let schema = Arc::new(Schema::new(self.fields));
+        // Checks lengths and types, as ArrowWriter would.
         let batch = RecordBatch::try_new(schema.clone(), self.columns)?;
-        let file = File::create(path)?;
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .build();
-        let mut w = ArrowWriter::try_new(file, schema, Some(props))?;
-        w.write(&batch)?;
-        w.close()?;
+        // The Arrow schema in the file's metadata, as ArrowWriter stores it (readers restore
+        // the exact Arrow types from it).
+        parquet::arrow::add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+        let props = Arc::new(props);
+        let parquet_schema = ArrowSchemaConverter::new()
+            .with_coerce_types(props.coerce_types())
+            .convert(&schema)?;
+        let file = std::io::BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let mut writer =
+            SerializedFileWriter::new(file, parquet_schema.root_schema_ptr(), props.clone())?;
+        let factory = ArrowRowGroupWriterFactory::new(&writer, schema.clone());
+        let rows = batch.num_rows();
+        let mut start = 0;
+        let mut index = 0;
+        while start < rows || (rows == 0 && index == 0) {
+            let len = (rows - start).min(row_group);
+            let part = batch.slice(start, len);
+            let writers = factory.create_column_writers(index)?;
+            let mut leaves = Vec::with_capacity(writers.len());
+            for (field, col) in schema.fields().iter().zip(part.columns()) {
+                leaves.extend(compute_leaves(field, col)?);
+            }
+            let chunks = writers
+                .into_par_iter()
+                .zip(leaves.into_par_iter())
+                .map(|(mut w, leaf)| {
+                    w.write(&leaf)?;
+                    w.close()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut rg = writer.next_row_group()?;
+            for c in chunks {
+                c.append_to_row_group(&mut rg)?;
+            }
+            rg.close()?;
+            start += len;
+            index += 1;
+            if rows == 0 {
+                break;
+            }
+        }
+        writer.close()?;
         Ok(())
     }
 }
@@ -687,4 +739,44 @@ pub(crate) fn write_rows(
     }
     std::fs::write(csv_path, csv)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    fn table(n: usize) -> Table {
+        let mut t = Table {
+            fields: Vec::new(),
+            columns: Vec::new(),
+        };
+        t.u32("a", (0..n as u32).map(Some).collect(), false);
+        t.str_iter("s", (0..n).map(|i| (i % 3 != 0).then_some("x")), true);
+        t.f64("f", (0..n).map(|i| Some(i as f64 / 2.0)).collect(), false);
+        t
+    }
+
+    #[test]
+    fn parallel_row_groups_read_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        for (n, group) in [(10, 3), (7, 100), (0, 5)] {
+            let p = dir.path().join(format!("t{n}.parquet"));
+            let expected =
+                RecordBatch::try_new(Arc::new(Schema::new(table(n).fields)), table(n).columns)
+                    .unwrap();
+            table(n).write_groups(&p, group).unwrap();
+            let b = ParquetRecordBatchReaderBuilder::try_new(File::open(&p).unwrap()).unwrap();
+            assert_eq!(b.metadata().num_row_groups(), n.div_ceil(group).max(1));
+            // The Arrow types come back exactly (UInt32 stays UInt32).
+            assert_eq!(b.schema().as_ref(), expected.schema().as_ref());
+            let mut at = 0;
+            for got in b.build().unwrap() {
+                let got = got.unwrap();
+                assert_eq!(got, expected.slice(at, got.num_rows()));
+                at += got.num_rows();
+            }
+            assert_eq!(at, n);
+        }
+    }
 }
