@@ -80,7 +80,7 @@ pub(crate) fn mono_ns() -> i64 {
     };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// Pins the calling thread (and the threads it creates afterwards) to these CPUs.

@@ -12,8 +12,8 @@ use std::path::Path;
 use arrow_array::{Array, BooleanArray, Int64Array, UInt32Array, UInt64Array};
 use common::{bench, records, text};
 
-/// (sample, prompt_tokens, completion_tokens, ok) of every request of a run.
-fn requests(cache: &Path, key: &str) -> Vec<(u64, Option<u64>, Option<u64>, bool)> {
+/// (sample_id, prompt_tokens, completion_tokens, ok) of every request of a run.
+fn requests(cache: &Path, key: &str) -> Vec<(String, Option<u64>, Option<u64>, bool)> {
     let f = std::fs::File::open(cache.join("objects").join(key).join("requests.parquet")).unwrap();
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
         .unwrap()
@@ -46,9 +46,13 @@ fn requests(cache: &Path, key: &str) -> Vec<(u64, Option<u64>, Option<u64>, bool
                 .unwrap_or_else(|| panic!("no column {n}"))
         };
         let ok = col("ok").as_any().downcast_ref::<BooleanArray>().unwrap();
+        let ids = col("sample_id")
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>()
+            .unwrap();
         for i in 0..b.num_rows() {
             out.push((
-                int(col("sample").as_ref(), i).unwrap(),
+                ids.value(i).to_string(),
                 int(col("prompt_tokens").as_ref(), i),
                 int(col("completion_tokens").as_ref(), i),
                 ok.value(i),
@@ -58,15 +62,15 @@ fn requests(cache: &Path, key: &str) -> Vec<(u64, Option<u64>, Option<u64>, bool
     out
 }
 
-/// The run's prompts.jsonl: sample index → (target prompt tokens, output tokens, turns sent).
-fn targets(cache: &Path, key: &str) -> BTreeMap<u64, (u64, u64, usize)> {
+/// The run's prompts.jsonl: sample id → (target prompt tokens, output tokens, turns sent).
+fn targets(cache: &Path, key: &str) -> BTreeMap<String, (u64, u64, usize)> {
     std::fs::read_to_string(cache.join("objects").join(key).join("prompts.jsonl"))
         .unwrap()
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
             (
-                v["sample"].as_u64().unwrap(),
+                v["sample_id"].as_str().unwrap().to_string(),
                 (
                     v["target_prompt_tokens"].as_u64().unwrap(),
                     v["output_tokens"].as_u64().unwrap(),
@@ -84,7 +88,7 @@ fn check_exact(cache: &Path, run: &serde_json::Value) -> usize {
     assert!(!reqs.is_empty(), "{run}");
     for (sample, prompt, completion, ok) in &reqs {
         assert!(ok, "{run}: request of sample {sample} failed");
-        let (target, output, _) = t[sample];
+        let (target, output, _) = t[sample.as_str()];
         assert_eq!(
             *prompt,
             Some(target),
@@ -141,7 +145,7 @@ task "fixed" {{
 task "uniform-prefix" {{
     kind "synthetic"
     samples 8
-    input-tokens "uniform" min=40 max=300
+    input-tokens "uniform" min=90 max=300
     output-tokens "histogram" "3:1" "9:1"
     shared-prefix 32
     prefix-groups 2
@@ -234,7 +238,7 @@ scenario "c4" {{
         .as_array()
         .unwrap()
         .iter()
-        .filter(|n| n["status"] == "will-run" && n["kind"] == "run")
+        .filter(|n| n["status"]["status"] == "will-run" && n["kind"] == "run")
         .map(|n| n["label"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(will.len(), 1, "{will:?}");

@@ -605,7 +605,7 @@ impl Executor<'_> {
             std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
             if self.sweep.tasks[spec.config.task].synthetic.is_some() {
                 // What each synthetic request sent, with its targets.
-                let prompts: Vec<String> = samples.iter().enumerate().map(|(i, s)| json!({"sample": i, "sample_id": s.id, "target_prompt_tokens": s.extra.get("target_prompt_tokens").and_then(|v| v.parse::<u64>().ok()), "output_tokens": s.max_tokens, "system": s.system, "history": s.history, "prompt": s.prompt}).to_string()).collect();
+                let prompts: Vec<String> = samples.iter().enumerate().map(|(i, s)| json!({"sample": i, "sample_id": s.id, "target_prompt_tokens": s.extra.get("target_prompt_tokens").and_then(|v| v.parse::<u64>().ok()), "output_tokens": s.extra.get("output_tokens").and_then(|v| v.parse::<u64>().ok()), "system": s.system, "history": s.history, "prompt": s.prompt}).to_string()).collect();
                 std::fs::write(tmp.join("prompts.jsonl"), prompts.join("\n") + "\n").map_err(&js)?;
             }
             write_json(&tmp.join("stats.json"), &run_stats).map_err(&js)?;

@@ -202,6 +202,53 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
     }
 
     #[test]
+    fn synthetic_tasks_decode_every_length_form_and_point_at_bad_ones() {
+        let head = "sweep \"s\"\nmodel \"m\" { id \"o/m\"; }\nengine \"e\" { kind \"openai\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }\nscenario \"c\" { kind \"single\"; }\n";
+        let s = parse_ok(
+            &format!("{head}task \"a\" {{ kind \"synthetic\"; input-tokens \"normal\" mean=512 stddev=64 min=100; output-tokens \"histogram\" \"16:1\" \"64:3\"; shared-prefix 64; prefix-groups 4; turns 3; }}\ntask \"b\" {{ kind \"synthetic\"; input-tokens \"uniform\" min=10 max=20; }}\n"),
+            &[],
+        );
+        let a = s.tasks[0].synthetic.as_ref().unwrap();
+        assert_eq!(
+            a.input,
+            Lengths::Normal {
+                mean: 512.0,
+                stddev: 64.0,
+                min: 100,
+                max: 768
+            }
+        );
+        assert_eq!(
+            a.output,
+            Some(Lengths::Histogram {
+                bins: vec![(16, 1.0), (64, 3.0)]
+            })
+        );
+        assert_eq!((a.shared_prefix, a.prefix_groups, a.turns), (64, 4, 3));
+        assert_eq!(
+            s.tasks[1].synthetic.as_ref().unwrap().input,
+            Lengths::Uniform { min: 10, max: 20 }
+        );
+        let bad = format!(
+            "{head}task \"a\" {{ kind \"synthetic\"; input-tokens \"uniform\" min=30 max=20; dataset \"d\"; }}\ntask \"b\" {{ kind \"synthetic\"; input-tokens \"histogram\" \"x:1\"; }}\ntask \"c\" {{ kind \"synthetic\"; input-tokens 32; shared-prefix 32; }}\ntask \"d\" {{ kind \"synthetic\"; }}\ntask \"e\" {{ kind \"mmlu\"; dataset \"d\"; turns 2; }}\n"
+        );
+        let err = parse("t.kdl", &bad, Path::new("/"), &|_| None).unwrap_err();
+        let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "`uniform` has min 30 above max 20",
+                "`dataset` does not apply to a `synthetic` task",
+                "a histogram bin is \"TOKENS:WEIGHT\"",
+                "a shared prefix of 32 tokens leaves no room in prompts of 32 tokens",
+                "synthetic task has no `input-tokens`",
+                "`turns` does not apply to a `mmlu` task",
+            ],
+            "{messages:?}"
+        );
+    }
+
+    #[test]
     fn every_problem_is_reported_in_file_order() {
         let text = "sweep \"s\"\nmodel \"m\" { path 3; }\nengine \"e\" { kind \"nope\"; }\ntask \"t\" { kind \"mmlu\"; dataset \"d\"; shots 9; }\nscenario \"c\" { kind \"single\"; requests 0; }\n";
         let err = parse("t.kdl", text, Path::new("/"), &|_| None).unwrap_err();

@@ -424,18 +424,21 @@ pub(crate) async fn materialize(
             history.push((last.prompt.clone(), std::mem::take(&mut reply)));
         }
         let prefix = if syn.shared_prefix > 0 && t == 1 {
-            if !prefixes.contains_key(&group) {
-                let text = exact_text(
-                    tok,
-                    seed,
-                    &format!("synthetic/prefix/{group}"),
-                    syn.shared_prefix as usize,
-                )
-                .await
-                .map_err(|e| format!("shared prefix of group {group}: {e}"))?;
-                prefixes.insert(group, text);
+            match prefixes.get(&group) {
+                Some(p) => p.clone(),
+                None => {
+                    let text = exact_text(
+                        tok,
+                        seed,
+                        &format!("synthetic/prefix/{group}"),
+                        syn.shared_prefix as usize,
+                    )
+                    .await
+                    .map_err(|e| format!("shared prefix of group {group}: {e}"))?;
+                    prefixes.insert(group, text.clone());
+                    text
+                }
             }
-            prefixes[&group].clone()
         } else {
             String::new()
         };

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Regenerate a hash-pinned requirements file for one peer benchmark client.
+
+    python3.11 scripts/peers/lock.py aiperf==0.13.0 scripts/requirements-aiperf.txt
+
+Resolves PACKAGE==VERSION and its whole dependency tree with pip's resolver (wheels only,
+for the running interpreter and platform) in a throw-away virtual environment, then writes
+every wheel as `name==version --hash=sha256:...` so that `pip install --no-deps
+--require-hashes --only-binary :all: -r FILE` installs exactly that tree and nothing else.
+Only PyPI is contacted. bench-peers.sh never runs this; it only reads the files it writes.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main() -> int:
+    if len(sys.argv) != 3 or "==" not in sys.argv[1]:
+        print(__doc__, file=sys.stderr)
+        return 2
+    spec, out = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        venv = os.path.join(tmp, "venv")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        pip = [os.path.join(venv, "bin", "python"), "-m", "pip"]
+        subprocess.run(pip + ["install", "-q", "--upgrade", "pip"], check=True)
+        report = os.path.join(tmp, "report.json")
+        subprocess.run(
+            pip
+            + ["install", "-q", "--dry-run", "--ignore-installed", "--only-binary", ":all:"]
+            + ["--report", report, spec],
+            check=True,
+        )
+        with open(report) as f:
+            installs = json.load(f)["install"]
+    rows = []
+    for item in installs:
+        meta, info = item["metadata"], item["download_info"]
+        sha = info["archive_info"]["hashes"]["sha256"]
+        wheel = info["url"].rsplit("/", 1)[-1]
+        rows.append((meta["name"].lower(), meta["version"], sha, wheel))
+    rows.sort()
+    v = sys.version_info
+    lines = [
+        f"# {spec} and its whole dependency tree ({len(rows)} wheels), resolved by",
+        f"# scripts/peers/lock.py for CPython {v.major}.{v.minor} on Linux x86_64.",
+        "# Installed by scripts/bench-peers.sh with",
+        "#   pip install --no-deps --require-hashes --only-binary :all: -r THIS_FILE",
+        "# into a virtual environment keyed by this file's sha256: edit = new environment.",
+    ]
+    for name, ver, sha, wheel in rows:
+        lines.append(f"{name}=={ver} \\\n    --hash=sha256:{sha}  # {wheel}")
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{out}: {len(rows)} wheels", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

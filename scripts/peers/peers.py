@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""Helpers of scripts/bench-peers.sh (standard library only; any Python 3.8+).
+
+    peers.py sample SID OUT           CPU time of every process in session SID, every 0.1 s,
+                                      until none is left: lines `mono_ns wall_ns cpu_ns`
+    peers.py measure CLIENT DIR ...   one run's numbers (a JSON line) from what it left in DIR
+    peers.py selfbench FILE           the per-stream-count rows of a `bench360 selfbench` table
+    peers.py table RESULTS.jsonl      the Markdown table: median of the runs per client and streams
+
+Definitions (the same for every client measured here):
+- window = the middle 80 % of the server's activity (first request's arrival .. last
+  request's end, CLOCK_MONOTONIC, from the server's log): the steady state, without the
+  clients' ramp-up and their cut-off at the deadline; without a server log, the client's own
+  first start .. last end;
+- tokens = content events the server sent inside the window (one token per event); without
+  a server log, successful requests x tokens per response;
+- client CPU = user + system time of all the client's processes inside the window (sampled
+  from /proc every 0.1 s and interpolated; startup, dataset generation before the first
+  request and report writing after the last are not counted);
+- tok/s per client core = tokens / client CPU seconds;
+- in flight held = time-weighted mean number of requests between arrival and end at the
+  server over the window, else the same from the client's per-request start/end;
+- TTFT error = the client's own per-request TTFT - the scripted time to first token
+  (successful requests).
+"""
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------- sample
+
+
+def session_cpu_ticks(sid):
+    """{pid: utime + stime ticks} of the processes whose session is `sid`."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: split after the last ')'.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        # fields[0] = state (field 3); session = field 6; utime, stime = fields 14, 15.
+        if int(fields[3]) == sid:
+            out[int(name)] = int(fields[11]) + int(fields[12])
+    return out
+
+
+def cmd_sample(sid, out_path):
+    last = {}  # pid -> highest ticks seen (kept after the process exits)
+    with open(out_path, "w") as out:
+        empty = 0
+        while True:
+            now = session_cpu_ticks(sid)
+            for pid, t in now.items():
+                if t > last.get(pid, -1):
+                    last[pid] = t
+            out.write(f"{time.monotonic_ns()} {time.time_ns()} {int(sum(last.values()) * TICK_NS)}\n")
+            out.flush()
+            empty = empty + 1 if not now else 0
+            if empty >= 3:
+                return 0
+            time.sleep(0.1)
+
+
+# ---------------------------------------------------------------------------- measure
+
+
+def read_samples(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 3:
+                rows.append(tuple(int(x) for x in p))
+    return rows
+
+
+def cpu_at(samples, mono_ns):
+    """Cumulative CPU ns of the client at `mono_ns`, linearly interpolated."""
+    if not samples:
+        return math.nan
+    if mono_ns <= samples[0][0]:
+        return samples[0][2]
+    for (t0, _, c0), (t1, _, c1) in zip(samples, samples[1:]):
+        if t0 <= mono_ns <= t1:
+            return c0 + (c1 - c0) * (mono_ns - t0) / max(t1 - t0, 1)
+    return samples[-1][2]
+
+
+def wall_to_mono(samples):
+    """Offset to add to a wall-clock ns stamp to get CLOCK_MONOTONIC (median of samples)."""
+    return statistics.median(m - w for m, w, _ in samples) if samples else 0
+
+
+def read_server_log(path):
+    """[(arrive_ns, end_ns, [send_ns, ...])] of the server's log, or [] when there is none."""
+    out = []
+    if not path or not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 4:
+                try:
+                    out.append((int(p[2]), int(p[3]), [int(x) for x in p[4:]]))
+                except ValueError:
+                    pass
+    return out
+
+
+def middle(spans):
+    """The middle 80 % of the union of the spans: (a, b), or None."""
+    if not spans:
+        return None
+    lo = min(s[0] for s in spans)
+    hi = max(s[1] for s in spans)
+    a, b = lo + (hi - lo) / 10, hi - (hi - lo) / 10
+    return (a, b) if b > a else None
+
+
+def in_flight(spans):
+    """Time-weighted mean number of open spans over the middle 80 % of their union."""
+    w = middle(spans)
+    if w is None:
+        return math.nan
+    a, b = w
+    return sum(max(0.0, min(s[1], b) - max(s[0], a)) for s in spans) / (b - a)
+
+
+def pct(values, q):
+    """Percentile with linear interpolation (numpy's default)."""
+    if not values:
+        return math.nan
+    v = sorted(values)
+    k = (len(v) - 1) * q / 100
+    f = math.floor(k)
+    c = min(f + 1, len(v) - 1)
+    return v[f] + (v[c] - v[f]) * (k - f)
+
+
+def aiperf_requests(run_dir):
+    """[(ok, ttft_ms, start_wall_ns, end_wall_ns)] from AIPerf's profile_export.jsonl."""
+    path = None
+    for root, _, files in os.walk(run_dir):
+        if "profile_export.jsonl" in files:
+            path = os.path.join(root, "profile_export.jsonl")
+            break
+    if path is None:
+        return [], "no profile_export.jsonl"
+    out, errors = [], {}
+    with open(path) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            meta, metrics = rec.get("metadata") or {}, rec.get("metrics") or {}
+            if meta.get("benchmark_phase", "profiling") != "profiling":
+                continue
+            err = rec.get("error")
+            ttft = (metrics.get("time_to_first_token") or {}).get("value")
+            ok = not err and ttft is not None
+            if meta.get("was_cancelled"):
+                ok = None  # cut off at the deadline: neither success nor failure
+            if err:
+                kind = err.get("type", "error") if isinstance(err, dict) else str(err)
+                errors[kind] = errors.get(kind, 0) + 1
+            out.append((ok, ttft, meta.get("request_start_ns"), meta.get("request_end_ns")))
+    note = ", ".join(f"{n} {k}" for k, n in errors.items())
+    return out, note
+
+
+def guidellm_requests(run_dir):
+    """[(ok, ttft_ms, start_wall_ns, end_wall_ns)] from GuideLLM's benchmarks JSON."""
+    path = os.path.join(run_dir, "benchmarks.json")
+    if not os.path.exists(path):
+        return [], "no benchmarks.json"
+    with open(path) as f:
+        report = json.load(f)
+    out, notes = [], []
+    for bench in report.get("benchmarks", []):
+        reqs = bench.get("requests") or {}
+        for kind in ("successful", "errored", "incomplete"):
+            items = reqs.get(kind) or []
+            if kind != "successful" and items:
+                notes.append(f"{len(items)} {kind}")
+            for r in items:
+                s, e = r.get("request_start_time"), r.get("request_end_time")
+                out.append(
+                    (
+                        {"successful": True, "errored": False}.get(kind),
+                        r.get("time_to_first_token_ms"),
+                        int(s * 1e9) if s else None,
+                        int(e * 1e9) if e else None,
+                    )
+                )
+    return out, ", ".join(notes)
+
+
+def cmd_measure(client, run_dir, streams, tokens, ttft_ms, server_log, cpu_samples):
+    reqs, note = (aiperf_requests if client == "aiperf" else guidellm_requests)(run_dir)
+    samples = read_samples(cpu_samples) if os.path.exists(cpu_samples) else []
+    ok = [r for r in reqs if r[0] is True]
+    failed = [r for r in reqs if r[0] is False]
+    if reqs and not ok and "InvalidInferenceResultError" in note:
+        note += (
+            ' (AIPerf counts a chunk only with "object": "chat.completion.chunk", which'
+            " this server's chunks lack)"
+        )
+    offset = wall_to_mono(samples)
+    client_spans = [
+        (r[2] + offset, r[3] + offset) for r in ok if r[2] is not None and r[3] is not None
+    ]
+    server = read_server_log(server_log)
+    if server:
+        # Steady state: the middle 80 % of the server's activity; tokens = content events
+        # the server sent inside it (requests the client cut off at its deadline are not
+        # logged by the server, and fall outside this window anyway).
+        source = "server log"
+        window = middle(server)
+        if window:
+            n_tokens = sum(1 for s in server for t in s[2] if window[0] <= t <= window[1])
+        held = in_flight(server)
+    else:
+        # The client's view: first start .. last end of its successful requests.
+        source = "client's export"
+        window = None
+        if client_spans:
+            window = (min(a for a, _ in client_spans), max(b for _, b in client_spans))
+        n_tokens = len(ok) * tokens
+        held = in_flight(client_spans)
+    if not ok:
+        window = None  # nothing the client accepted: no throughput to report
+    if window:
+        lo, hi = window
+        cpu_ns = cpu_at(samples, hi) - cpu_at(samples, lo)
+    else:
+        lo = hi = 0
+        cpu_ns = math.nan
+    ttft_err = [r[1] - ttft_ms for r in ok if r[1] is not None]
+    row = {
+        "client": client,
+        "streams": streams,
+        "requests": len(ok),
+        "failed": len(failed),
+        "tokens": n_tokens if window else 0,
+        "window_s": (hi - lo) / 1e9,
+        "tok_s": n_tokens / ((hi - lo) / 1e9) if hi > lo else math.nan,
+        "cpu_s": cpu_ns / 1e9,
+        "tok_s_per_core": n_tokens / (cpu_ns / 1e9) if cpu_ns and cpu_ns > 0 else math.nan,
+        "cpu_ms_per_1k": (cpu_ns / 1e6) / (n_tokens / 1000) if window and n_tokens else math.nan,
+        "in_flight": held,
+        "in_flight_source": source,
+        "ttft_err_p50": pct(ttft_err, 50),
+        "ttft_err_p99": pct(ttft_err, 99),
+        "note": note,
+    }
+    print(json.dumps(row))
+    return 0
+
+
+# ---------------------------------------------------------------------------- selfbench
+
+
+def md_tables(text):
+    """Markdown tables in `text` as lists of {header: cell} rows."""
+    tables, cur = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("|"):
+            cur = None
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cur is None:
+            cur = {"head": cells, "rows": []}
+            tables.append(cur)
+        elif all(set(c) <= set("-: ") for c in cells):
+            continue
+        else:
+            cur["rows"].append(dict(zip(cur["head"], cells)))
+    return tables
+
+
+def col(row, *needles):
+    """The cell whose header contains every needle (case-insensitive), else None."""
+    for head, cell in row.items():
+        h = head.lower()
+        if all(n.lower() in h for n in needles):
+            return cell
+    return None
+
+
+def num(cell, i=0):
+    """The i-th number of a cell like `1.2 / 3.4` or `1536 (0)`; NaN if absent."""
+    if cell is None:
+        return math.nan
+    parts = cell.replace("(", " ").replace(")", " ").replace("/", " ").split()
+    try:
+        return float(parts[i].replace(",", ""))
+    except (IndexError, ValueError):
+        return math.nan
+
+
+def cmd_selfbench(path):
+    """Rows of bench360's own table, as `measure` would have written them."""
+    with open(path) as f:
+        tables = md_tables(f.read())
+    by_streams = {}
+    for t in tables:
+        for row in t["rows"]:
+            s = col(row, "streams")
+            if s is None or not s.strip().isdigit():
+                continue
+            by_streams.setdefault(int(s), {}).update({k: v for k, v in row.items()})
+    for streams, row in sorted(by_streams.items()):
+        cpu_per_1k = num(col(row, "client cpu ms", "1000"))
+        # TTFT error against the schedule, as for the peers (they cannot see the server log).
+        sched = col(row, "ttft", "scheduled") or col(row, "ttft error")
+        reqs = col(row, "requests")
+        out = {
+            "client": "bench360",
+            "streams": streams,
+            "requests": num(reqs, 0),
+            "failed": num(reqs, 1),
+            "tok_s": num(col(row, "tokens/s") or col(row, "chunks/s")),
+            "tok_s_per_core": 1e6 / cpu_per_1k if cpu_per_1k > 0 else math.nan,
+            "cpu_ms_per_1k": cpu_per_1k,
+            "in_flight": num(col(row, "in flight")),
+            "in_flight_source": "server log" if col(row, "in flight") else "n/a",
+            "ttft_err_p50": num(sched, 0),
+            "ttft_err_p99": num(sched, 1),
+            "note": "",
+        }
+        print(json.dumps(out))
+    return 0
+
+
+# ---------------------------------------------------------------------------- table
+
+
+def fmt(x, digits=0):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:,.{digits}f}"
+
+
+def median(rows, key):
+    vals = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and not math.isnan(r[key])]
+    return statistics.median(vals) if vals else math.nan
+
+
+def cmd_table(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                rows.append(json.loads(line))
+    order = {"bench360": 0, "aiperf": 1, "guidellm": 2}
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["client"], int(r["streams"])), []).append(r)
+    print(
+        "| client | streams | runs | requests ok (failed) | streamed tok/s "
+        "| tok/s per client core | in flight held | TTFT error p50 / p99 ms "
+        "| client CPU ms / 1000 tokens |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    notes = []
+    for (client, streams), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], order.get(kv[0][0], 9))):
+        sources = sorted({r.get("in_flight_source", "") for r in rs} - {""})
+        held = fmt(median(rs, "in_flight"), 1)
+        if sources and sources != ["server log"] and held != "n/a":
+            held += " (client)"
+        print(
+            f"| {client} | {streams} | {len(rs)} | {fmt(median(rs, 'requests'))} "
+            f"({fmt(median(rs, 'failed'))}) | {fmt(median(rs, 'tok_s'))} "
+            f"| {fmt(median(rs, 'tok_s_per_core'))} | {held} "
+            f"| {fmt(median(rs, 'ttft_err_p50'), 1)} / {fmt(median(rs, 'ttft_err_p99'), 1)} "
+            f"| {fmt(median(rs, 'cpu_ms_per_1k'), 2)} |"
+        )
+        for r in rs:
+            if r.get("note"):
+                notes.append(f"{client} at {streams}: {r['note']}")
+    if notes:
+        print()
+        for n in sorted(set(notes)):
+            print(f"- {n}")
+    return 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd, args = argv[1], argv[2:]
+    if cmd == "sample" and len(args) == 2:
+        return cmd_sample(int(args[0]), args[1])
+    if cmd == "measure" and len(args) == 7:
+        client, run_dir, streams, tokens, ttft_ms, server_log, cpu = args
+        return cmd_measure(client, run_dir, int(streams), int(tokens), float(ttft_ms), server_log, cpu)
+    if cmd == "selfbench" and len(args) == 1:
+        return cmd_selfbench(args[0])
+    if cmd == "table" and len(args) == 1:
+        return cmd_table(args[0])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
