@@ -300,9 +300,11 @@ impl Ctx<'_> {
             );
         }
         let mut out = Vec::new();
+        // A set beside the list: an axis of 50,000 values is checked in linear time.
+        let mut seen = std::collections::HashSet::with_capacity(node.args.len());
         for v in &node.args {
             if let Some(i) = self.int(node, v, min, max) {
-                if out.contains(&i) {
+                if !seen.insert(i) {
                     self.err(
                         v.span,
                         format!("`{}` lists {i} twice", node.name.value),
@@ -340,6 +342,7 @@ impl Ctx<'_> {
             );
         }
         let mut out: Vec<f64> = Vec::new();
+        let mut seen = std::collections::HashSet::with_capacity(node.args.len());
         for v in &node.args {
             if let Some(x) = self.num(node, v) {
                 if !(min..=max).contains(&x) {
@@ -348,7 +351,7 @@ impl Ctx<'_> {
                         format!("`{}` must be between {min} and {max}", node.name.value),
                         "out of range",
                     );
-                } else if out.contains(&x) {
+                } else if !seen.insert(x.to_bits()) {
                     self.err(
                         v.span,
                         format!("`{}` lists {x} twice", node.name.value),
