@@ -22,22 +22,538 @@ use crate::task;
 
 /// Flattens a key-input struct into the map that is hashed and diffed: strings as they are,
 /// numbers as their text, absent (`None`) fields left out, flattened maps merged.
+/// A key struct flattened into key inputs: each field (and each entry of a flattened map) is
+/// one input; strings as they are, numbers and booleans as JSON writes them, anything else as
+/// its JSON text; `None` and unit fields are left out. The same map as going through
+/// `serde_json::Value`, without building one per node.
 pub(crate) fn inputs_of<T: Serialize>(t: &T) -> KeyInputs {
     let mut out = KeyInputs::new();
-    if let serde_json::Value::Object(m) = serde_json::to_value(t).expect("key inputs serialize") {
-        for (k, v) in m {
-            match v {
-                serde_json::Value::Null => {}
-                serde_json::Value::String(s) => {
-                    out.insert(k, s);
-                }
-                other => {
-                    out.insert(k, other.to_string());
+    t.serialize(flat::Flat { out: &mut out })
+        .expect("key inputs serialize");
+    out
+}
+
+mod flat {
+    use serde::ser::{self, Impossible, Serialize};
+
+    use super::KeyInputs;
+
+    #[derive(Debug)]
+    pub(super) struct Unsupported;
+
+    impl std::fmt::Display for Unsupported {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("not a plain value")
+        }
+    }
+    impl std::error::Error for Unsupported {}
+    impl ser::Error for Unsupported {
+        fn custom<T: std::fmt::Display>(_: T) -> Self {
+            Unsupported
+        }
+    }
+
+    /// The top level: a struct (or map, with `#[serde(flatten)]`) of inputs.
+    pub(super) struct Flat<'a> {
+        pub out: &'a mut KeyInputs,
+    }
+
+    fn put<T: Serialize + ?Sized>(out: &mut KeyInputs, key: String, value: &T) {
+        match value.serialize(Plain) {
+            Ok(Some(v)) => {
+                out.insert(key, v);
+            }
+            Ok(None) => {}
+            Err(Unsupported) => {
+                let v = serde_json::to_value(value).expect("key inputs serialize");
+                match v {
+                    serde_json::Value::Null => {}
+                    serde_json::Value::String(s) => {
+                        out.insert(key, s);
+                    }
+                    other => {
+                        out.insert(key, other.to_string());
+                    }
                 }
             }
         }
     }
-    out
+
+    /// One value as the input's text: Some(text), None (left out) or Unsupported (use JSON).
+    struct Plain;
+
+    macro_rules! plain_int {
+        ($($f:ident $t:ty),*) => {$(
+            fn $f(self, v: $t) -> Result<Self::Ok, Self::Error> {
+                Ok(Some(v.to_string()))
+            }
+        )*};
+    }
+
+    impl ser::Serializer for Plain {
+        type Ok = Option<String>;
+        type Error = Unsupported;
+        type SerializeSeq = Impossible<Self::Ok, Unsupported>;
+        type SerializeTuple = Impossible<Self::Ok, Unsupported>;
+        type SerializeTupleStruct = Impossible<Self::Ok, Unsupported>;
+        type SerializeTupleVariant = Impossible<Self::Ok, Unsupported>;
+        type SerializeMap = Impossible<Self::Ok, Unsupported>;
+        type SerializeStruct = Impossible<Self::Ok, Unsupported>;
+        type SerializeStructVariant = Impossible<Self::Ok, Unsupported>;
+        plain_int!(serialize_i8 i8, serialize_i16 i16, serialize_i32 i32, serialize_i64 i64,
+            serialize_u8 u8, serialize_u16 u16, serialize_u32 u32, serialize_u64 u64);
+        fn serialize_bool(self, v: bool) -> Result<Self::Ok, Unsupported> {
+            Ok(Some(v.to_string()))
+        }
+        fn serialize_str(self, v: &str) -> Result<Self::Ok, Unsupported> {
+            Ok(Some(v.to_string()))
+        }
+        fn serialize_none(self) -> Result<Self::Ok, Unsupported> {
+            Ok(None)
+        }
+        fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<Self::Ok, Unsupported> {
+            v.serialize(self)
+        }
+        fn serialize_unit(self) -> Result<Self::Ok, Unsupported> {
+            Ok(None)
+        }
+        // Everything else is written as JSON text by the caller.
+        fn serialize_f32(self, _: f32) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_f64(self, _: f64) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_char(self, _: char) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_bytes(self, _: &[u8]) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit_struct(self, _: &'static str) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+        ) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: &T,
+        ) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStruct, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, Unsupported> {
+            Err(Unsupported)
+        }
+    }
+
+    /// A map key: a string.
+    struct Key;
+
+    impl ser::Serializer for Key {
+        type Ok = String;
+        type Error = Unsupported;
+        type SerializeSeq = Impossible<String, Unsupported>;
+        type SerializeTuple = Impossible<String, Unsupported>;
+        type SerializeTupleStruct = Impossible<String, Unsupported>;
+        type SerializeTupleVariant = Impossible<String, Unsupported>;
+        type SerializeMap = Impossible<String, Unsupported>;
+        type SerializeStruct = Impossible<String, Unsupported>;
+        type SerializeStructVariant = Impossible<String, Unsupported>;
+        fn serialize_str(self, v: &str) -> Result<String, Unsupported> {
+            Ok(v.to_string())
+        }
+        fn serialize_bool(self, _: bool) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i8(self, _: i8) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i16(self, _: i16) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i32(self, _: i32) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i64(self, _: i64) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u8(self, _: u8) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u16(self, _: u16) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u32(self, _: u32) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u64(self, _: u64) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_f32(self, _: f32) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_f64(self, _: f64) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_char(self, _: char) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_bytes(self, _: &[u8]) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_none(self) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit(self) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit_struct(self, _: &'static str) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            v: &'static str,
+        ) -> Result<String, Unsupported> {
+            Ok(v.to_string())
+        }
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            v: &T,
+        ) -> Result<String, Unsupported> {
+            v.serialize(self)
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<String, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStruct, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, Unsupported> {
+            Err(Unsupported)
+        }
+    }
+
+    impl<'a> ser::SerializeStruct for Flat<'a> {
+        type Ok = ();
+        type Error = Unsupported;
+        fn serialize_field<T: Serialize + ?Sized>(
+            &mut self,
+            key: &'static str,
+            value: &T,
+        ) -> Result<(), Unsupported> {
+            put(self.out, key.to_string(), value);
+            Ok(())
+        }
+        fn end(self) -> Result<(), Unsupported> {
+            Ok(())
+        }
+    }
+
+    /// `#[serde(flatten)]` makes the derive write the struct as a map.
+    pub(super) struct FlatMap<'a> {
+        out: &'a mut KeyInputs,
+        key: Option<String>,
+    }
+
+    impl<'a> ser::SerializeMap for FlatMap<'a> {
+        type Ok = ();
+        type Error = Unsupported;
+        fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Unsupported> {
+            self.key = Some(key.serialize(Key)?);
+            Ok(())
+        }
+        fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
+            let key = self.key.take().ok_or(Unsupported)?;
+            put(self.out, key, value);
+            Ok(())
+        }
+        fn end(self) -> Result<(), Unsupported> {
+            Ok(())
+        }
+    }
+
+    impl<'a> ser::Serializer for Flat<'a> {
+        type Ok = ();
+        type Error = Unsupported;
+        type SerializeSeq = Impossible<(), Unsupported>;
+        type SerializeTuple = Impossible<(), Unsupported>;
+        type SerializeTupleStruct = Impossible<(), Unsupported>;
+        type SerializeTupleVariant = Impossible<(), Unsupported>;
+        type SerializeMap = FlatMap<'a>;
+        type SerializeStruct = Flat<'a>;
+        type SerializeStructVariant = Impossible<(), Unsupported>;
+        fn serialize_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStruct, Unsupported> {
+            Ok(self)
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
+            Ok(FlatMap {
+                out: self.out,
+                key: None,
+            })
+        }
+        fn serialize_bool(self, _: bool) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i8(self, _: i8) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i16(self, _: i16) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i32(self, _: i32) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_i64(self, _: i64) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u8(self, _: u8) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u16(self, _: u16) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u32(self, _: u32) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_u64(self, _: u64) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_f32(self, _: f32) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_f64(self, _: f64) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_char(self, _: char) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_str(self, _: &str) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_bytes(self, _: &[u8]) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_none(self) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit(self) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit_struct(self, _: &'static str) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_unit_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+        ) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: &T,
+        ) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<(), Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, Unsupported> {
+            Err(Unsupported)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, Unsupported> {
+            Err(Unsupported)
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::collections::BTreeMap;
+
+        #[derive(serde::Serialize)]
+        struct K<'a> {
+            s: &'a str,
+            n: u32,
+            b: Option<bool>,
+            none: Option<u32>,
+            f: f64,
+            v: Vec<u32>,
+            #[serde(flatten)]
+            m: BTreeMap<String, String>,
+            o: Option<String>,
+        }
+
+        /// The flat serializer gives exactly the map that going through serde_json gave.
+        #[test]
+        fn same_inputs_as_through_json() {
+            let k = K {
+                s: "x",
+                n: 7,
+                b: Some(true),
+                none: None,
+                f: 0.5,
+                v: vec![1, 2],
+                m: [("task.dataset.a".to_string(), "h".to_string())].into(),
+                o: Some("y".into()),
+            };
+            let mut via_json = super::KeyInputs::new();
+            if let serde_json::Value::Object(m) = serde_json::to_value(&k).unwrap() {
+                for (key, v) in m {
+                    match v {
+                        serde_json::Value::Null => {}
+                        serde_json::Value::String(s) => {
+                            via_json.insert(key, s);
+                        }
+                        other => {
+                            via_json.insert(key, other.to_string());
+                        }
+                    }
+                }
+            }
+            assert_eq!(super::super::inputs_of(&k), via_json);
+        }
+    }
 }
 
 fn json<T: Serialize + ?Sized>(v: &T) -> String {
@@ -336,9 +852,59 @@ fn run_label(sweep: &Sweep, cfg: &Config, deployment_label: &str) -> String {
 
 /// Per task, computed once: its implementation, prompt files and scoring files.
 struct TaskFacts {
-    imp: Box<dyn task::Task>,
-    files: Vec<PathBuf>,
-    scoring_files: Vec<PathBuf>,
+    /// Hash of the prompt construction (`task.template`).
+    template: String,
+    /// `task.dataset.FILE` → content hash, and the first file that could not be hashed.
+    dataset: BTreeMap<String, String>,
+    dataset_blocked: Option<String>,
+    /// The metric's identity and `scoring-file.PATH` → content hash.
+    metric: String,
+    scoring_files: BTreeMap<String, String>,
+}
+
+impl TaskFacts {
+    /// Everything a task contributes to run and score keys, computed once per task (a sweep
+    /// of 50,000 runs of one task hashes its template and files once, not 50,000 times).
+    fn of(sweep: &Sweep, facts: &Facts, t: usize) -> TaskFacts {
+        let imp = task::of(sweep, t);
+        let dir = sweep.resolve_path(&sweep.tasks[t].dataset.value);
+        let mut dataset = BTreeMap::new();
+        let mut dataset_blocked = None;
+        for f in imp.files() {
+            let name = f
+                .strip_prefix(&dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .into_owned();
+            let name = if name.is_empty() {
+                f.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            } else {
+                name
+            };
+            let h = facts.file(&f).unwrap_or_else(|e| {
+                dataset_blocked.get_or_insert(e.to_string());
+                "unreadable".into()
+            });
+            dataset.insert(format!("task.dataset.{name}"), h);
+        }
+        let scoring_files = task::scoring_files(sweep, t)
+            .iter()
+            .map(|f| {
+                let h = facts.file(f).unwrap_or_else(|e| format!("unreadable: {e}"));
+                let name = f.strip_prefix(&sweep.base_dir).unwrap_or(f);
+                (format!("scoring-file.{}", name.display()), h)
+            })
+            .collect();
+        TaskFacts {
+            template: hash_str(&imp.template()),
+            dataset,
+            dataset_blocked,
+            metric: imp.metric(),
+            scoring_files,
+        }
+    }
 }
 
 /// Where a run node sits: its deployment (key and index), its label and its run index.
@@ -358,28 +924,7 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
     } = *at;
     let task = &sweep.tasks[cfg.task];
     let engine = &sweep.engines[cfg.engine];
-    let mut blocked_by = None;
-    let dir = sweep.resolve_path(&task.dataset.value);
-    let mut dataset = BTreeMap::new();
-    for f in &t.files {
-        let name = f
-            .strip_prefix(&dir)
-            .unwrap_or(f)
-            .to_string_lossy()
-            .into_owned();
-        let name = if name.is_empty() {
-            f.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        } else {
-            name
-        };
-        let h = facts.file(f).unwrap_or_else(|e| {
-            blocked_by.get_or_insert(e.to_string());
-            "unreadable".into()
-        });
-        dataset.insert(format!("task.dataset.{name}"), h);
-    }
+    let mut blocked_by = t.dataset_blocked.clone();
     let trace_content = match &cfg.instance {
         ScenarioInstance::Replay { trace, .. } => {
             Some(facts.file(&PathBuf::from(trace)).unwrap_or_else(|e| {
@@ -397,8 +942,8 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
         samples: task.samples.map_or("all".into(), |s| s.to_string()),
         shots: task.shots,
         system: task.system.as_deref().unwrap_or_default(),
-        template: hash_str(&t.imp.template()),
-        dataset,
+        template: t.template.clone(),
+        dataset: t.dataset.clone(),
         scenario_kind: cfg.instance.kind(),
         trace_content,
         scenario: cfg
@@ -433,8 +978,6 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
 }
 
 fn score_node(
-    sweep: &Sweep,
-    facts: &Facts,
     t: &TaskFacts,
     run_key: &str,
     label: &str,
@@ -444,16 +987,8 @@ fn score_node(
     let inputs = inputs_of(&ScoreKey {
         node: "score",
         run: run_key,
-        metric: t.imp.metric(),
-        scoring_files: t
-            .scoring_files
-            .iter()
-            .map(|f| {
-                let h = facts.file(f).unwrap_or_else(|e| format!("unreadable: {e}"));
-                let name = f.strip_prefix(&sweep.base_dir).unwrap_or(f);
-                (format!("scoring-file.{}", name.display()), h)
-            })
-            .collect(),
+        metric: t.metric.clone(),
+        scoring_files: t.scoring_files.clone(),
     });
     Node {
         kind: NodeKind::Score,
@@ -496,14 +1031,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
     let mut pulls: BTreeMap<usize, NodeIndex> = BTreeMap::new();
     let mut runs = Vec::new();
     let tasks: Vec<TaskFacts> = (0..sweep.tasks.len())
-        .map(|t| {
-            let imp = task::of(sweep, t);
-            TaskFacts {
-                files: imp.files(),
-                scoring_files: task::scoring_files(sweep, t),
-                imp,
-            }
-        })
+        .map(|t| TaskFacts::of(sweep, facts, t))
         .collect();
 
     for cfg in &expand::configs(sweep) {
@@ -563,10 +1091,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
             &[warmup],
         );
         let run_key = b.graph[run].key.clone();
-        let score = b.add(
-            score_node(sweep, facts, t, &run_key, &label, di, run_index),
-            &[run],
-        );
+        let score = b.add(score_node(t, &run_key, &label, di, run_index), &[run]);
         runs.push(RunSpec {
             config: cfg.clone(),
             columns: columns(sweep, cfg),
