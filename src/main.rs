@@ -24,6 +24,11 @@ mod trace;
 mod workload;
 
 use std::collections::BTreeSet;
+
+/// mimalloc: planning 100k nodes and writing millions of trace rows are allocation-bound
+/// (half of the planner's instructions were glibc malloc/free; BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::Path;
 use std::process::ExitCode;
 

@@ -26,6 +26,9 @@ const ROW_GROUP: usize = 1024 * 1024;
 struct Table {
     fields: Vec<Field>,
     columns: Vec<ArrayRef>,
+    /// Columns holding one value on every row (the configuration): written PLAIN, which
+    /// Snappy shrinks to almost nothing, instead of interning every row into a dictionary.
+    constant: Vec<String>,
 }
 
 impl Table {
@@ -33,12 +36,16 @@ impl Table {
         let mut t = Table {
             fields: Vec::new(),
             columns: Vec::new(),
+            constant: Vec::new(),
         };
-        t.u32("schema_version", vec![Some(SCHEMA_VERSION); n], false);
-        fn same(v: &str, n: usize) -> impl Iterator<Item = Option<&str>> {
-            std::iter::repeat_n(Some(v), n)
-        }
-        t.str_iter("node_key", same(node_key, n), false);
+        let u32c = |v: u32| Arc::new(UInt32Array::from_value(v, n)) as ArrayRef;
+        t.push(
+            "schema_version",
+            DataType::UInt32,
+            false,
+            u32c(SCHEMA_VERSION),
+        );
+        t.const_str("node_key", node_key, n);
         for (name, v) in [
             ("sweep", &c.sweep),
             ("model", &c.model),
@@ -50,13 +57,16 @@ impl Table {
             ("scenario_kind", &c.scenario_kind),
             ("scenario_params", &c.scenario_params),
         ] {
-            t.str_iter(name, same(v, n), false);
+            t.const_str(name, v, n);
         }
-        t.u32("max_tokens", vec![Some(c.max_tokens); n], false);
-        t.f64("temperature", vec![Some(c.temperature); n], false);
-        t.f64("top_p", vec![Some(c.top_p); n], false);
-        t.i64("seed", vec![Some(c.seed as i64); n], false);
-        t.u32("repeat", vec![Some(c.repeat); n], false);
+        t.push("max_tokens", DataType::UInt32, false, u32c(c.max_tokens));
+        let f64c = |v: f64| Arc::new(Float64Array::from_value(v, n)) as ArrayRef;
+        t.push("temperature", DataType::Float64, false, f64c(c.temperature));
+        t.push("top_p", DataType::Float64, false, f64c(c.top_p));
+        let seed = Arc::new(Int64Array::from_value(c.seed as i64, n)) as ArrayRef;
+        t.push("seed", DataType::Int64, false, seed);
+        t.push("repeat", DataType::UInt32, false, u32c(c.repeat));
+        t.constant = t.fields.iter().map(|f| f.name().clone()).collect();
         t
     }
 
@@ -85,6 +95,27 @@ impl Table {
             nullable,
             Arc::new(v.collect::<StringArray>()),
         );
+    }
+    /// A column of one string on every row, built as two buffers (the value repeated, and
+    /// evenly spaced offsets) rather than row by row.
+    fn const_str(&mut self, name: &str, v: &str, n: usize) {
+        let len = v.len() as i64;
+        assert!(
+            len * n as i64 <= i64::from(i32::MAX),
+            "column `{name}`: {n} rows of {len} bytes exceed a string column's 2 GiB"
+        );
+        let offsets: Vec<i32> = (0..=n as i64).map(|i| (i * len) as i32).collect();
+        // SAFETY: the values are `v` repeated, a valid UTF-8 string, and every offset is a
+        // multiple of its length, so each slice is exactly `v` (offsets rise monotonically
+        // from 0 to the buffer's length).
+        let array = unsafe {
+            StringArray::new_unchecked(
+                arrow_buffer::OffsetBuffer::new_unchecked(offsets.into()),
+                arrow_buffer::Buffer::from(v.repeat(n).into_bytes()),
+                None,
+            )
+        };
+        self.push(name, DataType::Utf8, false, Arc::new(array));
     }
     fn u32(&mut self, name: &str, v: Vec<Option<u32>>, nullable: bool) {
         self.push(
@@ -134,9 +165,14 @@ impl Table {
         let schema = Arc::new(Schema::new(self.fields));
         // Checks lengths and types, as ArrowWriter would.
         let batch = RecordBatch::try_new(schema.clone(), self.columns)?;
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .build();
+        let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY);
+        for f in schema.fields().iter() {
+            if self.constant.contains(f.name()) {
+                let c = f.name().as_str();
+                props = props.set_column_dictionary_enabled(c.into(), false);
+            }
+        }
+        let mut props = props.build();
         // The Arrow schema in the file's metadata, as ArrowWriter stores it (readers restore
         // the exact Arrow types from it).
         parquet::arrow::add_encoded_arrow_schema_to_metadata(&schema, &mut props);
@@ -710,7 +746,12 @@ pub(crate) fn write_rows(
         fields.push(Field::new(*name, dt, true));
         columns.push(arr);
     }
-    Table { fields, columns }.write(parquet_path)?;
+    Table {
+        fields,
+        columns,
+        constant: Vec::new(),
+    }
+    .write(parquet_path)?;
     let quote = |s: &str| {
         if s.contains([',', '"', '\n', '\r']) {
             format!("\"{}\"", s.replace('"', "\"\""))
@@ -750,6 +791,7 @@ mod tests {
         let mut t = Table {
             fields: Vec::new(),
             columns: Vec::new(),
+            constant: vec!["s".into()],
         };
         t.u32("a", (0..n as u32).map(Some).collect(), false);
         t.str_iter("s", (0..n).map(|i| (i % 3 != 0).then_some("x")), true);
