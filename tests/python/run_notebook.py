@@ -5,8 +5,8 @@ in summary.csv. The executed notebook is written to OUT_DIR/analysis.executed.ip
 cell fails. Exits non-zero with the reason on any failure.
 
 The kernel is this Python's own ipykernel, named by a kernelspec written to a temporary folder
-(argv = sys.executable), and every Jupyter, IPython and matplotlib folder points into that
-temporary folder: nothing in the user's home is read or written.
+(argv = sys.executable), reached over Unix sockets in that folder; every Jupyter, IPython and
+matplotlib folder points into it too, so nothing in the user's home is read or written.
 
 Usage: run_notebook.py CACHE_DIR OUT_DIR [--timeout SECONDS_PER_CELL]"""
 import argparse
@@ -14,6 +14,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -74,11 +75,14 @@ def main():
     os.environ["BENCH360_NOTEBOOK_OUT"] = out
 
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(nb, kernel_name=KERNEL, timeout=args.timeout, startup_timeout=120,
+    # Unix sockets in the scratch folder rather than loopback TCP ports.
+    km = KernelManager(kernel_name=KERNEL, transport="ipc", ip=os.path.join(scratch, "kernel"))
+    client = NotebookClient(nb, km=km, kernel_name=KERNEL, timeout=args.timeout, startup_timeout=120,
                             resources={"metadata": {"path": os.path.dirname(os.path.abspath(NOTEBOOK))}})
     executed = os.path.join(out, "analysis.executed.ipynb")
     t = time.monotonic()
@@ -90,7 +94,10 @@ def main():
     except CellExecutionError as e:
         error = f"a cell raised:\n{e}"
     finally:
+        if km.has_kernel:  # a kernel manager passed in is not shut down by nbclient itself
+            km.shutdown_kernel()
         nbformat.write(nb, executed)
+        shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.monotonic() - t
     if error:
         fail(f"{error}\n(executed notebook: {executed})")
