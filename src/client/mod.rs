@@ -198,50 +198,37 @@ pub(crate) fn apply_event(
     if payload.trim() == "[DONE]" {
         return Ok(true);
     }
-    let v: Value = serde_json::from_str(payload)
-        .map_err(|e| format!("unparseable stream event ({e}): {}", truncate(payload, 200)))?;
-    if let Some(err) = v.get("error") {
+    let p = match serde_json::from_str::<fast::Event>(payload) {
+        Ok(e) => fast::Parsed::from(e),
+        // Anything the typed reading does not take (a content that is not a string, say) is
+        // read as plain JSON, with the same meaning.
+        Err(_) => {
+            let v: Value = serde_json::from_str(payload).map_err(|e| {
+                format!("unparseable stream event ({e}): {}", truncate(payload, 200))
+            })?;
+            fast::Parsed::from_value(&v)
+        }
+    };
+    if let Some(err) = p.error {
         return Err(EventError(format!(
             "server error in stream: {}",
-            truncate(&err.to_string(), 300)
+            truncate(&err, 300)
         )));
     }
     rec.chunks += 1;
-    let choice = v.get("choices").and_then(|c| c.get(0));
-    let text = choice
-        .and_then(|c| {
-            c.get("delta")
-                .and_then(|d| d.get("content"))
-                .or_else(|| c.get("text"))
-        })
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let reasoning = choice
-        .and_then(|c| c.get("delta"))
-        .and_then(|d| d.get("reasoning_content").or_else(|| d.get("reasoning")))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if let Some(f) = choice
-        .and_then(|c| c.get("finish_reason"))
-        .and_then(Value::as_str)
-    {
-        rec.finish_reason = Some(f.to_string());
+    let text: &str = &p.text;
+    let reasoning: &str = &p.reasoning;
+    if let Some(f) = p.finish_reason {
+        rec.finish_reason = Some(f);
     }
-    let usage = v.get("usage").filter(|u| !u.is_null());
     let before = rec.completion_tokens;
-    if let Some(u) = usage {
-        rec.prompt_tokens = u
-            .get("prompt_tokens")
-            .and_then(Value::as_u64)
-            .map(|x| x as u32);
-        rec.completion_tokens = u
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .map(|x| x as u32);
+    if let Some((prompt, completion)) = p.usage {
+        rec.prompt_tokens = prompt;
+        rec.completion_tokens = completion;
     }
     // A server that reports usage on every chunk (vLLM's continuous usage stats) tells how
     // many tokens each chunk carried.
-    let chunk_tokens = match (usage, rec.completion_tokens) {
+    let chunk_tokens = match (p.usage, rec.completion_tokens) {
         (Some(_), Some(now)) if !text.is_empty() => Some(now.saturating_sub(before.unwrap_or(0))),
         _ => None,
     };
@@ -350,6 +337,132 @@ impl InferenceClient for HttpClient {
     }
 }
 
+/// The stream event read into borrowed fields (no JSON tree per event: the client handles
+/// one event per token at thousands of tokens per second).
+mod fast {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Deserialize)]
+    pub(super) struct Event<'a> {
+        #[serde(default, borrow)]
+        choices: Option<Vec<Choice<'a>>>,
+        #[serde(default)]
+        usage: Option<Usage>,
+        #[serde(default)]
+        error: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    struct Choice<'a> {
+        #[serde(default, borrow)]
+        delta: Option<Delta<'a>>,
+        #[serde(default, borrow)]
+        text: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        finish_reason: Option<Cow<'a, str>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Delta<'a> {
+        #[serde(default, borrow)]
+        content: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        reasoning_content: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        reasoning: Option<Cow<'a, str>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Usage {
+        #[serde(default)]
+        prompt_tokens: Option<u64>,
+        #[serde(default)]
+        completion_tokens: Option<u64>,
+    }
+
+    /// What an event says, however it was read.
+    pub(super) struct Parsed<'a> {
+        pub text: Cow<'a, str>,
+        pub reasoning: Cow<'a, str>,
+        pub finish_reason: Option<String>,
+        /// (prompt tokens, completion tokens) when the event carries usage.
+        pub usage: Option<(Option<u32>, Option<u32>)>,
+        pub error: Option<String>,
+    }
+
+    impl<'a> From<Event<'a>> for Parsed<'a> {
+        fn from(e: Event<'a>) -> Self {
+            let choice = e.choices.and_then(|c| c.into_iter().next());
+            let (text, reasoning, finish_reason) = match choice {
+                Some(c) => {
+                    let (content, r1, r2) = match c.delta {
+                        Some(d) => (d.content, d.reasoning_content, d.reasoning),
+                        None => (None, None, None),
+                    };
+                    (
+                        content.or(c.text).unwrap_or_default(),
+                        r1.or(r2).unwrap_or_default(),
+                        c.finish_reason.map(Cow::into_owned),
+                    )
+                }
+                None => (Cow::Borrowed(""), Cow::Borrowed(""), None),
+            };
+            Parsed {
+                text,
+                reasoning,
+                finish_reason,
+                usage: e.usage.map(|u| {
+                    (
+                        u.prompt_tokens.map(|x| x as u32),
+                        u.completion_tokens.map(|x| x as u32),
+                    )
+                }),
+                error: e.error.filter(|v| !v.is_null()).map(|v| v.to_string()),
+            }
+        }
+    }
+
+    impl Parsed<'static> {
+        /// The same reading over a JSON tree (events the typed reading refused).
+        pub fn from_value(v: &Value) -> Self {
+            let choice = v.get("choices").and_then(|c| c.get(0));
+            let s =
+                |x: Option<&Value>| Cow::Owned(x.and_then(Value::as_str).unwrap_or("").to_string());
+            let text = s(choice.and_then(|c| {
+                c.get("delta")
+                    .and_then(|d| d.get("content"))
+                    .filter(|x| !x.is_null())
+                    .or_else(|| c.get("text"))
+            }));
+            let reasoning = s(choice.and_then(|c| c.get("delta")).and_then(|d| {
+                d.get("reasoning_content")
+                    .filter(|x| !x.is_null())
+                    .or_else(|| d.get("reasoning"))
+            }));
+            let usage = v.get("usage").filter(|u| !u.is_null()).map(|u| {
+                let n = |k: &str| u.get(k).and_then(Value::as_u64).map(|x| x as u32);
+                (n("prompt_tokens"), n("completion_tokens"))
+            });
+            Parsed {
+                text,
+                reasoning,
+                finish_reason: choice
+                    .and_then(|c| c.get("finish_reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                usage,
+                error: v
+                    .get("error")
+                    .filter(|e| !e.is_null())
+                    .map(|e| e.to_string()),
+            }
+        }
+    }
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
@@ -364,6 +477,47 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed reading and the JSON-tree reading say the same of every event shape the
+    /// engines send (docs: GPU-ENGINES stream formats) and of odd ones.
+    #[test]
+    fn typed_and_tree_readings_agree() {
+        let events = [
+            r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"Hi \"there\" \u00e9"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+            r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":"x","reasoning_content":null},"matched_stop":null}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"think"}}]}"#,
+            r#"{"choices":[{"text":"plain","finish_reason":"length"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":3,"total_tokens":11}}"#,
+            r#"{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":8,"completion_tokens":1}}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"predicted_n":3}}"#,
+            r#"{"error":{"message":"boom"}}"#,
+            r#"{"choices":null}"#,
+            r#"{}"#,
+        ];
+        for e in events {
+            let typed = fast::Parsed::from(serde_json::from_str::<fast::Event>(e).unwrap());
+            let tree = fast::Parsed::from_value(&serde_json::from_str(e).unwrap());
+            assert_eq!(typed.text, tree.text, "{e}");
+            assert_eq!(typed.reasoning, tree.reasoning, "{e}");
+            assert_eq!(typed.finish_reason, tree.finish_reason, "{e}");
+            assert_eq!(typed.usage, tree.usage, "{e}");
+            assert_eq!(typed.error, tree.error, "{e}");
+        }
+        // A content that is not a string is not an error: read as no text, as before.
+        let mut rec = RequestRecord::default();
+        let mut chunks = Vec::new();
+        assert!(!apply_event(
+            &mut rec,
+            &mut chunks,
+            r#"{"choices":[{"delta":{"content":[1]}}]}"#,
+            5
+        )
+        .unwrap());
+        assert_eq!(chunks[0].kind, ChunkKind::Empty);
+    }
 
     #[test]
     fn records_content_usage_and_finish_from_events() {
