@@ -11,7 +11,7 @@
 #   BENCH360         the bench360 binary [target/release/bench360]
 #   BENCH360_HOME    cache root [~/.cache/bench360]; the peers live in $BENCH360_HOME/peers
 #   RUNS [3]  STREAMS ["64 256"]  SECONDS_PER_RUN [20]  CLIENTS ["bench360 aiperf guidellm"]
-#   TOKENS [128]  TTFT_MS [20]  ITL_MS [2]   the server's script: TOKENS content events, the
+#   TOKENS [128]  TTFT_MS [20]  ITL_MS [5]   the server's script: TOKENS content events, the
 #                    first TTFT_MS after the request arrived, then one every ITL_MS
 #   SERVER_CPUS [0]  CLIENT_CPUS [1]   taskset CPU lists
 #   OUT [docs/results/bench-peers.md]  PEER_PYTHON [python3.11]
@@ -37,7 +37,7 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-20}
 CLIENTS=${CLIENTS:-"bench360 aiperf guidellm"}
 TOKENS=${TOKENS:-128}
 TTFT_MS=${TTFT_MS:-20}
-ITL_MS=${ITL_MS:-2}
+ITL_MS=${ITL_MS:-5}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 OUT=${OUT:-$ROOT/docs/results/bench-peers.md}
@@ -47,9 +47,46 @@ PROMPT_TOKENS=8 # what the scripted server reports as usage.prompt_tokens
 log() { printf 'bench-peers: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
+# render_report RUNDIR: the Markdown report of a finished run (its meta.sh and results.jsonl)
+# to OUT and stdout
+render_report() {
+  local RESULTS=$1/results.jsonl TABLE
+  # shellcheck disable=SC1091
+  source "$1/meta.sh"
+  TABLE=$(python3 "$HELPERS/peers.py" table "$RESULTS")
+  mkdir -p "$(dirname "$OUT")"
+  {
+    cat <<EOF
+# bench360, AIPerf and GuideLLM against the same scripted server
+
+$DATE, ${CPU:-unknown CPU} ($NPROC cores), Linux $KERNEL, load average $LOAD0 before and $LOAD1 after; repository at $COMMIT, \`$BENCH360\`; $VERSIONS (CPython $PYVER); $MINUTES min.
+
+\`\`\`sh
+$CMD
+\`\`\`
+
+Scripted server: \`bench360 selfbench --serve\` on CPU $SERVER_CPUS: $TOKENS tokens per response, one token per event, the first $TTFT_MS ms after the request arrived, then one every $ITL_MS ms; a new connection per request. Every client on CPU $CLIENT_CPUS, at $(tr ' ' '/' <<<"$STREAMS") concurrent streams, ~$SECONDS_PER_RUN s of load per run; each cell is the median of $RUNS runs (each column separately).
+
+$TABLE
+
+- *tok/s per client core*: tokens streamed per second of the client's CPU time (user + system of all its processes), i.e. what one core running nothing but the client would stream; *client CPU ms / 1000 tokens* is the same number inverted. *Streamed tok/s* is what the client actually got on its core.
+- *in flight held*: the mean number of requests the server had open (arrived, not yet finished), time-weighted, from the server's own log$( [ "$HAS_SERVE_LOG" = 1 ] || printf ' (this binary wrote none: from the clients'"'"' per-request start and end, marked "(client)")' ). The target is the stream count.
+- *TTFT error*: the client's own per-request time to first token − $TTFT_MS ms (the schedule), successful requests; it includes connection setup, the server's lateness and anything the client adds.
+- AIPerf and GuideLLM (\`scripts/bench-peers.sh\`): the server's log gives the window, the middle 80 % of its activity (the steady state, without the clients' start and their cut-off at the deadline); tokens are the content events the server sent inside it; the client's CPU time inside it comes from sampling all its processes in /proc every 0.1 s (startup, dataset generation and report writing are not counted). TTFT from AIPerf's \`profile_export.jsonl\` (\`time_to_first_token\`) and GuideLLM's JSON report (\`time_to_first_token_ms\` of each successful request). AIPerf: \`--endpoint-type chat --streaming --use-server-token-count --concurrency C --benchmark-duration S\`; GuideLLM: \`--profile kind=concurrent --constraint kind=max_duration\` with synthetic 8-token prompts; both with a tiny local tokenizer instead of a model's (the server ignores the prompt).
+- bench360: \`bench360 selfbench --streams ... --server-cpus $SERVER_CPUS --client-cpus $CLIENT_CPUS\` (its own server process, the same code): its table's tokens/s, client CPU per 1000 tokens (\`getrusage\` over the whole run), in flight held (server log, middle 80 %) and "TTFT − scheduled".
+- Per-run numbers and every client's output: \`\$BENCH360_HOME/peers/runs/\`.
+EOF
+  } >"$OUT"
+  cat "$OUT"
+  log "wrote $OUT (per-run results: $RESULTS)"
+}
+
 INSTALL_ONLY=0
 case "${1:-}" in
   --install-only) INSTALL_ONLY=1 ;;
+  --report)
+    [ -f "${2:-}/meta.sh" ] || die "--report RUNDIR: no meta.sh in ${2:-}"
+    render_report "$2"; exit 0 ;;
   -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) die "unknown argument $1 (see --help)" ;;
@@ -172,6 +209,28 @@ start_server() {
   die "scripted server did not listen on $port"
 }
 
+# Does the server's stream carry "object": "chat.completion.chunk"? AIPerf's chat parser
+# ignores chunks without it (every request then fails as "no content"); real OpenAI-compatible
+# servers send it.
+probe_object_field() {
+  local port dir=$WORK/probe rc=0
+  mkdir -p "$dir"
+  port=$(free_port)
+  start_server "$port" "$dir/server.log"
+  python3 - "$port" <<'PY' || rc=$?
+import sys, urllib.request
+req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/chat/completions",
+                             data=b'{"stream": true}', headers={"content-type": "application/json"})
+body = urllib.request.urlopen(req, timeout=30).read().decode()
+chunks = [l for l in body.splitlines() if l.startswith("data: {")]
+sys.exit(0 if chunks and all('"object"' in c for c in chunks) else 3)
+PY
+  kill "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+  return $rc
+}
+
 # HF libraries: no hub, no telemetry; everything local.
 export HF_HUB_DISABLE_TELEMETRY=1 HF_DATASETS_OFFLINE=1 DO_NOT_TRACK=1 NO_COLOR=1 TOKENIZERS_PARALLELISM=false
 
@@ -214,7 +273,7 @@ run_peer() { # CLIENT STREAMS RUN
   (cd "$dir" && exec setsid taskset -c "$CLIENT_CPUS" timeout -k 10 "$LIMIT" "${PEER_CMD[@]}") \
     >"$dir/client.out" 2>&1 &
   PEER_PID=$!
-  taskset -c "$SERVER_CPUS" python3 "$HELPERS/peers.py" sample "$PEER_PID" "$dir/cpu.txt" &
+  taskset -c "$SERVER_CPUS" nice -n 10 python3 "$HELPERS/peers.py" sample "$PEER_PID" "$dir/cpu.txt" &
   SAMPLER_PID=$!
   wait "$PEER_PID" || rc=$?
   wait "$SAMPLER_PID" || true
@@ -224,7 +283,7 @@ run_peer() { # CLIENT STREAMS RUN
   wait "$SERVER_PID" 2>/dev/null || true
   SERVER_PID=""
   [ "$rc" = 0 ] || log "$client exited with $rc (see $dir/client.out)"
-  python3 "$HELPERS/peers.py" measure "$client" "$dir" "$streams" "$TOKENS" "$TTFT_MS" \
+  python3 "$HELPERS/peers.py" measure "$client" "$dir" "$streams" "$TOKENS" "$TTFT_MS" "$ITL_MS" \
     "$dir/server.log" "$dir/cpu.txt" | tee -a "$RESULTS" >&2
 }
 
@@ -250,9 +309,20 @@ run_bench360() { # RUN
 
 # ------------------------------------------------------------------------------- run
 T0=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+SKIP_AIPERF=0
+if [[ " $CLIENTS " == *" aiperf "* ]] && ! probe_object_field; then
+  SKIP_AIPERF=1
+  log 'this server'"'"'s chunks lack "object": "chat.completion.chunk": AIPerf would reject every one, not running it'
+  for s in $STREAMS; do
+    python3 "$HELPERS/peers.py" skip aiperf "$s" 'not run: the scripted server'"'"'s chunks lack "object": "chat.completion.chunk", without which AIPerf'"'"'s chat parser finds no content in them (every request fails)' >>"$RESULTS"
+  done
+fi
 for run in $(seq "$RUNS"); do # interleaved, so that drift hits every client alike
   for c in $CLIENTS; do
-    if [ "$c" = bench360 ]; then
+    if [ "$c" = aiperf ] && [ "$SKIP_AIPERF" = 1 ]; then
+      continue
+    elif [ "$c" = bench360 ]; then
       run_bench360 "$run"
     else
       for s in $STREAMS; do run_peer "$c" "$s" "$run"; done
@@ -271,28 +341,10 @@ VERSIONS=""
 for c in $CLIENTS; do VERSIONS+="${VERSIONS:+, }$c $(version_of "$c")"; done
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 CPU=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+NPROC=$(nproc) KERNEL=$(uname -r) DATE=$(date -u +%Y-%m-%d) LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+PYVER=$("$(pick_python)" -c 'import platform; print(platform.python_version())')
+MINUTES=$((($(date +%s) - T0) / 60))
 CMD="RUNS=$RUNS STREAMS=\"$STREAMS\" SECONDS_PER_RUN=$SECONDS_PER_RUN TOKENS=$TOKENS TTFT_MS=$TTFT_MS ITL_MS=$ITL_MS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS scripts/bench-peers.sh"
-TABLE=$(python3 "$HELPERS/peers.py" table "$RESULTS")
-mkdir -p "$(dirname "$OUT")"
-{
-  cat <<EOF
-# bench360, AIPerf and GuideLLM against the same scripted server
-
-$(date -u +%Y-%m-%d), ${CPU:-unknown CPU} ($(nproc) cores), Linux $(uname -r); repository at $COMMIT, \`$BENCH360\`; $VERSIONS (CPython $("$(pick_python)" -c 'import platform; print(platform.python_version())')). $((($(date +%s) - T0) / 60)) min.
-
-\`\`\`sh
-$CMD
-\`\`\`
-
-Scripted server: \`bench360 selfbench --serve\` on CPU $SERVER_CPUS, $TOKENS tokens per response, one token per event, the first $TTFT_MS ms after the request arrived, then one every $ITL_MS ms; a new connection per request. Every client on CPU $CLIENT_CPUS, $(tr ' ' '/' <<<"$STREAMS") concurrent streams, ~$SECONDS_PER_RUN s of load per run; median of $RUNS runs per row (each column separately).
-
-$TABLE
-
-- *tok/s per client core*: tokens streamed (successful requests × $TOKENS) per second of the client's CPU time (user + system, all its processes) inside the load window — what one core running nothing but the client could stream. *client CPU ms / 1000 tokens* is the same number inverted.
-- *in flight held*: mean number of requests the server had open (arrived, not yet finished), time-weighted over the middle 80 % of the run, from the server's own log$( [ "$HAS_SERVE_LOG" = 1 ] || printf ' (this binary had none: from the clients'"'"' per-request start and end, marked "(client)")' ). The target is the stream count.
-- *TTFT error*: each client's own per-request time to first token − $TTFT_MS ms (the schedule); it includes the connection setup and anything the client adds. bench360: \`selfbench\`'s "TTFT − scheduled" column; AIPerf: \`time_to_first_token\` of \`profile_export.jsonl\`; GuideLLM: \`time_to_first_token_ms\` of each successful request in its JSON report.
-- bench360 is measured by \`bench360 selfbench --server-cpus $SERVER_CPUS --client-cpus $CLIENT_CPUS\` (its own server process, the same code as the peers' server); the peers by \`scripts/bench-peers.sh\`, which samples their processes' CPU time from /proc every 0.1 s. Per-run numbers and logs: \`\$BENCH360_HOME/peers/runs/\`.
-EOF
-} >"$OUT"
-cat "$OUT"
-log "wrote $OUT (per-run results: $RESULTS)"
+declare -p DATE CPU NPROC KERNEL LOAD0 LOAD1 COMMIT BENCH360 VERSIONS PYVER MINUTES CMD RUNS STREAMS \
+  SECONDS_PER_RUN TOKENS TTFT_MS ITL_MS SERVER_CPUS CLIENT_CPUS HAS_SERVE_LOG >"$WORK/meta.sh"
+render_report "$WORK"

@@ -60,7 +60,11 @@ scenario "c" {{ kind "concurrency"; concurrency 1 2; requests 4; }}
     );
     assert!(run.status.success(), "{said}");
     assert!(said.contains("run_notebook: ok"), "{said}");
-    for f in ["pareto.png", "latency_vs_load.png", "analysis.executed.ipynb"] {
+    for f in [
+        "pareto.png",
+        "latency_vs_load.png",
+        "analysis.executed.ipynb",
+    ] {
         let len = std::fs::metadata(nb_out.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}\n{said}"))
             .len();

@@ -50,6 +50,11 @@ def main() -> int:
         "#   pip install --no-deps --require-hashes --only-binary :all: -r THIS_FILE",
         "# into a virtual environment keyed by this file's sha256: edit = new environment.",
     ]
+    if any(name == "torch" for name, *_ in rows):
+        lines += [
+            "# torch comes with its CUDA wheels (nvidia-*, cuda-*, triton: most of the ~3 GB):",
+            "# the package requires torch, and PyPI has no CPU-only torch build for Linux.",
+        ]
     for name, ver, sha, wheel in rows:
         lines.append(f"{name}=={ver} \\\n    --hash=sha256:{sha}  # {wheel}")
     with open(out, "w") as f:

@@ -3,8 +3,10 @@
 
     peers.py sample SID OUT           CPU time of every process in session SID, every 0.1 s,
                                       until none is left: lines `mono_ns wall_ns cpu_ns`
-    peers.py measure CLIENT DIR ...   one run's numbers (a JSON line) from what it left in DIR
+    peers.py measure CLIENT DIR STREAMS TOKENS TTFT_MS ITL_MS SERVER_LOG CPU_SAMPLES
+                                      one run's numbers (a JSON line) from what it left in DIR
     peers.py selfbench FILE           the per-stream-count rows of a `bench360 selfbench` table
+    peers.py skip CLIENT STREAMS NOTE a placeholder row for a client that was not run
     peers.py table RESULTS.jsonl      the Markdown table: median of the runs per client and streams
 
 Definitions (the same for every client measured here):
@@ -36,40 +38,62 @@ TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 # ---------------------------------------------------------------------------- sample
 
 
-def session_cpu_ticks(sid):
-    """{pid: utime + stime ticks} of the processes whose session is `sid`."""
-    out = {}
+def stat_fields(pid):
+    """Fields 3.. of /proc/PID/stat (after the command name), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: split after the last ')'.
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def session_pids(sid):
+    """The processes whose session is `sid` (field 6 of /proc/PID/stat)."""
+    out = []
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: split after the last ')'.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        # fields[0] = state (field 3); session = field 6; utime, stime = fields 14, 15.
-        if int(fields[3]) == sid:
-            out[int(name)] = int(fields[11]) + int(fields[12])
+        if name.isdigit():
+            fields = stat_fields(name)
+            if fields and int(fields[3]) == sid:
+                out.append(int(name))
     return out
 
 
 def cmd_sample(sid, out_path):
-    last = {}  # pid -> highest ticks seen (kept after the process exits)
+    """Every 0.1 s: the summed utime + stime (fields 14, 15) of the session's processes.
+    All of /proc is scanned for new members once a second only (the peers start their
+    processes before the load), so that the sampler stays light on the CPU it shares."""
+    last = {}  # pid -> highest CPU ticks seen (kept after the process exits)
+    pids, scanned, empty = [], 0.0, 0
     with open(out_path, "w") as out:
-        empty = 0
         while True:
-            now = session_cpu_ticks(sid)
-            for pid, t in now.items():
+            if time.monotonic() - scanned >= 1.0:
+                pids = sorted(set(pids) | set(session_pids(sid)))
+                scanned = time.monotonic()
+            alive = []
+            for pid in pids:
+                fields = stat_fields(pid)
+                if fields is None or int(fields[3]) != sid:
+                    continue
+                alive.append(pid)
+                t = int(fields[11]) + int(fields[12])
                 if t > last.get(pid, -1):
                     last[pid] = t
-            out.write(f"{time.monotonic_ns()} {time.time_ns()} {int(sum(last.values()) * TICK_NS)}\n")
+            pids = alive
+            cpu = int(sum(last.values()) * TICK_NS)
+            out.write(f"{time.monotonic_ns()} {time.time_ns()} {cpu}\n")
             out.flush()
-            empty = empty + 1 if not now else 0
-            if empty >= 3:
+            empty = empty + 1 if not alive else 0
+            if empty >= 3 and not session_pids(sid):
                 return 0
             time.sleep(0.1)
+
+
+def cmd_skip(client, streams, note):
+    """A placeholder row for a client that was not run."""
+    print(json.dumps({"client": client, "streams": int(streams), "skipped": True, "note": note}))
+    return 0
 
 
 # ---------------------------------------------------------------------------- measure
@@ -192,8 +216,8 @@ def guidellm_requests(run_dir):
         reqs = bench.get("requests") or {}
         for kind in ("successful", "errored", "incomplete"):
             items = reqs.get(kind) or []
-            if kind != "successful" and items:
-                notes.append(f"{len(items)} {kind}")
+            if kind == "errored" and items:
+                notes.append(f"{len(items)} errored")
             for r in items:
                 s, e = r.get("request_start_time"), r.get("request_end_time")
                 out.append(
@@ -207,7 +231,17 @@ def guidellm_requests(run_dir):
     return out, ", ".join(notes)
 
 
-def cmd_measure(client, run_dir, streams, tokens, ttft_ms, server_log, cpu_samples):
+def server_lateness(server, ttft_ms, itl_ms):
+    """p99 of (send - schedule) over every content event in the server's log, ms: how far
+    the server itself fell behind its script (it should stay near 0)."""
+    late = []
+    for arrive, _, sends in server:
+        for k, t in enumerate(sends):
+            late.append((t - arrive) / 1e6 - (ttft_ms + k * itl_ms))
+    return pct(late, 99)
+
+
+def cmd_measure(client, run_dir, streams, tokens, ttft_ms, itl_ms, server_log, cpu_samples):
     reqs, note = (aiperf_requests if client == "aiperf" else guidellm_requests)(run_dir)
     samples = read_samples(cpu_samples) if os.path.exists(cpu_samples) else []
     ok = [r for r in reqs if r[0] is True]
@@ -263,6 +297,7 @@ def cmd_measure(client, run_dir, streams, tokens, ttft_ms, server_log, cpu_sampl
         "in_flight_source": source,
         "ttft_err_p50": pct(ttft_err, 50),
         "ttft_err_p99": pct(ttft_err, 99),
+        "server_late_p99": server_lateness(server, ttft_ms, itl_ms) if server else math.nan,
         "note": note,
     }
     print(json.dumps(row))
@@ -378,6 +413,11 @@ def cmd_table(path):
     print("|---|---|---|---|---|---|---|---|---|")
     notes = []
     for (client, streams), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], order.get(kv[0][0], 9))):
+        if all(r.get("skipped") for r in rs):
+            print(f"| {client} | {streams} | 0 | not run (see below) | | | | | |")
+            notes.append(f"{client} at {streams}: {rs[0].get('note', 'not run')}")
+            continue
+        rs = [r for r in rs if not r.get("skipped")]
         sources = sorted({r.get("in_flight_source", "") for r in rs} - {""})
         held = fmt(median(rs, "in_flight"), 1)
         if sources and sources != ["server log"] and held != "n/a":
@@ -392,6 +432,13 @@ def cmd_table(path):
         for r in rs:
             if r.get("note"):
                 notes.append(f"{client} at {streams}: {r['note']}")
+        late = [r.get("server_late_p99") for r in rs]
+        late = [x for x in late if isinstance(x, (int, float)) and not math.isnan(x)]
+        if late and max(late) > 5:
+            notes.append(
+                f"{client} at {streams}: the server itself fell behind its script "
+                f"(p99 of send - schedule up to {max(late):.1f} ms)"
+            )
     if notes:
         print()
         for n in sorted(set(notes)):
@@ -406,9 +453,13 @@ def main(argv):
     cmd, args = argv[1], argv[2:]
     if cmd == "sample" and len(args) == 2:
         return cmd_sample(int(args[0]), args[1])
-    if cmd == "measure" and len(args) == 7:
-        client, run_dir, streams, tokens, ttft_ms, server_log, cpu = args
-        return cmd_measure(client, run_dir, int(streams), int(tokens), float(ttft_ms), server_log, cpu)
+    if cmd == "measure" and len(args) == 8:
+        client, run_dir, streams, tokens, ttft_ms, itl_ms, server_log, cpu = args
+        return cmd_measure(
+            client, run_dir, int(streams), int(tokens), float(ttft_ms), float(itl_ms), server_log, cpu
+        )
+    if cmd == "skip" and len(args) == 3:
+        return cmd_skip(*args)
     if cmd == "selfbench" and len(args) == 1:
         return cmd_selfbench(args[0])
     if cmd == "table" and len(args) == 1:

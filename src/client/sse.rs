@@ -8,30 +8,20 @@ pub(crate) struct SseDecoder {
 }
 
 impl SseDecoder {
-    /// Feeds bytes; returns the data payloads of every event completed by them.
+    /// Feeds bytes; returns the data payloads of every event completed by them. The buffer
+    /// is shifted once per call, not once per event.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some((end, sep)) = find_event_end(&self.buf) {
-            let event: Vec<u8> = self.buf.drain(..end + sep).collect();
-            let text = String::from_utf8_lossy(&event[..end]);
-            let mut data: Option<String> = None;
-            for line in text.split('\n') {
-                let line = line.strip_suffix('\r').unwrap_or(line);
-                if let Some(rest) = line.strip_prefix("data:") {
-                    let rest = rest.strip_prefix(' ').unwrap_or(rest);
-                    match &mut data {
-                        Some(d) => {
-                            d.push('\n');
-                            d.push_str(rest);
-                        }
-                        None => data = Some(rest.to_string()),
-                    }
-                }
-            }
-            if let Some(d) = data {
+        let mut start = 0;
+        while let Some((end, sep)) = find_event_end(&self.buf[start..]) {
+            if let Some(d) = data_of(&self.buf[start..start + end]) {
                 out.push(d);
             }
+            start += end + sep;
+        }
+        if start > 0 {
+            self.buf.drain(..start);
         }
         out
     }
@@ -44,6 +34,26 @@ impl SseDecoder {
         self.buf.extend_from_slice(b"\n\n");
         self.push(&[])
     }
+}
+
+/// The `data` of one event (its lines joined by newlines), if it has any.
+fn data_of(event: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(event);
+    let mut data: Option<String> = None;
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if let Some(rest) = line.strip_prefix("data:") {
+            let rest = rest.strip_prefix(' ').unwrap_or(rest);
+            match &mut data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(rest);
+                }
+                None => data = Some(rest.to_string()),
+            }
+        }
+    }
+    data
 }
 
 fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
