@@ -29,6 +29,22 @@ pub(crate) struct Params {
     pub client_cpus: Vec<usize>,
 }
 
+/// The kernel's counters of connections refused at a full accept queue
+/// (`TcpExt: ListenOverflows + ListenDrops`), machine-wide.
+fn listen_drops() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .filter(|(n, _)| *n == "ListenOverflows" || *n == "ListenDrops")
+        .filter_map(|(_, v)| v.parse::<u64>().ok())
+        .sum()
+}
+
 /// What the scripted server did for one request (its log line).
 #[derive(Debug, Clone)]
 struct Truth {
@@ -121,8 +137,13 @@ pub(crate) fn serve(
     raise_fd_limit();
     pin(cpus)?;
     let log = match log {
+        // Appending: selfbench truncates the log between stream counts, and every write must
+        // land at the new end, not at this process's old offset.
         Some(p) => Some(Arc::new(std::sync::Mutex::new(std::io::BufWriter::new(
-            std::fs::File::create(p)?,
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)?,
         )))),
         None => None,
     };
@@ -259,6 +280,10 @@ struct StreamResult {
     /// in flight (time-weighted, middle 80 % of the run).
     matched: usize,
     in_flight: f64,
+    /// The server's own lateness: each send − its scheduled time (arrival + ttft + k·itl).
+    server_late: Dist,
+    /// Connections the kernel refused at a full accept queue during the run.
+    listen_drops: u64,
 }
 
 async fn measure(
@@ -308,6 +333,7 @@ async fn measure(
             std::thread::sleep(Duration::from_millis(20));
         }
     });
+    let drops0 = listen_drops();
     let cpu0 = cpu_s();
     let t0 = Instant::now();
     let clock = RunClock::start();
@@ -355,6 +381,13 @@ async fn measure(
     let (mut t_ttft, mut t_itl, mut delay, mut setup) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut matched = 0;
+    let mut late = Vec::new();
+    for t in truth.values() {
+        for (k, s) in t.sends.iter().enumerate() {
+            let due = t.arrive_ns as f64 + (p.ttft_ms + k as f64 * p.itl_ms) * 1e6;
+            late.push((*s as f64 - due) / 1e6);
+        }
+    }
     for r in &ok {
         let (Some(t), Some(got)) = (truth.get(&r.id), by_req.get(&r.id)) else {
             continue;
@@ -430,6 +463,8 @@ async fn measure(
         setup: Dist::of(setup),
         matched,
         in_flight,
+        server_late: Dist::of(late),
+        listen_drops: listen_drops().saturating_sub(drops0),
     })
 }
 
@@ -684,16 +719,18 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
             f(&r.setup),
         );
     }
-    md.push_str("\nAgainst the schedule (what a client that cannot see the server's log can check; includes request setup and the server's own lateness):\n\n| streams | matched with the server log | TTFT − scheduled p50 / p99 ms | gap − scheduled ITL p50 / p99 ms |\n|---|---|---|---|\n");
+    md.push_str("\nAgainst the schedule (what a client that cannot see the server's log can check: it includes request setup and the server's own lateness), and the suspects measured apart:\n\n| streams | matched with the server log | TTFT − scheduled p50 / p99 ms | gap − scheduled ITL p50 / p99 ms | server lateness p50 / p99 ms | connections dropped at the accept queue |\n|---|---|---|---|---|---|\n");
     for r in &results {
         let _ = writeln!(
             md,
-            "| {} | {} of {} | {} | {} |",
+            "| {} | {} of {} | {} | {} | {} | {} |",
             r.streams,
             r.matched,
             r.requests - r.failed,
             f(&r.ttft_err),
             f(&r.itl_err),
+            f(&r.server_late),
+            r.listen_drops,
         );
     }
     let (nodes, parse_s, plan_s) = bench_plan(p.plan_nodes)?;

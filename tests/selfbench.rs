@@ -36,18 +36,32 @@ fn selfbench_measures_every_part_at_small_sizes() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows: Vec<&str> = stdout
+    // Two tables, a row per stream count in each: against the server's log, then against
+    // the schedule.
+    let rows: Vec<Vec<&str>> = stdout
         .lines()
         .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 8 |"))
+        .map(|r| r.split('|').map(str::trim).collect())
         .collect();
-    assert_eq!(rows.len(), 2, "{stdout}");
-    for r in rows {
-        // No failed request, and both timing-error columns filled in.
-        let cells: Vec<&str> = r.split('|').map(str::trim).collect();
-        assert!(cells[2].ends_with("(0)"), "{r}");
+    assert_eq!(rows.len(), 4, "{stdout}");
+    for cells in &rows[..2] {
+        // No failed request; the errors against the server's log filled in (TTFT, ITL,
+        // event delay, request setup); the server's in-flight count near the streams.
+        assert!(cells[2].ends_with("(0)"), "{cells:?}");
+        for c in &cells[8..12] {
+            assert!(!c.contains("NaN"), "{cells:?}");
+        }
+        let streams: f64 = cells[1].parse().unwrap();
+        let held: f64 = cells[3].parse().unwrap();
+        assert!(held > 0.5 * streams && held <= streams + 0.01, "{cells:?}");
+    }
+    for cells in &rows[2..] {
+        // Every request matched with the server's log line.
+        let (m, of) = cells[2].split_once(" of ").unwrap();
+        assert_eq!(m, of, "{cells:?}");
         assert!(
-            !cells[8].contains("NaN") && !cells[9].contains("NaN"),
-            "{r}"
+            !cells[3].contains("NaN") && !cells[5].contains("NaN"),
+            "{cells:?}"
         );
     }
     assert!(stdout.contains("| plan 200"), "{stdout}");
