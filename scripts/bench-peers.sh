@@ -12,7 +12,8 @@
 #   BENCH360_HOME    cache root [~/.cache/bench360]; the peers live in $BENCH360_HOME/peers
 #   RUNS [3]  STREAMS ["64 256"]  SECONDS_PER_RUN [20]  CLIENTS ["bench360 aiperf guidellm"]
 #   TOKENS [128]  TTFT_MS [20]  ITL_MS [5]   the server's script: TOKENS content events, the
-#                    first TTFT_MS after the request arrived, then one every ITL_MS
+#                    first TTFT_MS after the request arrived, then one every ITL_MS (at 2 ms the
+#                    server on one core falls behind at 256 streams)
 #   SERVER_CPUS [0]  CLIENT_CPUS [1]   taskset CPU lists
 #   OUT [docs/results/bench-peers.md]  PEER_PYTHON [python3.11]
 #
@@ -74,6 +75,7 @@ $TABLE
 - *TTFT error*: the client's own per-request time to first token − $TTFT_MS ms (the schedule), successful requests; it includes connection setup, the server's lateness and anything the client adds.
 - AIPerf and GuideLLM (\`scripts/bench-peers.sh\`): the server's log gives the window, the middle 80 % of its activity (the steady state, without the clients' start and their cut-off at the deadline); tokens are the content events the server sent inside it; the client's CPU time inside it comes from sampling all its processes in /proc every 0.1 s (startup, dataset generation and report writing are not counted). TTFT from AIPerf's \`profile_export.jsonl\` (\`time_to_first_token\`) and GuideLLM's JSON report (\`time_to_first_token_ms\` of each successful request). AIPerf: \`--endpoint-type chat --streaming --use-server-token-count --concurrency C --benchmark-duration S\`; GuideLLM: \`--profile kind=concurrent --constraint kind=max_duration\` with synthetic 8-token prompts; both with a tiny local tokenizer instead of a model's (the server ignores the prompt).
 - bench360: \`bench360 selfbench --streams ... --server-cpus $SERVER_CPUS --client-cpus $CLIENT_CPUS\` (its own server process, the same code): its table's tokens/s, client CPU per 1000 tokens (\`getrusage\` over the whole run), in flight held (server log, middle 80 %) and "TTFT − scheduled".
+- Why one token every 5 ms by default: at 2 ms (~96k events/s and ~930 new connections/s at 256 streams) the server on one core fell behind its script (bench360's "TTFT − scheduled" p99 ~390 ms at 256 streams), so the row would have measured the server.
 - Per-run numbers and every client's output: \`\$BENCH360_HOME/peers/runs/\`.
 EOF
   } >"$OUT"
@@ -344,7 +346,9 @@ CPU=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 NPROC=$(nproc) KERNEL=$(uname -r) DATE=$(date -u +%Y-%m-%d) LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 PYVER=$("$(pick_python)" -c 'import platform; print(platform.python_version())')
 MINUTES=$((($(date +%s) - T0) / 60))
-CMD="RUNS=$RUNS STREAMS=\"$STREAMS\" SECONDS_PER_RUN=$SECONDS_PER_RUN TOKENS=$TOKENS TTFT_MS=$TTFT_MS ITL_MS=$ITL_MS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS scripts/bench-peers.sh"
+CMD=""
+[ "$BENCH360" = "$(realpath -m "$ROOT/target/release/bench360")" ] || CMD="BENCH360=$BENCH360 "
+CMD+="RUNS=$RUNS STREAMS=\"$STREAMS\" SECONDS_PER_RUN=$SECONDS_PER_RUN TOKENS=$TOKENS TTFT_MS=$TTFT_MS ITL_MS=$ITL_MS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS scripts/bench-peers.sh"
 declare -p DATE CPU NPROC KERNEL LOAD0 LOAD1 COMMIT BENCH360 VERSIONS PYVER MINUTES CMD RUNS STREAMS \
   SECONDS_PER_RUN TOKENS TTFT_MS ITL_MS SERVER_CPUS CLIENT_CPUS HAS_SERVE_LOG >"$WORK/meta.sh"
 render_report "$WORK"

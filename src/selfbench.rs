@@ -194,7 +194,7 @@ pub(crate) fn serve(
                 let t0 = tokio::time::Instant::now();
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
                 let mut out = String::from(head);
-                out.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n");
+                out.push_str("data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n");
                 if sock.write_all(out.as_bytes()).await.is_err() {
                     return;
                 }
@@ -202,14 +202,14 @@ pub(crate) fn serve(
                 for k in 0..tokens {
                     let at = t0 + Duration::from_secs_f64((ttft_ms + k as f64 * itl_ms) / 1000.0);
                     tokio::time::sleep_until(at).await;
-                    let ev = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"}}]}\n\n";
+                    let ev = "data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"}}]}\n\n";
                     if sock.write_all(ev.as_bytes()).await.is_err() {
                         return;
                     }
                     sends.push(mono_ns());
                 }
                 let tail = format!(
-                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"
+                    "data: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"
                 );
                 let _ = sock.write_all(tail.as_bytes()).await;
                 let _ = sock.shutdown().await;

@@ -415,7 +415,7 @@ def cmd_table(path):
     for (client, streams), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], order.get(kv[0][0], 9))):
         if all(r.get("skipped") for r in rs):
             print(f"| {client} | {streams} | 0 | not run (see below) | | | | | |")
-            notes.append(f"{client} at {streams}: {rs[0].get('note', 'not run')}")
+            notes.append((client, streams, rs[0].get("note", "not run")))
             continue
         rs = [r for r in rs if not r.get("skipped")]
         sources = sorted({r.get("in_flight_source", "") for r in rs} - {""})
@@ -431,18 +431,22 @@ def cmd_table(path):
         )
         for r in rs:
             if r.get("note"):
-                notes.append(f"{client} at {streams}: {r['note']}")
+                notes.append((client, streams, r["note"]))
         late = [r.get("server_late_p99") for r in rs]
         late = [x for x in late if isinstance(x, (int, float)) and not math.isnan(x)]
         if late and max(late) > 5:
             notes.append(
-                f"{client} at {streams}: the server itself fell behind its script "
-                f"(p99 of send - schedule up to {max(late):.1f} ms)"
+                (client, streams, f"the server itself fell behind its script (p99 of send - schedule up to {max(late):.1f} ms)")
             )
     if notes:
+        # One line per distinct note, with the stream counts it applies to.
+        merged = {}
+        for client, streams, text in notes:
+            merged.setdefault((order.get(client, 9), client, text), []).append(streams)
         print()
-        for n in sorted(set(notes)):
-            print(f"- {n}")
+        for (_, client, text), streams in sorted(merged.items(), key=lambda kv: (kv[0][0], min(kv[1]))):
+            at = ", ".join(str(x) for x in sorted(set(streams)))
+            print(f"- {client} at {at} streams: {text}")
     return 0
 
 
