@@ -167,6 +167,10 @@ pub(crate) enum Command {
         /// With --serve: log every request's event send times here (CLOCK_MONOTONIC ns).
         #[arg(long, value_name = "FILE", requires = "serve")]
         serve_log: Option<PathBuf>,
+        /// Keep connections alive (the scripted server chunks its bodies, the client pools
+        /// connections) instead of one connection per request. With --serve: the server only.
+        #[arg(long = "keep-alive", alias = "reuse-connections")]
+        keep_alive: bool,
         /// CPUs of the scripted server (default: the first; `0` or `0,1`).
         #[arg(long, value_delimiter = ',')]
         server_cpus: Vec<usize>,

@@ -667,6 +667,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             serve_log,
             server_cpus,
             client_cpus,
+            keep_alive,
         } => {
             if let Some(port) = serve {
                 selfbench::serve(
@@ -676,6 +677,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     itl_ms,
                     serve_log.as_deref(),
                     &server_cpus,
+                    keep_alive,
                 )?;
                 return Ok(0);
             }
@@ -690,6 +692,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 parquet_rows,
                 server_cpus,
                 client_cpus,
+                reuse_connections: keep_alive,
             })?;
             print!("{md}");
             Ok(0)

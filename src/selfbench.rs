@@ -27,6 +27,9 @@ pub(crate) struct Params {
     /// CPUs of the scripted server and of the client (empty: not pinned).
     pub server_cpus: Vec<usize>,
     pub client_cpus: Vec<usize>,
+    /// Keep connections alive (server: chunked bodies; client: a pool) instead of one per
+    /// request.
+    pub reuse_connections: bool,
 }
 
 /// The kernel's counters of connections refused at a full accept queue
@@ -131,6 +134,7 @@ pub(crate) fn serve(
     itl_ms: f64,
     log: Option<&std::path::Path>,
     cpus: &[usize],
+    keep_alive: bool,
 ) -> anyhow::Result<()> {
     use std::io::Write as _;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -162,67 +166,95 @@ pub(crate) fn serve(
             let _ = sock.set_nodelay(true);
             let log = log.clone();
             tokio::spawn(async move {
-                let mut buf = Vec::with_capacity(4096);
+                let mut buf: Vec<u8> = Vec::with_capacity(4096);
                 let mut tmp = [0u8; 4096];
-                let mut id = String::from("-");
-                // Read the request head and body.
+                let mut accept_ns = accept_ns;
                 loop {
-                    let n = match sock.read(&mut tmp).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    buf.extend_from_slice(&tmp[..n]);
-                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                        let len = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok()))
-                            .unwrap_or(0);
-                        if let Some(v) = head.lines().find_map(|l| l.strip_prefix("x-request-id:")) {
-                            let v = v.trim();
-                            if !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()) {
-                                id = v.to_string();
+                    // Read one request's head and body.
+                    let mut id = String::from("-");
+                    let (consumed, close) = loop {
+                        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                            let len = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok()))
+                                .unwrap_or(0);
+                            if let Some(v) = head.lines().find_map(|l| l.strip_prefix("x-request-id:")) {
+                                let v = v.trim();
+                                if !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()) {
+                                    id = v.to_string();
+                                }
+                            }
+                            if buf.len() >= end + 4 + len {
+                                let close = head.lines().any(|l| l.starts_with("connection:") && l.contains("close"));
+                                break (end + 4 + len, close);
                             }
                         }
-                        if buf.len() >= end + 4 + len {
-                            break;
+                        let n = match sock.read(&mut tmp).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        buf.extend_from_slice(&tmp[..n]);
+                    };
+                    buf.drain(..consumed);
+                    // Kept alive only when asked to and the client did not ask to close; the
+                    // body is then chunked (its end must be marked), else closed after.
+                    let keep = keep_alive && !close;
+                    let frame = |ev: &str| -> String {
+                        if keep {
+                            format!("{:x}\r\n{ev}\r\n", ev.len())
+                        } else {
+                            ev.to_string()
                         }
-                    }
-                }
-                // The schedule starts when the request has fully arrived.
-                let arrive_ns = mono_ns();
-                let t0 = tokio::time::Instant::now();
-                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-                let mut out = String::from(head);
-                out.push_str("data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n");
-                if sock.write_all(out.as_bytes()).await.is_err() {
-                    return;
-                }
-                let mut sends = Vec::with_capacity(tokens as usize);
-                for k in 0..tokens {
-                    let at = t0 + Duration::from_secs_f64((ttft_ms + k as f64 * itl_ms) / 1000.0);
-                    tokio::time::sleep_until(at).await;
-                    let ev = "data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"}}]}\n\n";
-                    if sock.write_all(ev.as_bytes()).await.is_err() {
+                    };
+                    // The schedule starts when the request has fully arrived.
+                    let arrive_ns = mono_ns();
+                    let t0 = tokio::time::Instant::now();
+                    let mut out = String::from(if keep {
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                    } else {
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                    });
+                    out.push_str(&frame("data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n"));
+                    if sock.write_all(out.as_bytes()).await.is_err() {
                         return;
                     }
-                    sends.push(mono_ns());
-                }
-                let tail = format!(
-                    "data: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"
-                );
-                let _ = sock.write_all(tail.as_bytes()).await;
-                let _ = sock.shutdown().await;
-                let end_ns = mono_ns();
-                if let Some(log) = log {
-                    let mut line = format!("{id} {accept_ns} {arrive_ns} {end_ns}");
-                    for s in &sends {
-                        let _ = write!(line, " {s}");
+                    let ev = frame("data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"}}]}\n\n");
+                    let mut sends = Vec::with_capacity(tokens as usize);
+                    for k in 0..tokens {
+                        let at = t0 + Duration::from_secs_f64((ttft_ms + k as f64 * itl_ms) / 1000.0);
+                        tokio::time::sleep_until(at).await;
+                        if sock.write_all(ev.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        sends.push(mono_ns());
                     }
-                    line.push('\n');
-                    let mut w = log.lock().unwrap_or_else(|e| e.into_inner());
-                    let _ = w.write_all(line.as_bytes());
-                    let _ = w.flush();
+                    let mut tail = frame(&format!(
+                        "data: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"
+                    ));
+                    if keep {
+                        tail.push_str("0\r\n\r\n");
+                    }
+                    let ok = sock.write_all(tail.as_bytes()).await.is_ok();
+                    if !keep {
+                        let _ = sock.shutdown().await;
+                    }
+                    let end_ns = mono_ns();
+                    if let Some(log) = &log {
+                        let mut line = format!("{id} {accept_ns} {arrive_ns} {end_ns}");
+                        for s in &sends {
+                            let _ = write!(line, " {s}");
+                        }
+                        line.push('\n');
+                        let mut w = log.lock().unwrap_or_else(|e| e.into_inner());
+                        let _ = w.write_all(line.as_bytes());
+                        let _ = w.flush();
+                    }
+                    if !keep || !ok {
+                        return;
+                    }
+                    // The next request on this connection: it was "accepted" as this one ended.
+                    accept_ns = end_ns;
                 }
             });
         }
@@ -641,6 +673,11 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
         ])
         .arg("--serve-log")
         .arg(&log)
+        .args(if p.reuse_connections {
+            vec!["--keep-alive"]
+        } else {
+            vec![]
+        })
         .args(if server_cpus.is_empty() {
             vec![]
         } else {
@@ -684,12 +721,13 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
         }
     };
     let mut md = format!(
-        "Machine: {} ({cores} cores). Scripted server (separate process, {}): first token {} ms after the request, then one token every {} ms, {} tokens, one token per event; one connection per request. Client: {} worker threads, {}.\n\n",
+        "Machine: {} ({cores} cores). Scripted server (separate process, {}): first token {} ms after the request, then one token every {} ms, {} tokens, one token per event; {}. Client: {} worker threads, {}.\n\n",
         crate::plan::facts::machine_fingerprint().get("cpu").cloned().unwrap_or_default(),
         pins(&server_cpus),
         p.ttft_ms,
         p.itl_ms,
         p.tokens,
+        if p.reuse_connections { "connections kept alive (chunked bodies, the client's pool)" } else { "one connection per request" },
         client_threads,
         pins(&client_cpus),
     );
