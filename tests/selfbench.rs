@@ -48,7 +48,7 @@ fn selfbench_measures_every_part_at_small_sizes() {
         // No failed request; the errors against the server's log filled in (TTFT, ITL,
         // event delay, request setup); the server's in-flight count near the streams.
         assert!(cells[2].ends_with("(0)"), "{cells:?}");
-        for c in &cells[8..12] {
+        for c in &cells[8..13] {
             assert!(!c.contains("NaN"), "{cells:?}");
         }
         let streams: f64 = cells[1].parse().unwrap();
