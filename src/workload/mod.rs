@@ -46,7 +46,12 @@ impl Cancel {
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
     pub requests: Vec<RequestRecord>,
+    /// Every chunk of every request, once the run is over.
     pub chunks: Vec<ChunkRecord>,
+    /// Each finished request's chunks while the run goes on: kept apart and joined at the
+    /// end, so that no copy of all chunks so far (a doubling vector's growth, milliseconds at
+    /// hundreds of thousands of chunks) stalls the client mid-run.
+    pub parts: Vec<Vec<ChunkRecord>>,
     pub cancelled: bool,
     /// Saturation scenario: the search's probes and its answer.
     pub saturation: Option<Saturation>,
@@ -88,7 +93,7 @@ async fn open_loop<C: InferenceClient>(
                 Some(Ok((r, c))) => {
                     progress.inc(1);
                     out.requests.push(r);
-                    out.chunks.extend(c);
+                    out.parts.push(c);
                 }
                 Some(Err(e)) => panic!("request task failed: {e}"),
                 None => break,
@@ -161,7 +166,7 @@ pub(crate) async fn run<C: InferenceClient>(
     let keep = |out: &mut Outcome, (r, c): (RequestRecord, Vec<ChunkRecord>)| {
         progress.inc(1);
         out.requests.push(r);
-        out.chunks.extend(c);
+        out.parts.push(c);
     };
     match instance {
         ScenarioInstance::Single {
@@ -339,6 +344,7 @@ pub(crate) async fn run<C: InferenceClient>(
         }
     }
     out.requests.sort_by_key(|r| r.id);
+    out.chunks = std::mem::take(&mut out.parts).concat();
     out
 }
 
