@@ -5,13 +5,20 @@
 #
 #   device-vllm.sh recv N [info]   (carry .devcarry/pNN) receive part N (sha256 checked); with
 #                                  `info`, first print the GPUs, their links and torch's view
-#   device-vllm.sh start [SWEEP] [SECS]
+#   device-vllm.sh start [SWEEP] [SECS] [AXIS=VALUE]
 #                                  (carry .devcarry/b: bench360.xz + SHA256SUMS) check that every
 #                                  part is there, then in the background (setsid, so it outlives
 #                                  the call): device-unpack.sh (join, check, unpack the vLLM pack,
 #                                  the gguf wheel, the /root/bin wrappers, convert the GGUF into
 #                                  /root/hf-qwen2.5-coder-1.5b with a greedy check generation),
-#                                  `bench360 plan`, `bench360 apply`; then `wait SECS` (default 0)
+#                                  `bench360 plan`, `bench360 apply`; then `wait SECS` (default 0).
+#                                  With AXIS=VALUE (e.g. engine=vllm), `apply --only AXIS=VALUE`
+#                                  runs first and the whole sweep after it: apply does not follow
+#                                  plan's order (it began with fp8@vllm-tp2), so this is how the
+#                                  rows that matter most come first
+#   device-vllm.sh stop            stop a running apply gracefully (SIGTERM to bench360 by its pid:
+#                                  engines stopped, nothing half-recorded), so that `start` can
+#                                  run again; never by name pattern (that matches the caller too)
 #   device-vllm.sh wait SECS [final]
 #                                  follow the apply; when it has finished, put the artefacts under
 #                                  $OUT and exit with its status; else exit 3 — or, with `final`,
@@ -111,7 +118,7 @@ case ${1:-} in
     recv "$2"
     ;;
   start)
-    sweep=${2:-sweeps/gpu-vllm.kdl}; secs=${3:-0}
+    sweep=${2:-sweeps/gpu-vllm.kdl}; secs=${3:-0}; first=${4:-}
     P=$ROOT/parts
     [ -f $P/MANIFEST ] || { log "no parts received"; exit 1; }
     missing=$(grep -o 'part[0-9][0-9]$' $P/MANIFEST | while read -r p; do [ -f $P/$p ] || echo $p; done)
@@ -127,14 +134,20 @@ case ${1:-} in
     cp -r sweeps datasets scripts $RUN/
     echo "$sweep" > $ROOT/apply.sweep; rm -f $ROOT/apply.rc
     echo "start $(date -u +%T)" >> $ROOT/times.txt
+    only=true
+    if [ -n "$first" ]; then
+      only="$ROOT/bench360 --cache $ROOT/cache --only '$first' apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!"
+    fi
     cd $RUN
     setsid nohup bash -c "
       bash scripts/gpu/device-unpack.sh || { echo 1 > $ROOT/apply.rc; exit 1; }
       echo \"apply started \$(date -u +%T)\" >> $ROOT/times.txt
       $ROOT/bench360 --cache $ROOT/cache plan '$sweep' | tail -n 5
-      $ROOT/bench360 --cache $ROOT/cache apply '$sweep'
+      $only
+      $ROOT/bench360 --cache $ROOT/cache apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!
       rc=\$?; echo \"apply ended \$(date -u +%T) rc \$rc\" >> $ROOT/times.txt; echo \$rc > $ROOT/apply.rc" \
       >> $ROOT/apply.log 2>&1 < /dev/null &
+    echo $! > $ROOT/apply.pid
     cd - > /dev/null
     log "unpack + convert + apply run in the background; next: device-vllm.sh wait 540"
     sleep 2
@@ -143,5 +156,14 @@ case ${1:-} in
   wait)
     wait_apply "${2:-540}" "${3:-}"
     ;;
-  *) echo "usage: $0 recv N [info] | start [SWEEP] [SECS] | wait SECS [final]" >&2; exit 2 ;;
+  stop)
+    [ -f $ROOT/apply.rc ] && { log "no apply running"; exit 0; }
+    kill -9 "$(cat $ROOT/apply.pid)" 2>/dev/null   # the pipeline first, so it writes no status
+    kill -TERM "$(cat $ROOT/bench360.pid)" 2>/dev/null
+    for _ in $(seq 1 60); do kill -0 "$(cat $ROOT/bench360.pid)" 2>/dev/null || break; sleep 1; done
+    echo 130 > $ROOT/apply.rc; echo "apply stopped $(date -u +%T)" >> $ROOT/times.txt
+    tail -n 5 $ROOT/apply.log
+    nvidia-smi --query-gpu=index,memory.used --format=csv,noheader
+    ;;
+  *) echo "usage: $0 recv N [info] | start [SWEEP] [SECS] [AXIS=VALUE] | wait SECS [final] | stop" >&2; exit 2 ;;
 esac
