@@ -360,6 +360,48 @@ pub(crate) fn bootstrap_ci(
     Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
 }
 
+/// The 95 % percentile-bootstrap interval of a mean whose observations come in clusters —
+/// requests that repeat the same dataset item at temperature 0 are one observation of that
+/// item, not independent ones. Whole clusters are resampled (`clusters[i]` names the cluster
+/// of `values[i]`); with one observation per cluster this is the ordinary bootstrap of the
+/// mean. None with fewer than two clusters.
+pub(crate) fn cluster_bootstrap_mean_ci(
+    values: &[f64],
+    clusters: &[String],
+    rounds: usize,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if clusters.len() != values.len() {
+        return None;
+    }
+    let mut by: std::collections::HashMap<&str, (f64, f64)> = std::collections::HashMap::new();
+    for (v, c) in values.iter().zip(clusters) {
+        let e = by.entry(c.as_str()).or_default();
+        e.0 += v;
+        e.1 += 1.0;
+    }
+    // In a fixed order, so that the same data and seed give the same interval.
+    let mut groups: Vec<(&str, (f64, f64))> = by.into_iter().collect();
+    groups.sort_by(|a, b| a.0.cmp(b.0));
+    let groups: Vec<(f64, f64)> = groups.into_iter().map(|g| g.1).collect();
+    if groups.len() < 2 {
+        return None;
+    }
+    let mut rng = crate::record::rng::SplitMix64::new(seed);
+    let mut estimates = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let (mut sum, mut n) = (0.0, 0.0);
+        for _ in 0..groups.len() {
+            let g = groups[rng.below(groups.len())];
+            sum += g.0;
+            n += g.1;
+        }
+        estimates.push(sum / n);
+    }
+    estimates.sort_by(f64::total_cmp);
+    Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
+}
+
 /// The q-th percentile of unsorted values (sorts in place).
 pub(crate) fn pct_of(v: &mut [f64], q: f64) -> Option<f64> {
     v.sort_by(f64::total_cmp);
@@ -431,6 +473,43 @@ pub(crate) fn pareto_front(points: &[(f64, f64)]) -> Vec<usize> {
 
 #[cfg(test)]
 mod ci_tests {
+
+    /// 20 questions asked 10 times each carry the information of 20 answers, not 200: the
+    /// interval over clusters is about √10 wider than over requests, and with one request
+    /// per question it is the ordinary bootstrap's width.
+    #[test]
+    fn clustered_quality_interval_counts_questions_not_requests() {
+        let mut values = Vec::new();
+        let mut clusters = Vec::new();
+        for q in 0..20 {
+            for _ in 0..10 {
+                values.push(if q % 2 == 0 { 1.0 } else { 0.0 });
+                clusters.push(format!("q{q}"));
+            }
+        }
+        let (lo, hi) = super::cluster_bootstrap_mean_ci(&values, &clusters, 2000, 7).unwrap();
+        let (nlo, nhi) = super::bootstrap_ci(&values, 2000, 7, super::mean_of).unwrap();
+        let ratio = (hi - lo) / (nhi - nlo);
+        assert!(
+            (2.5..4.0).contains(&ratio),
+            "{ratio}: {lo}-{hi} vs {nlo}-{nhi}"
+        );
+        // Half right: the interval is centred on 0.5 and about ±1.96·√(0.25/20) ≈ ±0.22 wide.
+        assert!(
+            (hi - lo - 0.44).abs() < 0.1 && lo < 0.5 && hi > 0.5,
+            "{lo}-{hi}"
+        );
+        let single: Vec<String> = (0..200).map(|i| format!("r{i}")).collect();
+        let (slo, shi) = super::cluster_bootstrap_mean_ci(&values, &single, 2000, 7).unwrap();
+        assert!(
+            ((shi - slo) / (nhi - nlo) - 1.0).abs() < 0.15,
+            "{slo}-{shi}"
+        );
+        assert!(
+            super::cluster_bootstrap_mean_ci(&[1.0, 0.0], &["a".into(), "a".into()], 100, 1)
+                .is_none()
+        );
+    }
 
     #[test]
     fn the_t_quantile_is_right_past_thirty_degrees_of_freedom() {

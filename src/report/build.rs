@@ -171,12 +171,22 @@ fn run_data(
             data.itl_ms.push((t - prev) / 1e6);
         }
     }
-    data.scores = crate::trace::read_numeric(
-        &store.object_dir(&score_key).join("scores.parquet"),
-        &["score"],
-    )
-    .map(|m| m["score"].iter().flatten().copied().collect())
-    .unwrap_or_default();
+    let scores_file = store.object_dir(&score_key).join("scores.parquet");
+    let scores: Vec<Option<f64>> = crate::trace::read_numeric(&scores_file, &["score"])
+        .map(|mut m| m.remove("score").unwrap_or_default())
+        .unwrap_or_default();
+    let ids: Vec<Option<String>> = crate::trace::read_strings(&scores_file, &["sample_id"])
+        .map(|mut m| m.remove("sample_id").unwrap_or_default())
+        .unwrap_or_default();
+    data.scores = scores.iter().flatten().copied().collect();
+    if ids.len() == scores.len() {
+        data.score_samples = scores
+            .iter()
+            .zip(ids)
+            .filter(|(s, _)| s.is_some())
+            .map(|(_, id)| id.unwrap_or_default())
+            .collect();
+    }
     // GPU power and memory over the window, summed over devices per sample time.
     let tele = num(
         "telemetry.parquet",

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use super::ColdStart;
-use crate::record::stats::{self, bootstrap_ci, mean_of, pct_of, RunStats};
+use crate::record::stats::{
+    self, bootstrap_ci, cluster_bootstrap_mean_ci, mean_of, pct_of, RunStats,
+};
 use crate::record::Columns;
 use crate::spec::{Cost, Slo};
 use crate::trace::Cell;
@@ -30,6 +32,10 @@ pub(crate) struct RunData {
     pub itl_ms: Vec<f64>,
     /// Per scored request: the task's per-request score (1/0 for pass/fail metrics).
     pub scores: Vec<f64>,
+    /// The dataset item of each score (`scores[i]`'s sample id): the clusters of the
+    /// quality interval. Empty when not read (the interval then treats requests as
+    /// independent).
+    pub score_samples: Vec<String>,
     /// Name of the task's primary metric (what `quality` means).
     pub primary: String,
     /// (seconds since window start, requests in flight).
@@ -96,7 +102,13 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
         ttft_p95_ci: bootstrap_ci(&data.ttft_ms, ROUNDS, seed ^ 1, p(95.0)),
         e2e_p95_ci: bootstrap_ci(&data.e2e_ms, ROUNDS, seed ^ 2, p(95.0)),
         tpot_p50_ci: bootstrap_ci(&data.tpot_ms, ROUNDS, seed ^ 3, p(50.0)),
-        quality_ci: bootstrap_ci(&data.scores, ROUNDS, seed ^ 4, mean_of),
+        // Requests repeating a dataset item are resampled together (a run of 4,000 requests
+        // over 200 questions has 200 observations of quality, not 4,000).
+        quality_ci: if data.score_samples.len() == data.scores.len() {
+            cluster_bootstrap_mean_ci(&data.scores, &data.score_samples, ROUNDS, seed ^ 4)
+        } else {
+            bootstrap_ci(&data.scores, ROUNDS, seed ^ 4, mean_of)
+        },
         ..Default::default()
     };
     if let Some(s) = &data.stats {

@@ -126,7 +126,15 @@ impl SweepDir {
             })
             .filter_map(|e| read_json(&e.path()))
             .collect();
-        v.sort_by(|a, b| a.submitted_at.cmp(&b.submitted_at));
+        // Submission order; jobs submitted within the same stamp by their (numeric) ids, so
+        // that the directory's listing order never decides.
+        v.sort_by(|a, b| {
+            (&a.submitted_at, a.job_id.len(), &a.job_id).cmp(&(
+                &b.submitted_at,
+                b.job_id.len(),
+                &b.job_id,
+            ))
+        });
         v
     }
 
