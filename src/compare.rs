@@ -31,6 +31,10 @@ pub(crate) struct RunValues {
     pub e2e_ms: Vec<f64>,
     /// Per scored request, the task's quality.
     pub scores: Vec<f64>,
+    /// The dataset item of each score: quality is resampled by item (requests repeating an
+    /// item are one observation of it). Empty in older baselines: resampled by request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub score_samples: Vec<String>,
     pub output_tokens_per_s: Option<f64>,
     pub j_per_output_token: Option<f64>,
 }
@@ -67,6 +71,7 @@ pub(crate) fn from_rows(rows: &[Row]) -> Vec<RunValues> {
                 tpot_ms: r.data.tpot_ms.clone(),
                 e2e_ms: r.data.e2e_ms.clone(),
                 scores: r.data.scores.clone(),
+                score_samples: r.data.score_samples.clone(),
                 output_tokens_per_s: r.data.stats.as_ref().map(|s| s.output_tokens_per_s),
                 j_per_output_token: r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token),
             })
@@ -158,6 +163,32 @@ fn resample(v: &[f64], rng: &mut SplitMix64) -> Vec<f64> {
     (0..v.len()).map(|_| v[rng.below(v.len())]).collect()
 }
 
+/// A run's scores as (sum, count) per dataset item, in item order; None when the items are
+/// not known (an older baseline).
+fn items(r: &RunValues) -> Option<Vec<(f64, f64)>> {
+    if r.score_samples.len() != r.scores.len() || r.scores.is_empty() {
+        return None;
+    }
+    let mut by: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+    for (v, s) in r.scores.iter().zip(&r.score_samples) {
+        let e = by.entry(s.as_str()).or_default();
+        e.0 += v;
+        e.1 += 1.0;
+    }
+    Some(by.into_values().collect())
+}
+
+/// The mean of a resample of whole items.
+fn resample_items(g: &[(f64, f64)], rng: &mut SplitMix64) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0.0);
+    for _ in 0..g.len() {
+        let x = g[rng.below(g.len())];
+        sum += x.0;
+        n += x.1;
+    }
+    (n > 0.0).then(|| sum / n)
+}
+
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if a != 0.0 && a.is_finite() && b.is_finite() => Some((b - a) / a),
@@ -170,15 +201,23 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
         Some((values, q)) => {
             let (va, vb) = (values(a), values(b));
             let (ea, eb) = (estimate(va, q), estimate(vb, q));
+            // Quality: by dataset item when both sides know their items.
+            let by_item = match (metric, items(a), items(b)) {
+                ("quality", Some(ga), Some(gb)) => Some((ga, gb)),
+                _ => None,
+            };
             let ci = (va.len() >= 2 && vb.len() >= 2)
                 .then(|| {
                     let mut rng = SplitMix64::derive(seed, metric);
                     let mut est: Vec<f64> = (0..ROUNDS)
-                        .filter_map(|_| {
-                            ratio(
+                        .filter_map(|_| match &by_item {
+                            Some((ga, gb)) => {
+                                ratio(resample_items(ga, &mut rng), resample_items(gb, &mut rng))
+                            }
+                            None => ratio(
                                 estimate(&resample(va, &mut rng), q),
                                 estimate(&resample(vb, &mut rng), q),
-                            )
+                            ),
                         })
                         .collect();
                     est.sort_by(f64::total_cmp);
@@ -362,9 +401,26 @@ mod tests {
             tpot_ms: (1..=200).map(|i| 10.0 + i as f64 * 0.01).collect(),
             e2e_ms: (1..=200).map(|i| 100.0 + i as f64).collect(),
             scores: (0..200).map(|i| f64::from(u8::from(i % 2 == 0))).collect(),
+            // 20 questions, each asked 10 times.
+            score_samples: (0..200).map(|i| format!("q{}", i % 20)).collect(),
             output_tokens_per_s: Some(100.0 * scale),
             j_per_output_token: None,
         }
+    }
+
+    /// Quality's interval resamples questions: 20 questions asked 10 times each give about
+    /// √10 the interval of 200 independent requests.
+    #[test]
+    fn the_quality_interval_resamples_questions() {
+        let mut b = run("x", 1.0);
+        b.scores = (0..200).map(|i| f64::from(u8::from(i % 20 < 12))).collect();
+        let clustered = change("quality", &run("x", 1.0), &b, 3).ci.unwrap();
+        let (mut a2, mut b2) = (run("x", 1.0), b.clone());
+        a2.score_samples.clear();
+        b2.score_samples.clear();
+        let flat = change("quality", &a2, &b2, 3).ci.unwrap();
+        let w = |c: (f64, f64)| c.1 - c.0;
+        assert!(w(clustered) > 2.0 * w(flat), "{clustered:?} vs {flat:?}");
     }
 
     #[test]
