@@ -105,9 +105,8 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     if let Some(k) = kind {
         let only = |field: &str| -> Option<&'static str> {
             match field {
-                "answer-format" | "extract" => {
-                    Some("built-in (custom tasks write it in their template)")
-                }
+                "answer-format" => Some("built-in (custom tasks write it in their template)"),
+                "extract" => Some("every kind but synthetic"),
                 "article-words" => Some("summarization"),
                 "sql-timeout" => Some("text2sql or custom"),
                 "dataset" | "shots" => Some("dataset"),
@@ -118,7 +117,9 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         };
         for (field, nodes) in &f {
             let allowed = match *field {
-                "answer-format" | "extract" => !matches!(k, TaskKind::Custom | TaskKind::Synthetic),
+                "answer-format" => !matches!(k, TaskKind::Custom | TaskKind::Synthetic),
+                // Every kind with a reference reads answers; synthetic prompts have none.
+                "extract" => k != TaskKind::Synthetic,
                 "article-words" => k == TaskKind::Summarization,
                 "sql-timeout" => matches!(k, TaskKind::Text2Sql | TaskKind::Custom),
                 "dataset" | "shots" => k != TaskKind::Synthetic,
