@@ -163,32 +163,6 @@ fn resample(v: &[f64], rng: &mut SplitMix64) -> Vec<f64> {
     (0..v.len()).map(|_| v[rng.below(v.len())]).collect()
 }
 
-/// A run's scores as (sum, count) per dataset item, in item order; None when the items are
-/// not known (an older baseline).
-fn items(r: &RunValues) -> Option<Vec<(f64, f64)>> {
-    if r.score_samples.len() != r.scores.len() || r.scores.is_empty() {
-        return None;
-    }
-    let mut by: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-    for (v, s) in r.scores.iter().zip(&r.score_samples) {
-        let e = by.entry(s.as_str()).or_default();
-        e.0 += v;
-        e.1 += 1.0;
-    }
-    Some(by.into_values().collect())
-}
-
-/// The mean of a resample of whole items.
-fn resample_items(g: &[(f64, f64)], rng: &mut SplitMix64) -> Option<f64> {
-    let (mut sum, mut n) = (0.0, 0.0);
-    for _ in 0..g.len() {
-        let x = g[rng.below(g.len())];
-        sum += x.0;
-        n += x.1;
-    }
-    (n > 0.0).then(|| sum / n)
-}
-
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if a != 0.0 && a.is_finite() && b.is_finite() => Some((b - a) / a),
@@ -202,6 +176,8 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let (va, vb) = (values(a), values(b));
             let (ea, eb) = (estimate(va, q), estimate(vb, q));
             // Quality: by dataset item when both sides know their items.
+            let items =
+                |r: &RunValues| crate::record::stats::cluster_sums(&r.scores, &r.score_samples);
             let by_item = match (metric, items(a), items(b)) {
                 ("quality", Some(ga), Some(gb)) => Some((ga, gb)),
                 _ => None,
@@ -211,9 +187,10 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                     let mut rng = SplitMix64::derive(seed, metric);
                     let mut est: Vec<f64> = (0..ROUNDS)
                         .filter_map(|_| match &by_item {
-                            Some((ga, gb)) => {
-                                ratio(resample_items(ga, &mut rng), resample_items(gb, &mut rng))
-                            }
+                            Some((ga, gb)) => ratio(
+                                Some(crate::record::stats::resample_clusters(ga, &mut rng)),
+                                Some(crate::record::stats::resample_clusters(gb, &mut rng)),
+                            ),
                             None => ratio(
                                 estimate(&resample(va, &mut rng), q),
                                 estimate(&resample(vb, &mut rng), q),

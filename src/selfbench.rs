@@ -102,6 +102,11 @@ pub(crate) fn mono_ns() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// One SSE event of the scripted server: a chat completion chunk with these fields.
+fn event(fields: &str) -> String {
+    format!("data: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",{fields}}}\n\n")
+}
+
 /// Pins the calling thread (and the threads it creates afterwards) to these CPUs.
 pub(crate) fn pin(cpus: &[usize]) -> anyhow::Result<()> {
     if cpus.is_empty() {
@@ -215,11 +220,11 @@ pub(crate) fn serve(
                     } else {
                         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
                     });
-                    out.push_str(&frame("data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n"));
+                    out.push_str(&frame(&event(r#""choices":[{"index":0,"delta":{"role":"assistant"}}]"#)));
                     if sock.write_all(out.as_bytes()).await.is_err() {
                         return;
                     }
-                    let ev = frame("data: {\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"}}]}\n\n");
+                    let ev = frame(&event(r#""choices":[{"index":0,"delta":{"content":"tok "}}]"#));
                     let mut sends = Vec::with_capacity(tokens as usize);
                     for k in 0..tokens {
                         let at = t0 + Duration::from_secs_f64((ttft_ms + k as f64 * itl_ms) / 1000.0);
@@ -230,7 +235,9 @@ pub(crate) fn serve(
                         sends.push(mono_ns());
                     }
                     let mut tail = frame(&format!(
-                        "data: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"
+                        "{}{}data: [DONE]\n\n",
+                        event(r#""choices":[{"index":0,"delta":{},"finish_reason":"length"}]"#),
+                        event(&format!(r#""choices":[],"usage":{{"prompt_tokens":8,"completion_tokens":{tokens}}}"#)),
                     ));
                     if keep {
                         tail.push_str("0\r\n\r\n");
@@ -270,11 +277,7 @@ fn cpu_s() -> f64 {
 }
 
 fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .map(|p| p * 4096.0 / 1e6)
-        .unwrap_or(0.0)
+    crate::telemetry::procfs::rss_bytes(std::process::id()).unwrap_or(0.0) / 1e6
 }
 
 /// Peak resident memory since the last reset (`VmHWM`).

@@ -159,28 +159,25 @@ impl ServerTokenizer {
     /// template applied, special tokens added as the server adds them.
     pub async fn count(&self, p: PromptParts<'_>) -> Result<usize, TokenizeError> {
         match (self.style, p.api) {
-            (TokenizeApi::LlamaCpp, Api::Chat) => {
-                let messages = super::messages(p.system, p.history, p.prompt);
-                let t = self
-                    .post("/apply-template", json!({ "messages": messages }))
-                    .await?;
-                let prompt =
-                    t.get("prompt")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| TokenizeError {
-                            endpoint: format!("{}/apply-template", self.base),
-                            cause: "no `prompt` in the answer".into(),
-                        })?;
-                let v = self
-                    .post(
-                        "/tokenize",
-                        json!({"content": prompt, "add_special": true, "parse_special": true}),
-                    )
-                    .await?;
-                Ok(Self::ids(&v, "/tokenize")?.len())
-            }
-            (TokenizeApi::LlamaCpp, Api::Completion) => {
-                let prompt = super::completion_prompt(p.system, p.prompt);
+            (TokenizeApi::LlamaCpp, api) => {
+                // The prompt text as llama-server builds it, then tokenized as it tokenizes a
+                // prompt: special tokens added and parsed.
+                let prompt = match api {
+                    Api::Chat => {
+                        let messages = super::messages(p.system, p.history, p.prompt);
+                        let t = self
+                            .post("/apply-template", json!({ "messages": messages }))
+                            .await?;
+                        t.get("prompt")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                            .ok_or_else(|| TokenizeError {
+                                endpoint: format!("{}/apply-template", self.base),
+                                cause: "no `prompt` in the answer".into(),
+                            })?
+                    }
+                    Api::Completion => super::completion_prompt(p.system, p.prompt),
+                };
                 let v = self
                     .post(
                         "/tokenize",

@@ -200,140 +200,6 @@ mod flat {
         }
     }
 
-    /// A map key: a string.
-    struct Key;
-
-    impl ser::Serializer for Key {
-        type Ok = String;
-        type Error = Unsupported;
-        type SerializeSeq = Impossible<String, Unsupported>;
-        type SerializeTuple = Impossible<String, Unsupported>;
-        type SerializeTupleStruct = Impossible<String, Unsupported>;
-        type SerializeTupleVariant = Impossible<String, Unsupported>;
-        type SerializeMap = Impossible<String, Unsupported>;
-        type SerializeStruct = Impossible<String, Unsupported>;
-        type SerializeStructVariant = Impossible<String, Unsupported>;
-        fn serialize_str(self, v: &str) -> Result<String, Unsupported> {
-            Ok(v.to_string())
-        }
-        fn serialize_bool(self, _: bool) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_i8(self, _: i8) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_i16(self, _: i16) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_i32(self, _: i32) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_i64(self, _: i64) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_u8(self, _: u8) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_u16(self, _: u16) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_u32(self, _: u32) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_u64(self, _: u64) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_f32(self, _: f32) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_f64(self, _: f64) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_char(self, _: char) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_bytes(self, _: &[u8]) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_none(self) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_unit(self) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_unit_struct(self, _: &'static str) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_unit_variant(
-            self,
-            _: &'static str,
-            _: u32,
-            v: &'static str,
-        ) -> Result<String, Unsupported> {
-            Ok(v.to_string())
-        }
-        fn serialize_newtype_struct<T: Serialize + ?Sized>(
-            self,
-            _: &'static str,
-            v: &T,
-        ) -> Result<String, Unsupported> {
-            v.serialize(self)
-        }
-        fn serialize_newtype_variant<T: Serialize + ?Sized>(
-            self,
-            _: &'static str,
-            _: u32,
-            _: &'static str,
-            _: &T,
-        ) -> Result<String, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_tuple_struct(
-            self,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeTupleStruct, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_tuple_variant(
-            self,
-            _: &'static str,
-            _: u32,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeTupleVariant, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_struct(
-            self,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeStruct, Unsupported> {
-            Err(Unsupported)
-        }
-        fn serialize_struct_variant(
-            self,
-            _: &'static str,
-            _: u32,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeStructVariant, Unsupported> {
-            Err(Unsupported)
-        }
-    }
-
     impl<'a> ser::SerializeStruct for Flat<'a> {
         type Ok = ();
         type Error = Unsupported;
@@ -360,7 +226,11 @@ mod flat {
         type Ok = ();
         type Error = Unsupported;
         fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Unsupported> {
-            self.key = Some(key.serialize(Key)?);
+            // Field names and the flattened maps' keys: strings, read as any plain value.
+            match key.serialize(Plain)? {
+                Some(k) => self.key = Some(k),
+                None => return Err(Unsupported),
+            }
             Ok(())
         }
         fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {

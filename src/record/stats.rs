@@ -371,35 +371,46 @@ pub(crate) fn cluster_bootstrap_mean_ci(
     rounds: usize,
     seed: u64,
 ) -> Option<(f64, f64)> {
-    if clusters.len() != values.len() {
+    let groups = cluster_sums(values, clusters)?;
+    if groups.len() < 2 {
         return None;
     }
-    let mut by: std::collections::HashMap<&str, (f64, f64)> = std::collections::HashMap::new();
+    let mut rng = crate::record::rng::SplitMix64::new(seed);
+    let mut estimates: Vec<f64> = (0..rounds)
+        .map(|_| resample_clusters(&groups, &mut rng))
+        .collect();
+    estimates.sort_by(f64::total_cmp);
+    Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
+}
+
+/// The values summed per cluster, as (sum, count), in the clusters' name order (so the same
+/// data and seed resample the same way). None without values or without one cluster name
+/// per value.
+pub(crate) fn cluster_sums(values: &[f64], clusters: &[String]) -> Option<Vec<(f64, f64)>> {
+    if clusters.len() != values.len() || values.is_empty() {
+        return None;
+    }
+    let mut by: std::collections::BTreeMap<&str, (f64, f64)> = std::collections::BTreeMap::new();
     for (v, c) in values.iter().zip(clusters) {
         let e = by.entry(c.as_str()).or_default();
         e.0 += v;
         e.1 += 1.0;
     }
-    // In a fixed order, so that the same data and seed give the same interval.
-    let mut groups: Vec<(&str, (f64, f64))> = by.into_iter().collect();
-    groups.sort_by(|a, b| a.0.cmp(b.0));
-    let groups: Vec<(f64, f64)> = groups.into_iter().map(|g| g.1).collect();
-    if groups.len() < 2 {
-        return None;
+    Some(by.into_values().collect())
+}
+
+/// The mean over a resample (with replacement) of whole clusters from [`cluster_sums`].
+pub(crate) fn resample_clusters(
+    groups: &[(f64, f64)],
+    rng: &mut crate::record::rng::SplitMix64,
+) -> f64 {
+    let (mut sum, mut n) = (0.0, 0.0);
+    for _ in 0..groups.len() {
+        let g = groups[rng.below(groups.len())];
+        sum += g.0;
+        n += g.1;
     }
-    let mut rng = crate::record::rng::SplitMix64::new(seed);
-    let mut estimates = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let (mut sum, mut n) = (0.0, 0.0);
-        for _ in 0..groups.len() {
-            let g = groups[rng.below(groups.len())];
-            sum += g.0;
-            n += g.1;
-        }
-        estimates.push(sum / n);
-    }
-    estimates.sort_by(f64::total_cmp);
-    Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
+    sum / n
 }
 
 /// The q-th percentile of unsorted values (sorts in place).

@@ -470,6 +470,14 @@ pub(crate) async fn materialize(
                 if history.is_empty() { "" } else { " and the earlier turns" },
             ));
         }
+        // The prompt made of the prefix and the first k tokens of this request's stream.
+        let cut = async |k: usize| -> Result<String, String> {
+            let text = tok
+                .detokenize(&ids[..k.min(ids.len())])
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(format!("{prefix}{text}"))
+        };
         let mut n = target - overhead;
         let mut tried = std::collections::BTreeSet::new();
         let mut found = None;
@@ -477,12 +485,7 @@ pub(crate) async fn materialize(
             if !tried.insert(n) {
                 break;
             }
-            let text = format!(
-                "{prefix}{}",
-                tok.detokenize(&ids[..n.min(ids.len())])
-                    .await
-                    .map_err(|e| e.to_string())?
-            );
+            let text = cut(n).await?;
             let got = count(text.clone()).await?;
             if got == target {
                 found = Some(text);
@@ -495,10 +498,7 @@ pub(crate) async fn materialize(
             // neighbours of the last cut.
             for d in [1i64, -1, 2, -2, 3, -3] {
                 let k = (n as i64 + d).clamp(1, ids.len() as i64) as usize;
-                let text = format!(
-                    "{prefix}{}",
-                    tok.detokenize(&ids[..k]).await.map_err(|e| e.to_string())?
-                );
+                let text = cut(k).await?;
                 if count(text.clone()).await? == target {
                     found = Some(text);
                     break;

@@ -24,7 +24,8 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
-fn rss_bytes(pid: u32) -> Option<f64> {
+/// Resident memory of a process, bytes.
+pub(crate) fn rss_bytes(pid: u32) -> Option<f64> {
     let statm = fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
     Some(statm.split_whitespace().nth(1)?.parse::<f64>().ok()? * page_size())
 }
