@@ -33,13 +33,11 @@ fn the_analysis_notebook_runs_over_a_quickstart_cache() {
         format!(
             r#"sweep "synth" {{ seed 1; }}
 defaults {{ max-tokens 4; warmup 1; }}
-model "smollm2" {{ path "{}"; quantization "q4_1"; }}
-engine "llama" {{ kind "llama.cpp"; binary "{}"; parallel 2; ctx-size 1024; args "--threads" "1"; }}
+{}
 task "synthetic" {{ kind "synthetic"; samples 4; input-tokens 64; }}
 scenario "c" {{ kind "concurrency"; concurrency 1 2; requests 4; }}
 "#,
-            e.gguf.display(),
-            e.server.display()
+            common::llama_blocks(&e, 2)
         ),
     )
     .unwrap();

@@ -123,18 +123,7 @@ defaults {{
     warmup 1
     request-timeout 60
 }}
-model "smollm2" {{
-    path "{gguf}"
-    quantization "q4_1"
-}}
-engine "llama" {{
-    kind "llama.cpp"
-    binary "{server}"
-    parallel 4
-    ctx-size 1024
-    args "--threads" "1"
-    startup-timeout 60
-}}
+{blocks}
 task "fixed" {{
     kind "synthetic"
     samples 6
@@ -168,8 +157,7 @@ scenario "c4" {{
     concurrency 4
 }}
 "#,
-            gguf = e.gguf.display(),
-            server = e.server.display()
+            blocks = common::llama_blocks(&e, 4)
         ),
     )
     .unwrap();

@@ -18,18 +18,7 @@ defaults {{
     warmup 1
     request-timeout 60
 }}
-model "smollm2" {{
-    path "{gguf}"
-    quantization "q4_1"
-}}
-engine "llama" {{
-    kind "llama.cpp"
-    binary "{server}"
-    parallel 2
-    ctx-size 1024
-    args "--threads" "1"
-    startup-timeout 60
-}}
+{blocks}
 task "mmlu" {{
     kind "mmlu"
     dataset "{d}/mmlu"
@@ -77,8 +66,7 @@ scenario "single" {{
     kind "single"
 }}
 "#####,
-        gguf = e.gguf.display(),
-        server = e.server.display(),
+        blocks = common::llama_blocks(e, 2),
         d = datasets().display(),
         c = custom_dir.display(),
         py = python(),

@@ -23,14 +23,11 @@ export BENCH360_QWEN2_5_CODER_1_5B_GGUF=$ROOT/carry/qwen2.5-coder-1.5b.gguf
 log() { printf '[device-llama %s] %s\n' "$(date -u +%T)" "$*"; }
 
 recv() {
-  local n src dst=$ROOT/parts
-  n=$(printf '%02d' "$((10#$1))"); src=.devcarry/p$n
-  [ -f "$src/part$n" ] || { log "$src/part$n was not carried"; return 1; }
-  mkdir -p "$dst"
-  (cd "$src" && grep " part$n\$" MANIFEST | sha256sum -c --quiet -) || { log "part$n DAMAGED: carry it again"; return 1; }
-  cp "$src/MANIFEST" "$dst/MANIFEST"
-  mv -f "$src/part$n" "$dst/part$n"
-  log "part$n ok; $(ls "$dst" | grep -c '^part') of $(grep -c ' part[0-9][0-9]$' "$dst/MANIFEST") parts; build: $(tail -n 1 $ROOT/llama/build.log 2>/dev/null | cut -c1-80)"
+  # One folder per part: .devcarry/pNN (part and MANIFEST), checked and kept in $ROOT/parts.
+  local n
+  n=$(printf '%02d' "$((10#$1))")
+  BENCH360_GPU_ROOT=$ROOT scripts/gpu/device-receive.sh "$n" ".devcarry/p$n" 2>&1 || return 1
+  log "build: $(tail -n 1 $ROOT/llama/build.log 2>/dev/null | cut -c1-80)"
 }
 
 collect() {
@@ -42,16 +39,7 @@ collect() {
   cp $ROOT/cache/reports/*/report.md "$OUT/" 2>/dev/null
   cp $ROOT/cache/reports/*/summary.csv "$OUT/" 2>/dev/null
   # Every run's telemetry summary, keyed by label.
-  python3 - "$ROOT/cache" > "$OUT/telemetry-summaries.json" <<'EOF'
-import glob, json, os, sys
-c = sys.argv[1]; out = {}
-for f in sorted(glob.glob(os.path.join(c, "records", "*.json"))):
-    r = json.load(open(f))
-    t = os.path.join(c, "objects", r.get("key", ""), "telemetry.json")
-    if os.path.exists(t):
-        out[r.get("label", r.get("key"))] = json.load(open(t))
-json.dump(out, sys.stdout, indent=1)
-EOF
+  python3 scripts/gpu/telemetry-summaries.py "$ROOT/cache" > "$OUT/telemetry-summaries.json"
   (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT 2>/dev/null)
   (cd $ROOT && find cache/objects -name chunks.parquet -print0 | tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
   [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repo root, in a call that carries .devcarry/p (staged here by
-# `scripts/gpu/split-carry.sh --stage N`): checks part N against the MANIFEST and moves it to
-# /root/parts, where it stays while the machine is held. Fast (a second or two): keep the
-# next call within the machine's 30 s warm window. See scripts/gpu/README.md.
-#   scripts/gpu/device-receive.sh N
+# `scripts/gpu/split-carry.sh --stage N`) or the folder SRC: checks part N against the MANIFEST
+# and moves it to /root/parts, where it stays while the machine is held. Fast (a second or
+# two): keep the next call within the machine's 30 s warm window. See scripts/gpu/README.md.
+# device-llama.sh and device-vllm.sh receive their parts (one folder .devcarry/pNN per part)
+# through it.
+#   scripts/gpu/device-receive.sh N [SRC]
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: $0 N" >&2; exit 2; }
+[ $# -eq 1 ] || [ $# -eq 2 ] || { echo "usage: $0 N [SRC]" >&2; exit 2; }
 n=$(printf '%02d' "$((10#$1))")
-src=.devcarry/p
+src=${2:-.devcarry/p}
 dst=${BENCH360_GPU_ROOT:-/root}/parts
-[ -f "$src/part$n" ] || { echo "device-receive: $src/part$n was not carried (carry: [\".devcarry/p\"])" >&2; exit 1; }
+[ -f "$src/part$n" ] || { echo "device-receive: $src/part$n was not carried (carry: [\"$src\"])" >&2; exit 1; }
 [ -f "$src/MANIFEST" ] || { echo "device-receive: $src/MANIFEST missing" >&2; exit 1; }
 mkdir -p "$dst"
 if ! (cd "$src" && grep " part$n\$" MANIFEST | sha256sum -c --quiet -); then

@@ -72,6 +72,27 @@ pub fn datasets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets")
 }
 
+/// The sweep blocks of the real model and engine: `model "smollm2"` and `engine "llama"`
+/// (llama-server with `parallel` slots of 1024 tokens, one thread).
+pub fn llama_blocks(e: &Engine, parallel: u32) -> String {
+    format!(
+        r#"model "smollm2" {{
+    path "{gguf}"
+    quantization "q4_1"
+}}
+engine "llama" {{
+    kind "llama.cpp"
+    binary "{server}"
+    parallel {parallel}
+    ctx-size 1024
+    args "--threads" "1"
+    startup-timeout 60
+}}"#,
+        gguf = e.gguf.display(),
+        server = e.server.display(),
+    )
+}
+
 /// A small sweep on the real engine: MMLU, single + batch + server, a few seconds of work.
 pub fn small_sweep(
     e: &Engine,
@@ -89,18 +110,7 @@ defaults {{
     warmup 1
     request-timeout 60
 }}
-model "smollm2" {{
-    path "{gguf}"
-    quantization "q4_1"
-}}
-engine "llama" {{
-    kind "llama.cpp"
-    binary "{server}"
-    parallel 2
-    ctx-size 1024
-    args "--threads" "1"
-    startup-timeout 60
-}}
+{blocks}
 {extra_engine}
 task "mmlu" {{
     kind "mmlu"
@@ -112,8 +122,7 @@ matrix {{
 {matrix}
 }}
 "#,
-        gguf = e.gguf.display(),
-        server = e.server.display(),
+        blocks = llama_blocks(e, 2),
         datasets = datasets().display(),
     )
 }
