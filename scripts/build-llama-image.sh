@@ -6,7 +6,8 @@
 # Prints the image reference (also written to $BENCH360_HOME/image.env as BENCH360_LLAMA_IMAGE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-eval "$(scripts/install-engine.sh)"
+engine=$(scripts/install-engine.sh) || { echo "[build-llama-image] scripts/install-engine.sh failed (its error is above)" >&2; exit 1; }
+eval "$engine"
 HOME_DIR="${BENCH360_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/bench360}"
 sum=$(sha256sum "$BENCH360_LLAMA_SERVER" | cut -c1-12)
 repo="bench360-local/llama-server"

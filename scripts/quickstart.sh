@@ -4,7 +4,8 @@
 # Run it again: nothing reruns, the report is printed from the cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-eval "$(scripts/install-engine.sh)"
+engine=$(scripts/install-engine.sh) || { echo "[quickstart] scripts/install-engine.sh failed (its error is above)" >&2; exit 1; }
+eval "$engine"
 cargo build --release --locked
 ./target/release/bench360 plan sweeps/quickstart.kdl
 ./target/release/bench360 apply sweeps/quickstart.kdl

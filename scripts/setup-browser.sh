@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Debian's Chromium (pinned), for the test that opens report.html headless and screenshots it.
-# Idempotent.
+# Debian 12's Chromium, for the test that opens report.html headless and screenshots it.
+# Pinned by series and minimum version (Debian's security archive replaces Chromium builds
+# every few weeks: an exact build pin would break on the next update); the installed version
+# is recorded in $BENCH360_HOME/installed-versions.txt. Idempotent. Fails loudly (see lib/setup.sh).
 set -euo pipefail
-CHROMIUM_VERSION="156.0.8078.108-1~deb12u1"
-if ! dpkg-query -W -f='${Version}' chromium 2>/dev/null | grep -qx "$CHROMIUM_VERSION"; then
-  echo "[setup-browser] installing chromium=$CHROMIUM_VERSION" >&2
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "chromium=$CHROMIUM_VERSION" >&2
-fi
-HOME_DIR="${BENCH360_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/bench360}"
-mkdir -p "$HOME_DIR"
-echo "export BENCH360_CHROMIUM=$(command -v chromium)" > "$HOME_DIR/browser.env"
-cat "$HOME_DIR/browser.env"
+STEP=setup-browser ENV_NAME=browser
+. "$(dirname "$0")/lib/setup.sh"
+require_debian 12
+apt_install chromium 150.0
+bin=$(command -v chromium) || die "chromium is installed ($(deb_installed chromium)) but not on PATH"
+ver=$("$bin" --headless=new --no-sandbox --version 2>/dev/null | head -1) ||
+  die "$bin --version failed: $("$bin" --headless=new --no-sandbox --version 2>&1 | tail -3)"
+log "$ver at $bin"
+echo "export BENCH360_CHROMIUM=$bin" | write_env

@@ -8,28 +8,29 @@
 # requirement files, so a change of pins makes a new one; reused otherwise. Prints
 # `export BENCH360_PYTHON=…` and writes it to $BENCH360_HOME/python.env.
 set -euo pipefail
+STEP=setup-python ENV_NAME=python
+. "$(dirname "$0")/lib/setup.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 req="$here/requirements-test.txt"
 req_sdist="$here/requirements-test-sdist.txt"
-HOME_DIR="${BENCH360_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/bench360}"
 PY="${PYTHON:-python3}"
 tag=$(cat "$req" "$req_sdist" | sha256sum | cut -c1-12)
 venv="$HOME_DIR/venv-test-$tag"
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
-  echo "[setup-python] creating $venv" >&2
+  log "creating $venv"
   rm -rf "$venv"
-  mkdir -p "$HOME_DIR"
-  "$PY" -m venv "$venv"
+  "$PY" -m venv "$venv" >&2 || die "$PY -m venv failed (Debian: apt-get install python3-venv)"
   pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes)
   # 1. Wheels only (this also puts the pinned setuptools in place for step 2).
-  "${pip[@]}" --only-binary :all: -r "$req" >&2
+  "${pip[@]}" --only-binary :all: -r "$req" >&2 || die "pip install -r $req failed (pip's error is above)"
   # 2. The sdist-only packages, built in the venv itself: no build isolation, so pip fetches no
   #    unpinned build tools; --use-pep517 so the build goes through setuptools' own backend.
-  "${pip[@]}" --no-binary :all: --no-build-isolation --use-pep517 -r "$req_sdist" >&2
+  "${pip[@]}" --no-binary :all: --no-build-isolation --use-pep517 -r "$req_sdist" >&2 ||
+    die "pip install -r $req_sdist failed (pip's error is above)"
   # Import check, and one ROUGE score, which must work offline (no nltk data is needed for
   # rouge_score's tokenizer and Porter stemmer). transformers is not imported as a package (its
   # dependencies are not installed): ref_squad.py loads the one file that holds the SQuAD metrics.
-  "$venv/bin/python" - >&2 <<'PYEOF'
+  "$venv/bin/python" - >&2 <<'PYEOF' || die "the test venv's import check failed (its traceback is above)"
 import importlib.util, os
 import pyarrow, duckdb, numpy, nltk, absl, six
 import nbclient, nbformat, ipykernel, jupyter_client, matplotlib
@@ -44,8 +45,7 @@ assert os.path.isfile(os.path.join(tf.submodule_search_locations[0], "data", "me
 PYEOF
   touch "$venv/.complete"
 else
-  echo "[setup-python] present: $venv" >&2
+  log "present: $venv"
 fi
-echo "export BENCH360_PYTHON=$venv/bin/python" > "$HOME_DIR/python.env.tmp"
-mv "$HOME_DIR/python.env.tmp" "$HOME_DIR/python.env"
-cat "$HOME_DIR/python.env"
+record_version python-test-venv "$tag" "$("$venv/bin/python" --version 2>&1), requirements-test*.txt by sha256"
+echo "export BENCH360_PYTHON=$venv/bin/python" | write_env

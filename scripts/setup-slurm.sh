@@ -7,20 +7,15 @@
 # Must run as root (slurmd must be root to start jobs as the submitting user).
 # On success writes $BENCH360_HOME/slurm.env and prints its `export` line. Stop: scripts/stop-slurm.sh.
 set -euo pipefail
-SLURM_VERSION="22.05.8-4+deb12u3"
-MUNGE_VERSION="0.5.15-2+deb12u1"
-log() { echo "[setup-slurm] $*" >&2; }
-[ "$(id -u)" = 0 ] || { log "must run as root"; exit 1; }
+STEP=setup-slurm ENV_NAME=slurm
+. "$(dirname "$0")/lib/setup.sh"
+[ "$(id -u)" = 0 ] || die "must run as root (slurmd starts jobs as the submitting user)"
+require_debian 12
 
-# 1. Packages (slurm-wlm pulls slurmctld, slurmd, slurm-client of the same version).
-if ! dpkg-query -W -f='${Version}' slurm-wlm 2>/dev/null | grep -qx "$SLURM_VERSION" ||
-   ! dpkg-query -W -f='${Version}' munge 2>/dev/null | grep -qx "$MUNGE_VERSION"; then
-  log "installing slurm-wlm=$SLURM_VERSION munge=$MUNGE_VERSION"
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "slurm-wlm=$SLURM_VERSION" "slurmd=$SLURM_VERSION" "slurmctld=$SLURM_VERSION" \
-    "slurm-client=$SLURM_VERSION" "munge=$MUNGE_VERSION" >&2
-fi
+# 1. Packages, pinned to the 22.05 series of Debian 12 (the config below is written for it) and
+#    munge 0.5; security updates of either are accepted.
+apt_install munge 0.5.15 0.6
+for p in slurm-client slurmd slurmctld slurm-wlm; do apt_install "$p" 22.05.8 22.06; done
 
 # 2. Munge key (the package's postinst usually made one already).
 if [ ! -s /etc/munge/munge.key ]; then
@@ -32,7 +27,7 @@ chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key
 
 # 3. Config. The node is reached on loopback; no cgroups (gVisor container): linuxproc + task/none.
 NODE="$(hostname -s)"
-HW="$(slurmd -C | head -1)"   # NodeName=vm CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ... RealMemory=24105
+HW="$(slurmd -C | head -1)" || die "slurmd -C failed"   # NodeName=vm CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ... RealMemory=24105
 TOPO="$(grep -o 'CPUs=.*ThreadsPerCore=[0-9]*' <<<"$HW")"
 MEM=$(( $(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$HW") * 95 / 100 ))   # headroom: less than configured drains the node
 # gres/gpu drops GPUs without File=, and File= must be a character device: 4 links to /dev/null.
@@ -105,10 +100,7 @@ for i in $(seq 60); do
 done
 case "$state" in
   idle|mix|alloc) ;;
-  *) log "node $NODE not ready (state '${state:-no answer}'); see /var/log/slurm/"; exit 1 ;;
+  *) die "node $NODE not ready (state '${state:-no answer}'); last lines of the logs: $(tail -n 3 /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log 2>&1 | tr '\n' ' ')" ;;
 esac
-ENV_DIR="${BENCH360_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/bench360}"
-mkdir -p "$ENV_DIR"
-echo "export BENCH360_SLURM=1" >"$ENV_DIR/slurm.env"
-log "node $NODE is $state; wrote $ENV_DIR/slurm.env"
-cat "$ENV_DIR/slurm.env"
+log "node $NODE is $state"
+echo "export BENCH360_SLURM=1" | write_env

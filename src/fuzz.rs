@@ -5,13 +5,23 @@
 //! feeds each case to the parser: it must return, never panic. A panicking case is written
 //! to `tests/fixtures/fuzz/crashers/` and fails the test; every crasher committed there is
 //! replayed first, as a regression fixture. (A stack overflow aborts the process instead —
-//! input bounds exist so that none can.)
+//! input bounds exist so that none can; `scripts/fuzz.sh` keeps the case in flight when the
+//! process aborts, as a crasher.) Besides byte and token edits, the mutator works on lines
+//! (duplicate, delete, swap, repeat a line hundreds of times) and, for sweep files, builds the
+//! hostile shapes that once crashed or stalled the parser: an unclosed quote followed by deep
+//! nesting, thousands of unclosed multi-line and raw strings or comments, problems past
+//! column 65,535 of a line. The sweep target renders every diagnostic it gets, as the CLI does.
+//!
+//! A case that takes over a second is kept under `tests/fixtures/fuzz/slow/` and reported; it
+//! fails only `scripts/fuzz.sh` (a benchmark), never `cargo test`, whose verdicts must not
+//! depend on the machine's speed.
 //!
 //! `cargo test` runs `BENCH360_FUZZ_CASES` cases per target (default 300);
 //! `scripts/fuzz.sh N` runs N per target in a release build.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::record::rng::SplitMix64;
 
@@ -91,7 +101,7 @@ fn mutate(rng: &mut SplitMix64, base: &[u8], other: &[u8]) -> Vec<u8> {
         } else {
             rng.below(v.len() + 1)
         };
-        match rng.below(8) {
+        match rng.below(9) {
             0 if !v.is_empty() => {
                 let i = rng.below(v.len());
                 v[i] ^= 1 << rng.below(8);
@@ -121,6 +131,7 @@ fn mutate(rng: &mut SplitMix64, base: &[u8], other: &[u8]) -> Vec<u8> {
                 let end = (start + 1 + rng.below(512)).min(other.len());
                 v.splice(at..at, other[start..end].iter().copied());
             }
+            7 => mutate_lines(rng, &mut v, other),
             _ => {
                 let b = (rng.next_u64() & 0xff) as u8;
                 v.insert(at, b);
@@ -128,6 +139,111 @@ fn mutate(rng: &mut SplitMix64, base: &[u8], other: &[u8]) -> Vec<u8> {
         }
     }
     v
+}
+
+/// The line operators: duplicate, delete or swap lines, repeat one many times, or put in a
+/// line of `other`.
+fn mutate_lines(rng: &mut SplitMix64, v: &mut Vec<u8>, other: &[u8]) {
+    let lines = |b: &[u8]| -> Vec<Vec<u8>> {
+        b.split_inclusive(|&c| c == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let mut ls = lines(v);
+    if ls.is_empty() {
+        ls.push(Vec::new());
+    }
+    let i = rng.below(ls.len());
+    match rng.below(5) {
+        0 => {
+            let l = ls[i].clone();
+            ls.insert(i, l);
+        }
+        1 => {
+            ls.remove(i);
+        }
+        2 => {
+            let j = rng.below(ls.len());
+            ls.swap(i, j);
+        }
+        3 => {
+            let l = ls[i].clone();
+            let times = 1 + rng.below(500);
+            for _ in 0..times {
+                ls.insert(i, l.clone());
+            }
+        }
+        _ => {
+            let o = lines(other);
+            if !o.is_empty() {
+                ls.insert(i, o[rng.below(o.len())].clone());
+            }
+        }
+    }
+    *v = ls.concat();
+}
+
+/// The hostile shapes of sweep input, put in at a random line start of `v`.
+fn mutate_kdl(rng: &mut SplitMix64, v: &mut Vec<u8>) {
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            v.iter()
+                .enumerate()
+                .filter(|(_, &c)| c == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let at = line_starts[rng.below(line_starts.len())];
+    let piece: Vec<u8> = match rng.below(4) {
+        // An unclosed quote (or raw quote), then nesting deep enough to overflow a parser.
+        0 => {
+            let quote: &[u8] =
+                [&b"x \"open\n"[..], b"x \"esc\\\"\n", b"x #\"raw\n", b"\"\n"][rng.below(4)];
+            let opener: &[u8] = [&b"a {"[..], b"{", b"a { /- b {"][rng.below(3)];
+            let depth = 1_000 + rng.below(100_000);
+            [quote.to_vec(), opener.repeat(depth)].concat()
+        }
+        // Thousands of openers of things that run to the end of the file when never closed.
+        1 => {
+            let opener: &[u8] = [
+                &b"template #\"\"\"\n"[..],
+                b"t ##\"\"\"\n",
+                b"t \"\"\"\n",
+                b"t #\"\n",
+                b"t \"\n",
+                b"/*\n",
+                b"/* /*\n",
+            ][rng.below(7)];
+            opener.repeat(100 + rng.below(3_000))
+        }
+        // A line long enough that a problem on it lies past column 65,535.
+        2 => {
+            let fill: &[u8] = [&b"a"[..], b"\xc3\xa9", b" ", b"\t"][rng.below(4)];
+            let tail: &[u8] = [&b"\"{"[..], b"{", b" =", b"}", b"\"", b" #"][rng.below(6)];
+            let head: &[u8] = [&b";&\""[..], b"a \"", b"", b"a "][rng.below(4)];
+            [
+                head.to_vec(),
+                fill.repeat(60_000 + rng.below(10_000)),
+                tail.to_vec(),
+            ]
+            .concat()
+        }
+        // Many duplicate entries (huge duplicate sets in one block).
+        _ => {
+            let entry: &[u8] = [
+                &b"  users 1 1 1 1 1 1 1 1\n"[..],
+                b"  model \"m\" { }\n",
+                b"  k=1 k=1 k=1\n",
+            ][rng.below(3)];
+            [
+                b"scenario \"s\" {\n".to_vec(),
+                entry.repeat(100 + rng.below(5_000)),
+                b"}\n".to_vec(),
+            ]
+            .concat()
+        }
+    };
+    v.splice(at..at, piece);
 }
 
 fn corpus(target: &str, extra: &[PathBuf]) -> Vec<Vec<u8>> {
@@ -164,19 +280,39 @@ fn crashers(target: &str) -> Vec<Vec<u8>> {
     paths.iter().filter_map(|p| std::fs::read(p).ok()).collect()
 }
 
+/// A case slower than this is kept under `tests/fixtures/fuzz/slow/` and reported.
+const SLOW: Duration = Duration::from_secs(1);
+
+fn keep(dir: &str, target: &str, input: &[u8]) -> String {
+    let name = format!("{target}-{}", &blake3::hash(input).to_hex()[..16]);
+    let dir = root().join("tests/fixtures/fuzz").join(dir);
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(&name);
+    let _ = std::fs::write(&path, input);
+    path.display().to_string()
+}
+
 /// Runs `check` on every committed crasher of `target`, then on `cases()` mutants of the
-/// corpus. Returns how many cases ran.
-fn fuzz(target: &str, extra: &[PathBuf], check: &dyn Fn(&[u8])) -> usize {
+/// corpus (`kdl`: with the sweep-file shapes too). Returns how many cases ran.
+fn fuzz(target: &str, extra: &[PathBuf], kdl: bool, check: &dyn Fn(&[u8])) -> usize {
     quiet_panics_on_fuzz_threads();
+    // BENCH360_FUZZ_INFLIGHT=DIR: each case is written there before it runs, so a case that
+    // aborts the process (a stack overflow cannot be caught) is left behind for fuzz.sh.
+    let inflight = std::env::var_os("BENCH360_FUZZ_INFLIGHT")
+        .map(|d| PathBuf::from(d).join(format!("{target}-inflight")));
     let mut failures = Vec::new();
-    let run = |input: &[u8], failures: &mut Vec<String>| {
-        if catch_unwind(AssertUnwindSafe(|| check(input))).is_err() {
-            let name = format!("{target}-{}", &blake3::hash(input).to_hex()[..16]);
-            let dir = root().join("tests/fixtures/fuzz/crashers");
-            let _ = std::fs::create_dir_all(&dir);
-            let path = dir.join(&name);
-            let _ = std::fs::write(&path, input);
-            failures.push(path.display().to_string());
+    let mut slow: Vec<(String, Duration)> = Vec::new();
+    let mut run = |input: &[u8], failures: &mut Vec<String>| {
+        if let Some(p) = &inflight {
+            let _ = std::fs::write(p, input);
+        }
+        let t = Instant::now();
+        let panicked = catch_unwind(AssertUnwindSafe(|| check(input))).is_err();
+        let took = t.elapsed();
+        if panicked {
+            failures.push(keep("crashers", target, input));
+        } else if took > SLOW {
+            slow.push((keep("slow", target, input), took));
         }
     };
     let regressions = crashers(target);
@@ -189,14 +325,31 @@ fn fuzz(target: &str, extra: &[PathBuf], check: &dyn Fn(&[u8])) -> usize {
     for _ in 0..n {
         let base = &seeds[rng.below(seeds.len())];
         let other = &seeds[rng.below(seeds.len())];
-        let input = mutate(&mut rng, base, other);
+        let mut input = mutate(&mut rng, base, other);
+        if kdl && rng.below(4) == 0 {
+            mutate_kdl(&mut rng, &mut input);
+        }
         run(&input, &mut failures);
+    }
+    if let Some(p) = &inflight {
+        let _ = std::fs::remove_file(p);
+    }
+    for (path, took) in &slow {
+        eprintln!("fuzz {target}: a case took {took:.2?} (kept as {path})");
     }
     assert!(
         failures.is_empty(),
         "{target}: {} input(s) made a parser panic (saved): {failures:?}",
         failures.len()
     );
+    // Time is a benchmark's verdict (scripts/fuzz.sh sets this), never a test's.
+    if std::env::var_os("BENCH360_FUZZ_SLOW_FAILS").is_some() {
+        assert!(
+            slow.is_empty(),
+            "{target}: {} case(s) took over {SLOW:?} (kept under tests/fixtures/fuzz/slow/)",
+            slow.len()
+        );
+    }
     regressions.len() + n
 }
 
@@ -233,18 +386,22 @@ fn sweep_files() -> Vec<PathBuf> {
 
 #[test]
 fn sweep_files_never_crash_the_parser() {
-    let n = fuzz("sweep", &sweep_files(), &|b| {
+    let n = fuzz("sweep", &sweep_files(), true, &|b| {
         let text = String::from_utf8_lossy(b);
-        let _ = crate::sweep::parse("fuzz.kdl", &text, Path::new("/fuzz"), &|_| {
+        if let Err(e) = crate::sweep::parse("fuzz.kdl", &text, Path::new("/fuzz"), &|_| {
             Some("/x".to_string())
-        });
+        }) {
+            // Rendered as the CLI renders it, in both themes.
+            let _ = crate::sweep::diag::render(&e, false);
+            let _ = crate::sweep::diag::render(&e, true);
+        }
     });
     assert!(n >= cases());
 }
 
 #[test]
 fn sse_streams_never_crash_the_client() {
-    fuzz("sse", &[], &|b| {
+    fuzz("sse", &[], false, &|b| {
         let mut dec = crate::client::sse::SseDecoder::default();
         let mut rec = crate::record::RequestRecord::default();
         let mut chunks = Vec::new();
@@ -261,7 +418,7 @@ fn sse_streams_never_crash_the_client() {
 
 #[test]
 fn prometheus_text_never_crashes_the_scraper() {
-    fuzz("prom", &[], &|b| {
+    fuzz("prom", &[], false, &|b| {
         let text = String::from_utf8_lossy(b);
         let samples = crate::telemetry::prom::parse(&text);
         let _ = crate::telemetry::prom::gauges(&samples);
@@ -283,14 +440,14 @@ fn dataset_files_never_crash_their_readers() {
         data.join("mmlu/dev.jsonl"),
     ];
     // Only the first few KB of big seeds: mutations near the start matter most.
-    fuzz("jsonl", &extra, &|b| {
+    fuzz("jsonl", &extra, false, &|b| {
         let b = &b[..b.len().min(64 << 10)];
         with_file("d.jsonl", b, |p| {
             let _ = crate::task::custom::read_rows(p);
             let _: Result<Vec<serde_json::Value>, _> = crate::task::read_jsonl(p);
         });
     });
-    fuzz("csv", &[], &|b| {
+    fuzz("csv", &[], false, &|b| {
         with_file("d.csv", b, |p| {
             let _ = crate::task::custom::read_rows(p);
         });
@@ -324,7 +481,7 @@ fn parquet_files_never_crash_their_readers() {
     let seed_dir = tempfile::tempdir().expect("tempdir");
     let seed_path = seed_dir.path().join("seed.parquet");
     std::fs::write(&seed_path, parquet_seed()).expect("write");
-    fuzz("parquet", &[seed_path], &|b| {
+    fuzz("parquet", &[seed_path], false, &|b| {
         with_file("d.parquet", b, |p| {
             let _ = crate::task::custom::read_rows(p);
             let _ = crate::workload::load_trace(p);
@@ -334,7 +491,7 @@ fn parquet_files_never_crash_their_readers() {
 
 #[test]
 fn replay_traces_never_crash_the_reader() {
-    fuzz("trace", &[], &|b| {
+    fuzz("trace", &[], false, &|b| {
         for ext in ["jsonl", "csv"] {
             with_file(&format!("t.{ext}"), b, |p| {
                 let _ = crate::workload::load_trace(p);

@@ -83,6 +83,38 @@ fn thousands_of_problems_are_counted_and_only_the_first_are_rendered() {
     assert!(stderr.len() < 60_000, "{} bytes", stderr.len());
 }
 
+/// The inputs that once aborted, panicked in or stalled the parser (outside fuzzing, 2026-12):
+/// each is now a clean exit 2 naming its cause. How long each takes is measured by
+/// `scripts/fuzz.sh` (BENCHMARKS.md), not here: the verdict is the exit code and the message.
+#[test]
+fn the_fuzzers_crashers_are_clean_diagnostics() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz/crashers");
+    for (file, cause) in [
+        // ~100,000-deep nesting after an unclosed quote: the depth check now ends a
+        // single-line string at its line, as KDL does, so the nesting is counted.
+        (
+            "sweep-unclosed-quote-deep-nesting",
+            "blocks nest deeper than 32 levels",
+        ),
+        // 2,000 unclosed multi-line raw strings (took 10.8 s, quadratic in their number).
+        (
+            "sweep-raw-string-openers",
+            "this multi-line raw string is never closed",
+        ),
+        // A problem past column 65,535 (the renderer panicked): its line is clipped.
+        ("sweep-span-past-column-65535", "…"),
+    ] {
+        let (code, _, stderr) = validate(dir.join(file).to_str().unwrap());
+        assert_eq!(code, 2, "{file}: {stderr}");
+        assert!(stderr.contains(cause), "{file}: {stderr}");
+        assert!(
+            stderr.len() < 20_000,
+            "{file}: {} bytes of diagnostics",
+            stderr.len()
+        );
+    }
+}
+
 #[test]
 fn a_device_or_a_deep_file_is_bad_input_not_a_crash() {
     let (code, _, stderr) = validate("/dev/zero");

@@ -177,8 +177,8 @@ fn registry() -> Registry {
     let t = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "registry did not start"
+            t.elapsed() < Duration::from_secs(120),
+            "registry did not listen within 120 s"
         );
         std::thread::sleep(Duration::from_millis(50));
     }

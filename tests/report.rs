@@ -69,18 +69,23 @@ fn a_multi_configuration_report_answers_and_opens_in_a_browser() {
         );
     }
 
-    // The recommendation equals what summary.parquet says, recomputed independently.
+    // The recommendation equals what summary.parquet says, recomputed independently. Which
+    // runs meet the 2 s TTFT / 6 s E2E SLO depends on how fast this machine is, so the test
+    // derives it from the measured values: meets_slo must agree with them, and the answer must
+    // name the lowest TTFT among those that meet it (or say that none does).
     let check = format!(
         r#"
 import duckdb
-q = "select label, quality, ttft_p95_ms from read_parquet('{p}') where status = 'ok' and meets_slo"
-rows = duckdb.connect().execute(q).fetchall()
+con = duckdb.connect()
+rows = con.execute("select label, quality, ttft_p95_ms, e2e_p95_ms, meets_slo from read_parquet('{p}') where status = 'ok'").fetchall()
 assert len(rows) == 4, rows
-best_acc = max(r[1] for r in rows)
-best_ttft = min(rows, key=lambda r: r[2])
-print("BEST_ACC", best_acc)
-print("BEST_TTFT", best_ttft[0])
-n = duckdb.connect().execute("select count(*) from read_csv_auto('{c}')").fetchone()[0]
+for label, _, ttft, e2e, meets in rows:
+    assert meets == (ttft <= 2000.0 and e2e <= 6000.0), (label, ttft, e2e, meets)
+ok = [r for r in rows if r[4]]
+print("MEETING", len(ok))
+if ok:
+    print("BEST_TTFT", min(ok, key=lambda r: r[2])[0])
+n = con.execute("select count(*) from read_csv_auto('{c}')").fetchone()[0]
 assert n == 4, n
 "#,
         p = reports.join("summary.parquet").display(),
@@ -93,10 +98,6 @@ assert n == 4, n
         .unwrap();
     assert!(py.status.success(), "{}", text_of(&py));
     let stdout = String::from_utf8_lossy(&py.stdout);
-    let best_ttft = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("BEST_TTFT "))
-        .unwrap();
     let answer = html
         .split(r#"<div class="answer""#)
         .nth(1)
@@ -108,10 +109,16 @@ assert n == 4, n
         .split("<tr>")
         .find(|r| r.contains("lowest p95 TTFT"))
         .unwrap();
-    assert!(
-        row.contains(&best_ttft.replace('&', "&amp;")),
-        "answer row {row} vs {best_ttft}"
-    );
+    match stdout.lines().find_map(|l| l.strip_prefix("BEST_TTFT ")) {
+        Some(best_ttft) => assert!(
+            row.contains(&best_ttft.replace('&', "&amp;")),
+            "answer row {row} vs {best_ttft}"
+        ),
+        None => assert!(
+            row.contains("none meets the constraints"),
+            "no run met the SLO, yet the answer row names one: {row}"
+        ),
+    }
 
     // A real browser renders it: DOM parsed, no console errors, a screenshot taken.
     let chromium = setting(

@@ -227,3 +227,102 @@ print(len(sys.argv) - 1)
     assert!(t.contains("qa.csv:"), "{t}");
     assert!(!t.contains("coldstart"), "no engine starts: {t}");
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// The databases vanish after the run started and before it is scored (as when a sweep's
+/// folder is replaced under a running apply): the score node fails with the cause, is listed
+/// under the report's failures, and the next apply (databases back) scores the cached run.
+#[test]
+fn a_score_node_that_cannot_open_its_databases_fails_with_the_cause() {
+    let e = engine();
+    let dir = tempfile::tempdir().unwrap();
+    let spider = dir.path().join("spider");
+    copy_dir(&datasets().join("spider"), &spider);
+    let cache = dir.path().join("cache");
+    let sweep = dir.path().join("noscore.kdl");
+    std::fs::write(
+        &sweep,
+        format!(
+            r#"sweep "noscore" {{
+    seed 5
+}}
+defaults {{
+    max-tokens 24
+    warmup 0
+    request-timeout 60
+}}
+{blocks}
+task "spider" {{
+    kind "text2sql"
+    dataset "{spider}"
+    samples 4
+}}
+scenario "server" {{
+    kind "server"
+    users 2
+    rate 20
+    duration 4
+}}
+"#,
+            blocks = common::llama_blocks(&e, 2),
+            spider = spider.display(),
+        ),
+    )
+    .unwrap();
+    let mut child = common::spawn_apply(&cache, &sweep);
+    common::wait_for_started_run(&cache, "spider", std::time::Duration::from_secs(120));
+    let db = spider.join("database");
+    let kept = dir.path().join("database.kept");
+    std::fs::rename(&db, &kept).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a failed score node fails the apply"
+    );
+    let recs = common::records(&cache);
+    let of = |kind: &str| {
+        recs.iter()
+            .find(|r| r["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} record"))
+            .clone()
+    };
+    assert_eq!(of("run")["status"], "finished", "the run itself is fine");
+    let score = of("score");
+    assert_eq!(score["status"], "failed", "{score}");
+    let cause = score["cause"].as_str().unwrap();
+    assert!(
+        cause.contains("could not be scored") && cause.contains("over the 5.0% error budget"),
+        "{cause}"
+    );
+    assert!(
+        cause.contains("cannot open"),
+        "the top cause names the database: {cause}"
+    );
+    let report = std::fs::read_to_string(cache.join("reports/noscore/report.md")).unwrap();
+    let failures = report.split("## Failures").nth(1).unwrap();
+    assert!(failures.contains("scoring failed"), "{failures}");
+
+    // Databases back: the run stays cached, only the score (and the report) runs again.
+    std::fs::rename(&kept, &db).unwrap();
+    let again = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again));
+    let ran_now = ran(&again);
+    assert!(
+        ran_now.iter().any(|l| l.starts_with("score"))
+            && !ran_now.iter().any(|l| l.starts_with("run")),
+        "{ran_now:?}"
+    );
+}

@@ -9,7 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.devcarry/' .git/info/exclude 2>/dev/null || echo '/.devcarry/' >> .git/info/exclude
-eval "$(scripts/install-engine.sh)"   # verified model in the per-user cache
+engine=$(scripts/install-engine.sh) || { echo "[prepare-carry] scripts/install-engine.sh failed" >&2; exit 1; }
+eval "$engine"   # verified model in the per-user cache
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d "$tmp"

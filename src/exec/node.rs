@@ -682,6 +682,15 @@ impl Executor<'_> {
                 .map(|&i| (rows[i].1, outputs[i]["output"].as_str().unwrap_or("")))
                 .collect();
             let scored = imp.score(&items)?;
+            // "The scorer could not run" is a fault, not a wrong answer: over the run's error
+            // budget the node fails with the causes, is not cached, and runs again.
+            let budget = self
+                .sweep
+                .error_budget(spec.config.scenario)
+                .unwrap_or(self.sweep.defaults.max_error_rate);
+            if let Some(cause) = scoring_faults(&scored, budget) {
+                return Err(cause.into());
+            }
             for (&i, s) in ok.iter().zip(scored) {
                 rows[i].2 = Some(s);
             }
@@ -784,4 +793,79 @@ pub(crate) fn write_report(
         return Err(e);
     }
     Ok((path, true))
+}
+
+/// The cause of a score node's failure when more than `budget` of the scored requests could
+/// not be scored through a fault of the scoring side (see [`Score::fault`]).
+pub(crate) fn scoring_faults(scored: &[Score], budget: f64) -> Option<String> {
+    let faults: Vec<&Score> = scored.iter().filter(|s| s.fault).collect();
+    if scored.is_empty() || faults.len() as f64 / scored.len() as f64 <= budget {
+        return None;
+    }
+    let mut causes: std::collections::BTreeMap<&str, usize> = Default::default();
+    for f in &faults {
+        *causes
+            .entry(f.error.as_deref().unwrap_or("no cause given"))
+            .or_default() += 1;
+    }
+    let mut causes: Vec<(&str, usize)> = causes.into_iter().collect();
+    causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let top: Vec<String> = causes
+        .iter()
+        .take(3)
+        .map(|(c, n)| format!("{n}× {c}"))
+        .collect();
+    Some(format!(
+        "{} of {} requests could not be scored ({:.1}%, over the {:.1}% error budget) for a reason other than the model's output; top causes: {}",
+        faults.len(),
+        scored.len(),
+        100.0 * faults.len() as f64 / scored.len() as f64,
+        budget * 100.0,
+        top.join("; ")
+    ))
+}
+
+#[cfg(test)]
+mod scoring_fault_tests {
+    use super::*;
+
+    fn fault(cause: &str) -> Score {
+        Score {
+            unscorable: true,
+            fault: true,
+            error: Some(cause.into()),
+            ..Score::default()
+        }
+    }
+
+    #[test]
+    fn faults_over_the_budget_fail_with_their_top_causes() {
+        let mut scored = vec![Score::default(); 90];
+        scored.extend(std::iter::repeat_n(fault("cannot open db.sqlite"), 8));
+        scored.extend(std::iter::repeat_n(fault("the gold query failed: x"), 2));
+        let cause = scoring_faults(&scored, 0.05).expect("10 % is over 5 %");
+        assert!(
+            cause.starts_with(
+                "10 of 100 requests could not be scored (10.0%, over the 5.0% error budget)"
+            ),
+            "{cause}"
+        );
+        assert!(
+            cause.ends_with("top causes: 8× cannot open db.sqlite; 2× the gold query failed: x"),
+            "{cause}"
+        );
+        // Within the budget, or wrong answers (no fault), or by design unscorable: no failure.
+        assert_eq!(scoring_faults(&scored, 0.10), None);
+        let wrong = Score {
+            error: Some("no such column".into()),
+            ..Score::default()
+        };
+        assert_eq!(scoring_faults(&vec![wrong; 10], 0.0), None);
+        let synthetic = Score {
+            unscorable: true,
+            ..Score::default()
+        };
+        assert_eq!(scoring_faults(&vec![synthetic; 10], 0.0), None);
+        assert_eq!(scoring_faults(&[], 0.0), None);
+    }
 }

@@ -153,6 +153,10 @@ pub(crate) struct Score {
     pub error: Option<String>,
     /// The reference itself could not be evaluated: the request is left out of the means.
     pub unscorable: bool,
+    /// Unscorable through a fault of the scoring side, not of the model's output: the
+    /// database or dataset file missing or unreadable, the gold query failing. Such requests
+    /// count against the run's error budget; over it, the score node fails with their causes.
+    pub fault: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

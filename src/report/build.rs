@@ -82,11 +82,20 @@ fn run_data(
     }
     data.stats = read_json(dir.join("stats.json"));
     data.telemetry = read_json(dir.join("telemetry.json"));
-    data.metrics = store
-        .record(&score_key)
+    let score_rec = store.record(&score_key);
+    data.metrics = score_rec
+        .as_ref()
         .filter(|r| r.status == RecordStatus::Finished)
         .and_then(|_| read_json(store.object_dir(&score_key).join("metrics.json")))
         .unwrap_or_default();
+    // A run whose outputs could not be scored is listed under failures, with the cause: its
+    // quality is unknown, not zero.
+    if let Some(r) = score_rec.filter(|r| r.status == RecordStatus::Failed) {
+        data.failure = Some(format!(
+            "scoring failed: {}",
+            r.cause.as_deref().unwrap_or("no cause recorded")
+        ));
+    }
     let num = |file: &str, cols: &[&str]| {
         crate::trace::read_numeric(&dir.join(file), cols).unwrap_or_default()
     };

@@ -47,7 +47,58 @@ pub(crate) fn read_bounded(path: &Path, max: u64, what: &str) -> Result<Vec<u8>,
     Ok(buf)
 }
 
-/// The first place where blocks nest deeper than [`MAX_DEPTH`], as a problem.
+/// How deep `/* … */` comments may nest (KDL allows nesting; real sweeps nest none).
+pub(crate) const MAX_COMMENT_DEPTH: usize = 32;
+
+/// The byte length of a KDL newline at `i` (CRLF, CR, LF, NEL, FF, LS, PS), if one starts there.
+fn newline_at(b: &[u8], i: usize) -> Option<usize> {
+    match b.get(i)? {
+        b'\r' if b.get(i + 1) == Some(&b'\n') => Some(2),
+        b'\r' | b'\n' | 0x0c => Some(1),
+        0xc2 if b.get(i + 1) == Some(&0x85) => Some(2),
+        0xe2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xa8 | 0xa9)) => Some(3),
+        _ => None,
+    }
+}
+
+/// The byte length of KDL whitespace (unicode-space) at `i`, if any starts there.
+fn space_at(b: &[u8], i: usize) -> Option<usize> {
+    let c = char_at(b, i)?;
+    matches!(
+        c,
+        '\t' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
+    .then(|| c.len_utf8())
+}
+
+/// The character starting at byte `i`, if a whole one does.
+fn char_at(b: &[u8], i: usize) -> Option<char> {
+    let end = (i + 4).min(b.len());
+    let s = match std::str::from_utf8(&b[i..end]) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&b[i..i + e.valid_up_to()]).ok()?,
+    };
+    s.chars().next()
+}
+
+/// The length of the UTF-8 character at `i` (1 for a stray byte).
+fn char_len(b: &[u8], i: usize) -> usize {
+    char_at(b, i).map_or(1, char::len_utf8)
+}
+
+fn problem(at: usize, len: usize, message: String, label: &str, help: String) -> Problem {
+    Problem::new(SourceSpan::from(at..at + len), message, label).with_help(help)
+}
+
+/// Checks what the KDL parser must not see: blocks nested deeper than [`MAX_DEPTH`] (the
+/// parser recurses once per level), block comments nested deeper than [`MAX_COMMENT_DEPTH`],
+/// and multi-line strings, raw strings and block comments that are never closed (each one
+/// makes the parser scan to the end of the file again: thousands take quadratic time).
+/// One linear pass that follows KDL 2.0's lexical rules: a single-line string ends at its
+/// closing quote or at the end of its line (a backslash before whitespace or a newline
+/// continues it), a raw string at its quote and as many `#` as it opened with, comments at
+/// their ends; braces inside strings and comments do not count.
 pub(crate) fn check_depth(text: &str) -> Option<Problem> {
     let b = text.as_bytes();
     let mut i = 0;
@@ -55,16 +106,28 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
     while i < b.len() {
         match b[i] {
             b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
+                while i < b.len() && newline_at(b, i).is_none() {
                     i += 1;
                 }
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
+                let open = i;
                 let mut nest = 1;
                 i += 2;
                 while i < b.len() && nest > 0 {
                     if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
                         nest += 1;
+                        if nest > MAX_COMMENT_DEPTH {
+                            return Some(problem(
+                                i,
+                                2,
+                                format!(
+                                    "block comments nest deeper than {MAX_COMMENT_DEPTH} levels"
+                                ),
+                                "too deep",
+                                "close the comments (`*/`) or use `//` line comments".into(),
+                            ));
+                        }
                         i += 2;
                     } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
                         nest -= 1;
@@ -72,6 +135,16 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
                     } else {
                         i += 1;
                     }
+                }
+                if nest > 0 {
+                    return Some(problem(
+                        open,
+                        2,
+                        "this block comment is never closed".into(),
+                        "opened here",
+                        "close it with `*/` (block comments nest: every `/*` needs its own `*/`)"
+                            .into(),
+                    ));
                 }
                 continue;
             }
@@ -81,34 +154,83 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
                 if b.get(q) == Some(&b'"') {
                     // Raw string: ends at `"` (or `"""`) followed by the same number of `#`.
                     let multi = b[q..].starts_with(b"\"\"\"");
-                    let mut close = if multi {
-                        b"\"\"\"".to_vec()
-                    } else {
-                        b"\"".to_vec()
-                    };
+                    let quote: &[u8] = if multi { b"\"\"\"" } else { b"\"" };
+                    let mut close = quote.to_vec();
                     close.extend(std::iter::repeat_n(b'#', hashes));
-                    let start = q + if multi { 3 } else { 1 };
-                    i = find(b, start, &close).map_or(b.len(), |e| e + close.len());
+                    let mut j = q + quote.len();
+                    let mut closed = false;
+                    while j < b.len() {
+                        if b[j..].starts_with(&close) {
+                            j += close.len();
+                            closed = true;
+                            break;
+                        }
+                        if !multi && newline_at(b, j).is_some() {
+                            break; // a single-line raw string ends at its line (an error)
+                        }
+                        j += 1;
+                    }
+                    if multi && !closed {
+                        return Some(problem(
+                            i,
+                            hashes + 3,
+                            "this multi-line raw string is never closed".into(),
+                            "opened here",
+                            format!(
+                                "close it with `\"\"\"{}` on a line of its own",
+                                "#".repeat(hashes)
+                            ),
+                        ));
+                    }
+                    i = j;
                     continue;
                 }
                 i += hashes;
                 continue;
             }
             b'"' => {
+                let open = i;
                 let multi = b[i..].starts_with(b"\"\"\"");
                 let mut j = i + if multi { 3 } else { 1 };
+                let mut closed = false;
                 while j < b.len() {
                     if b[j] == b'\\' {
-                        j += 2;
+                        j += 1;
+                        // A whitespace escape runs over spaces and newlines; any other escape
+                        // is one character (the braces of `\u{…}` are text, never a block).
+                        let mut ws = false;
+                        while let Some(n) = (j < b.len())
+                            .then(|| space_at(b, j).or_else(|| newline_at(b, j)))
+                            .flatten()
+                        {
+                            j += n;
+                            ws = true;
+                        }
+                        if !ws && j < b.len() {
+                            j += char_len(b, j);
+                        }
                     } else if multi && b[j..].starts_with(b"\"\"\"") {
                         j += 3;
+                        closed = true;
                         break;
                     } else if !multi && b[j] == b'"' {
                         j += 1;
+                        closed = true;
                         break;
+                    } else if !multi && newline_at(b, j).is_some() {
+                        break; // a single-line string ends at its line (an error)
                     } else {
                         j += 1;
                     }
+                }
+                if multi && !closed {
+                    return Some(problem(
+                        open,
+                        3,
+                        "this multi-line string is never closed".into(),
+                        "opened here",
+                        "close it with `\"\"\"` on a line of its own".into(),
+                    ));
                 }
                 i = j;
                 continue;
@@ -116,14 +238,13 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
             b'{' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Some(
-                        Problem::new(
-                            SourceSpan::from(i..i + 1),
-                            format!("blocks nest deeper than {MAX_DEPTH} levels"),
-                            "too deep",
-                        )
-                        .with_help("a sweep nests at most a few levels: sweep, model, engine, scenario, matrix blocks"),
-                    );
+                    return Some(problem(
+                        i,
+                        1,
+                        format!("blocks nest deeper than {MAX_DEPTH} levels"),
+                        "too deep",
+                        "a sweep nests at most a few levels: sweep, model, engine, scenario, matrix blocks".into(),
+                    ));
                 }
             }
             b'}' => depth = depth.saturating_sub(1),
@@ -132,16 +253,6 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
         i += 1;
     }
     None
-}
-
-fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    if from >= hay.len() {
-        return None;
-    }
-    hay[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
 }
 
 /// Keeps the first [`MAX_SHOWN`] problems and counts the rest in one last problem.
@@ -189,6 +300,50 @@ mod tests {
             assert!(check_depth(&text).is_none(), "{text}");
         }
         assert!(check_depth(&format!("a {{ {deep}")).is_some());
+    }
+
+    #[test]
+    fn a_single_line_string_ends_at_its_line_as_in_kdl() {
+        // An unclosed quote does not hide the nesting after it (the parser would recurse).
+        let text = format!("a \"open\n{}", "a {".repeat(100_000));
+        let p = check_depth(&text).expect("too deep");
+        assert_eq!(
+            p.message,
+            format!("blocks nest deeper than {MAX_DEPTH} levels")
+        );
+        // …nor does one whose line ends in an escaped quote, or a raw one.
+        assert!(check_depth(&format!("a \"x\\\"\n{}", "{".repeat(40))).is_some());
+        assert!(check_depth(&format!("a #\"x\n{}", "{".repeat(40))).is_some());
+        // A backslash before whitespace and a newline continues the string on the next line.
+        let deep = "{".repeat(40);
+        assert!(check_depth(&format!("a \"x \\   \n  {deep}\"")).is_none());
+        assert!(check_depth(&format!("a \"x \\\n{deep}\"")).is_none());
+        // Every KDL newline ends a line comment.
+        for nl in ["\r", "\u{85}", "\u{2028}", "\u{2029}", "\u{c}"] {
+            assert!(check_depth(&format!("// c{nl}{deep}")).is_some(), "{nl:?}");
+        }
+    }
+
+    #[test]
+    fn unclosed_multi_line_strings_and_comments_are_refused_before_the_parser() {
+        let many = "template #\"\"\"\n".repeat(2000);
+        let p = check_depth(&many).expect("never closed");
+        assert_eq!(p.message, "this multi-line raw string is never closed");
+        assert_eq!((p.span.offset(), p.span.len()), (9, 4));
+        let p = check_depth("a \"\"\"\nx\n").unwrap();
+        assert_eq!(p.message, "this multi-line string is never closed");
+        let p = check_depth("a 1 /* x /* y */").unwrap();
+        assert_eq!(p.message, "this block comment is never closed");
+        assert_eq!(p.span.offset(), 4);
+        let p = check_depth(&"/* ".repeat(100)).unwrap();
+        assert!(
+            p.message.starts_with("block comments nest deeper"),
+            "{}",
+            p.message
+        );
+        // Closed ones are fine, with the right number of `#`.
+        assert!(check_depth("a ##\"\"\"\nx \"\"\"# y\n\"\"\"##\nb { }").is_none());
+        assert!(check_depth("a \"\"\"\n{ \\\"\"\" \n\"\"\"\n").is_none());
     }
 
     #[test]

@@ -361,11 +361,13 @@ pub(crate) fn score_builtin(
                     Some(sb) => {
                         let r = super::text2sql::score_with(sb, sample, output);
                         s.unscorable |= r.unscorable;
+                        s.fault |= r.fault;
                         s.error = r.error;
                         r.metrics.get("execution_accuracy").copied().unwrap_or(0.0)
                     }
                     None => {
                         s.unscorable = true;
+                        s.fault = true;
                         s.error = Some("no database to run SQL on".into());
                         0.0
                     }
@@ -697,7 +699,8 @@ mod tests {
         let broken = score_builtin(&c, &s, "SELECT nothing FROM nowhere", Some(&sb));
         assert!(broken.error.is_some() && !broken.unscorable);
         let no_db = score_builtin(&c, &s, "SELECT 1", None);
-        assert!(no_db.unscorable);
+        assert!(no_db.unscorable && no_db.fault);
+        assert!(!broken.fault && !wrong.fault);
     }
 
     #[test]

@@ -216,6 +216,7 @@ pub(crate) fn score_all(items: &[(&Sample, &str)], timeout: Duration) -> Vec<Sco
                         Err(e) => Score {
                             error: Some(e.to_string()),
                             unscorable: true,
+                            fault: true,
                             ..Score::default()
                         },
                     };
@@ -239,6 +240,7 @@ pub(crate) fn score_with(sb: &Sandbox, sample: &Sample, output: &str) -> Score {
             return Score {
                 error: Some(format!("the gold query failed: {e}")),
                 unscorable: true,
+                fault: true,
                 ..Score::default()
             }
         }
@@ -277,6 +279,7 @@ pub(crate) fn score_with(sb: &Sandbox, sample: &Sample, output: &str) -> Score {
         ]),
         error: error.map(|e| e.to_string()),
         unscorable: false,
+        fault: false,
     }
 }
 
