@@ -90,11 +90,19 @@ fn thousands_of_problems_are_counted_and_only_the_first_are_rendered() {
 fn the_fuzzers_crashers_are_clean_diagnostics() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz/crashers");
     for (file, cause) in [
-        // ~100,000-deep nesting after an unclosed quote: the depth check now ends a
-        // single-line string at its line, as KDL does, so the nesting is counted.
+        // ~100,000-deep nesting after an unclosed quote (a stack overflow, exit 134): a
+        // string not closed on its line is now refused before the parser, whose recovery
+        // would have read the nesting after it as blocks.
         (
             "sweep-unclosed-quote-deep-nesting",
-            "blocks nest deeper than 32 levels",
+            "this string is not closed on its line",
+        ),
+        // Found by scripts/fuzz.sh at 20,000 cases: an unclosed quote, then a `"""#` that a
+        // depth check ending strings at their lines took for a multi-line string opener,
+        // hiding 57,000 braces.
+        (
+            "sweep-unclosed-quote-misread-multiline-then-nesting",
+            "this string is not closed on its line",
         ),
         // 2,000 unclosed multi-line raw strings (took 10.8 s, quadratic in their number).
         (

@@ -192,6 +192,32 @@ assert n == 4, n
     );
 }
 
+/// A component whose setup failed is reported with the setup's own cause, not "not set".
+#[test]
+fn a_missing_setting_names_the_setup_failure() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("browser.failed"),
+        "scripts/setup-browser.sh exited 1\napt offers chromium 149.0, outside the pinned range\n",
+    )
+    .unwrap();
+    let m = missing_setting(
+        home.path(),
+        "browser.env",
+        "BENCH360_CHROMIUM",
+        "scripts/setup-browser.sh",
+    );
+    assert!(m.contains("because scripts/setup-browser.sh failed"), "{m}");
+    assert!(m.contains("outside the pinned range"), "{m}");
+    let n = missing_setting(
+        home.path(),
+        "slurm.env",
+        "BENCH360_SLURM",
+        "scripts/setup-slurm.sh",
+    );
+    assert!(n.contains("has not run here"), "{n}");
+}
+
 fn text_of(o: &std::process::Output) -> String {
     text(o)
 }

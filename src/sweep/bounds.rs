@@ -91,14 +91,43 @@ fn problem(at: usize, len: usize, message: String, label: &str, help: String) ->
     Problem::new(SourceSpan::from(at..at + len), message, label).with_help(help)
 }
 
+/// A single-line string (or raw string) that reaches the end of its line unclosed.
+fn unclosed_on_line(at: usize, len: usize, what: &str) -> Problem {
+    problem(
+        at,
+        len,
+        format!("this {what} is not closed on its line"),
+        "opened here",
+        "a quoted string ends on the line it starts: close it there, end a line with `\\` to \
+         continue it, or write a multi-line string between `\"\"\"` lines"
+            .into(),
+    )
+}
+
+/// A `"""` (or `#"""`) that does not end its line.
+fn multi_line_opener(at: usize, len: usize) -> Problem {
+    problem(
+        at,
+        len,
+        "a multi-line string's opening quotes must be followed by a newline".into(),
+        "here",
+        "put the text on the lines after `\"\"\"`, and the closing `\"\"\"` on a line of its own"
+            .into(),
+    )
+}
+
 /// Checks what the KDL parser must not see: blocks nested deeper than [`MAX_DEPTH`] (the
 /// parser recurses once per level), block comments nested deeper than [`MAX_COMMENT_DEPTH`],
-/// and multi-line strings, raw strings and block comments that are never closed (each one
-/// makes the parser scan to the end of the file again: thousands take quadratic time).
+/// multi-line strings, raw strings and block comments that are never closed (each one makes
+/// the parser scan to the end of the file again: thousands take quadratic time), and every
+/// other error of where a string starts or ends: a single-line string or raw string not
+/// closed on its line, a `"""` not followed by a newline. A file with such an error is
+/// refused here, never parsed: past a lexical error, the parser's recovery could read as code
+/// what this pass read as string, and recurse into nesting it did not count.
 /// One linear pass that follows KDL 2.0's lexical rules: a single-line string ends at its
-/// closing quote or at the end of its line (a backslash before whitespace or a newline
-/// continues it), a raw string at its quote and as many `#` as it opened with, comments at
-/// their ends; braces inside strings and comments do not count.
+/// closing quote (a backslash before whitespace or a newline continues it on the next line),
+/// a raw string at its quote and as many `#` as it opened with, comments at their ends;
+/// braces inside strings and comments do not count.
 pub(crate) fn check_depth(text: &str) -> Option<Problem> {
     let b = text.as_bytes();
     let mut i = 0;
@@ -158,6 +187,9 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
                     let mut close = quote.to_vec();
                     close.extend(std::iter::repeat_n(b'#', hashes));
                     let mut j = q + quote.len();
+                    if multi && newline_at(b, j).is_none() {
+                        return Some(multi_line_opener(i, hashes + 3));
+                    }
                     let mut closed = false;
                     while j < b.len() {
                         if b[j..].starts_with(&close) {
@@ -166,9 +198,12 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
                             break;
                         }
                         if !multi && newline_at(b, j).is_some() {
-                            break; // a single-line raw string ends at its line (an error)
+                            break;
                         }
                         j += 1;
+                    }
+                    if !multi && !closed {
+                        return Some(unclosed_on_line(i, hashes + 1, "raw string"));
                     }
                     if multi && !closed {
                         return Some(problem(
@@ -192,6 +227,9 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
                 let open = i;
                 let multi = b[i..].starts_with(b"\"\"\"");
                 let mut j = i + if multi { 3 } else { 1 };
+                if multi && newline_at(b, j).is_none() {
+                    return Some(multi_line_opener(i, 3));
+                }
                 let mut closed = false;
                 while j < b.len() {
                     if b[j] == b'\\' {
@@ -218,10 +256,13 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
                         closed = true;
                         break;
                     } else if !multi && newline_at(b, j).is_some() {
-                        break; // a single-line string ends at its line (an error)
+                        break;
                     } else {
                         j += 1;
                     }
+                }
+                if !multi && !closed {
+                    return Some(unclosed_on_line(open, 1, "string"));
                 }
                 if multi && !closed {
                     return Some(problem(
@@ -304,16 +345,26 @@ mod tests {
 
     #[test]
     fn a_single_line_string_ends_at_its_line_as_in_kdl() {
-        // An unclosed quote does not hide the nesting after it (the parser would recurse).
+        // An unclosed quote is refused before the parser, whose recovery could read the
+        // nesting after it as blocks; so are one whose line ends in an escaped quote, a raw
+        // one, one at the end of the file, and `"""` with text after it.
         let text = format!("a \"open\n{}", "a {".repeat(100_000));
-        let p = check_depth(&text).expect("too deep");
-        assert_eq!(
-            p.message,
-            format!("blocks nest deeper than {MAX_DEPTH} levels")
-        );
-        // …nor does one whose line ends in an escaped quote, or a raw one.
-        assert!(check_depth(&format!("a \"x\\\"\n{}", "{".repeat(40))).is_some());
-        assert!(check_depth(&format!("a #\"x\n{}", "{".repeat(40))).is_some());
+        let p = check_depth(&text).expect("unclosed");
+        assert_eq!(p.message, "this string is not closed on its line");
+        assert_eq!(p.span.offset(), 2);
+        let p = check_depth(&format!("a \"x\\\"\n{}", "{".repeat(40))).unwrap();
+        assert_eq!(p.message, "this string is not closed on its line");
+        let p = check_depth(&format!("a #\"x\n{}", "{".repeat(40))).unwrap();
+        assert_eq!(p.message, "this raw string is not closed on its line");
+        assert!(check_depth("a \"x").is_some());
+        for t in ["a \"\"\"x\n\"\"\"", "a \"\"\"#\n", "a #\"\"\" \n\"\"\"#"] {
+            let p = check_depth(t).unwrap();
+            assert!(
+                p.message.contains("must be followed by a newline"),
+                "{t}: {}",
+                p.message
+            );
+        }
         // A backslash before whitespace and a newline continues the string on the next line.
         let deep = "{".repeat(40);
         assert!(check_depth(&format!("a \"x \\   \n  {deep}\"")).is_none());

@@ -13,32 +13,50 @@ pub struct Engine {
     pub gguf: PathBuf,
 }
 
-fn from_env_file(file: &str, var: &str) -> Option<String> {
-    let home = std::env::var("BENCH360_HOME")
+fn bench360_home() -> PathBuf {
+    std::env::var("BENCH360_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
             let base = std::env::var("XDG_CACHE_HOME")
                 .map(PathBuf::from)
                 .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
             base.join("bench360")
-        });
-    let text = std::fs::read_to_string(home.join(file)).ok()?;
+        })
+}
+
+fn from_env_file(file: &str, var: &str) -> Option<String> {
+    let text = std::fs::read_to_string(bench360_home().join(file)).ok()?;
     text.lines()
         .filter_map(|l| l.trim_start_matches("export ").split_once('='))
         .find(|(k, _)| *k == var)
         .map(|(_, v)| v.to_string())
 }
 
-/// A path the setup scripts print and also write to `$BENCH360_HOME/<file>`.
+/// A path the setup scripts print and also write to `$BENCH360_HOME/<file>`. When it is
+/// missing, the panic says why: the setup script's own failure (its `<name>.failed`), or
+/// that the script has not run.
 pub fn setting(file: &str, var: &str, script: &str) -> String {
     std::env::var(var)
         .ok()
         .or_else(|| from_env_file(file, var))
-        .unwrap_or_else(|| {
-            panic!(
-                "{var} is not set and {file} has none: run {script} first (scripts/test.sh does)"
-            )
-        })
+        .unwrap_or_else(|| panic!("{}", missing_setting(&bench360_home(), file, var, script)))
+}
+
+/// Why setting `var` (from `home/file`) is missing.
+pub fn missing_setting(home: &Path, file: &str, var: &str, script: &str) -> String {
+    let failed = home.join(file.replace(".env", ".failed"));
+    match std::fs::read_to_string(&failed) {
+        Ok(cause) => format!(
+            "{var} is missing because {script} failed ({}):\n{}",
+            failed.display(),
+            cause.trim_end()
+        ),
+        Err(_) => format!(
+            "{var} is not set and {} has none: {script} has not run here (scripts/test.sh runs \
+             it first and stops if it fails)",
+            home.join(file).display()
+        ),
+    }
 }
 
 /// The real engine and model; the tests need them (scripts/test.sh installs them).
