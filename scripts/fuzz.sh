@@ -15,12 +15,13 @@ inflight=$(mktemp -d)
 trap 'rm -rf "$inflight"' EXIT
 set +e
 BENCH360_FUZZ_CASES="$N" BENCH360_FUZZ_SLOW_FAILS=1 BENCH360_FUZZ_INFLIGHT="$inflight" \
-  cargo test --release --locked --bin bench360 fuzz:: -- --test-threads 2
+  cargo test --release --locked --bin bench360 fuzz:: -- --test-threads 1
 rc=$?
 set -e
 for f in "$inflight"/*-inflight; do
   [ -e "$f" ] || continue
-  # A case still in flight when the process ended: it aborted (or hung and was killed).
+  # A case still in flight when the process ended: it aborted (or hung and was killed). One
+  # test thread, so only the culprit is in flight.
   target=$(basename "$f" -inflight)
   name="$target-$(b3sum --no-names "$f" 2>/dev/null | cut -c1-16 || sha256sum "$f" | cut -c1-16)"
   mkdir -p tests/fixtures/fuzz/crashers

@@ -194,15 +194,27 @@ fn mutate_kdl(rng: &mut SplitMix64, v: &mut Vec<u8>) {
         )
         .collect();
     let at = line_starts[rng.below(line_starts.len())];
-    let piece: Vec<u8> = match rng.below(4) {
-        // An unclosed quote (or raw quote), then nesting deep enough to overflow a parser.
+    let piece: Vec<u8> = match rng.below(5) {
+        // A lexical error (an unclosed quote or raw quote, a multi-line string whose lines
+        // break its indentation), then nesting deep enough to overflow a parser that reads
+        // on past the error.
         0 => {
-            let quote: &[u8] =
-                [&b"x \"open\n"[..], b"x \"esc\\\"\n", b"x #\"raw\n", b"\"\n"][rng.below(4)];
+            let quote: &[u8] = [
+                &b"x \"open\n"[..],
+                b"x \"esc\\\"\n",
+                b"x #\"raw\n",
+                b"\"\n",
+                b"    t #\"\"\"\nx\n",
+                b"    t \"\"\"\nx \\q\n",
+                b"t \"\"\"x\n",
+            ][rng.below(7)];
             let opener: &[u8] = [&b"a {"[..], b"{", b"a { /- b {"][rng.below(3)];
             let depth = 1_000 + rng.below(100_000);
-            [quote.to_vec(), opener.repeat(depth)].concat()
+            let close: &[u8] = [&b""[..], b"\n    \"\"\"#\n", b"\n    \"\"\"\n"][rng.below(3)];
+            [quote.to_vec(), opener.repeat(depth), close.to_vec()].concat()
         }
+        // A chain of slashdashes (the parser's time grows with the square of its length).
+        4 => [&b"a "[..], &b"/- ".repeat(100 + rng.below(5_000)), b"b\n"].concat(),
         // Thousands of openers of things that run to the end of the file when never closed.
         1 => {
             let opener: &[u8] = [

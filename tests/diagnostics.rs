@@ -104,6 +104,17 @@ fn the_fuzzers_crashers_are_clean_diagnostics() {
             "sweep-unclosed-quote-misread-multiline-then-nesting",
             "this string is not closed on its line",
         ),
+        // Found by scripts/fuzz.sh (seed 20261201): 72,000 braces inside a multi-line raw
+        // string whose lines break its indentation rule; the parser's recovery read them as
+        // blocks. No lexical reading is trusted here: past 8,192 `{` and `/*` a file is
+        // refused, which bounds the parser's recursion whatever it makes of the text.
+        (
+            "sweep-multiline-dedent-error-then-nesting",
+            "more than the 8192 a sweep file may hold",
+        ),
+        // 20,000 slashdashes in a row: the parser's time grows with the square of their
+        // number (1,600 took 19 s in a debug build).
+        ("sweep-slashdash-chain", "a slashdash follows a slashdash"),
         // 2,000 unclosed multi-line raw strings (took 10.8 s, quadratic in their number).
         (
             "sweep-raw-string-openers",

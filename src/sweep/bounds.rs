@@ -49,6 +49,11 @@ pub(crate) fn read_bounded(path: &Path, max: u64, what: &str) -> Result<Vec<u8>,
 
 /// How deep `/* … */` comments may nest (KDL allows nesting; real sweeps nest none).
 pub(crate) const MAX_COMMENT_DEPTH: usize = 32;
+/// Most `{` and `/*` a sweep file may hold in all, wherever they stand (real sweeps hold a few
+/// dozen). The parser cannot recurse deeper than their number, whatever it makes of the rest
+/// of the file, and its thread's stack holds that many levels (src/sweep/mod.rs): so no file
+/// can overflow it, even one that check_depth misreads.
+pub(crate) const MAX_OPENERS: usize = 8192;
 
 /// The byte length of a KDL newline at `i` (CRLF, CR, LF, NEL, FF, LS, PS), if one starts there.
 fn newline_at(b: &[u8], i: usize) -> Option<usize> {
@@ -89,6 +94,42 @@ fn char_len(b: &[u8], i: usize) -> usize {
 
 fn problem(at: usize, len: usize, message: String, label: &str, help: String) -> Problem {
     Problem::new(SourceSpan::from(at..at + len), message, label).with_help(help)
+}
+
+/// The first byte at or after `i` that is not whitespace, a newline, a line continuation
+/// (`\`) or a comment; None at the end of the text or in an unclosed block comment.
+fn after_space_and_comments(b: &[u8], mut i: usize) -> Option<usize> {
+    while i < b.len() {
+        if let Some(n) = space_at(b, i).or_else(|| newline_at(b, i)) {
+            i += n;
+        } else if b[i] == b'\\' {
+            i += 1;
+        } else if b[i..].starts_with(b"//") {
+            while i < b.len() && newline_at(b, i).is_none() {
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let mut nest = 1;
+            i += 2;
+            while nest > 0 {
+                if i >= b.len() {
+                    return None;
+                }
+                if b[i..].starts_with(b"/*") {
+                    nest += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    nest -= 1;
+                    i += 2;
+                } else {
+                    i += 1;
+                }
+            }
+        } else {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// A single-line string (or raw string) that reaches the end of its line unclosed.
@@ -134,6 +175,25 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
     let mut depth = 0usize;
     while i < b.len() {
         match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'-') => {
+                // Two slashdashes in a row are not KDL, and the parser takes quadratic time
+                // over a chain of them.
+                if let Some(next) = after_space_and_comments(b, i + 2) {
+                    if b[next..].starts_with(b"/-") {
+                        return Some(problem(
+                            next,
+                            2,
+                            "a slashdash follows a slashdash".into(),
+                            "second `/-`",
+                            "`/-` comments out the one node, argument or block after it: write \
+                             one `/-` before each thing to leave out"
+                                .into(),
+                        ));
+                    }
+                }
+                i += 2;
+                continue;
+            }
             b'/' if b.get(i + 1) == Some(&b'/') => {
                 while i < b.len() && newline_at(b, i).is_none() {
                     i += 1;
@@ -293,6 +353,22 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
         }
         i += 1;
     }
+    let openers =
+        b.iter().filter(|&&c| c == b'{').count() + b.windows(2).filter(|w| w == b"/*").count();
+    if openers > MAX_OPENERS {
+        let first = b.iter().position(|&c| c == b'{').unwrap_or(0);
+        return Some(problem(
+            first,
+            1,
+            format!(
+                "the file holds {openers} `{{` and `/*` in all, more than the {MAX_OPENERS} a sweep file may hold"
+            ),
+            "the first is here",
+            "a sweep declares a few dozen blocks; generate several sweep files, or use axes \
+             (several values of one field) instead of repeated blocks"
+                .into(),
+        ));
+    }
     None
 }
 
@@ -395,6 +471,22 @@ mod tests {
         // Closed ones are fine, with the right number of `#`.
         assert!(check_depth("a ##\"\"\"\nx \"\"\"# y\n\"\"\"##\nb { }").is_none());
         assert!(check_depth("a \"\"\"\n{ \\\"\"\" \n\"\"\"\n").is_none());
+    }
+
+    #[test]
+    fn slashdash_chains_and_too_many_openers_are_refused() {
+        let p = check_depth(&format!("a {}b", "/- ".repeat(2000))).unwrap();
+        assert_eq!(p.message, "a slashdash follows a slashdash");
+        assert_eq!(p.span.offset(), 5);
+        let p = check_depth("a /- // c\n /* d */ \\\n /- b").unwrap();
+        assert_eq!(p.message, "a slashdash follows a slashdash");
+        // One before each thing is fine.
+        assert!(check_depth("a /- 1 /- 2 /- { } b\n/- c\nd").is_none());
+        // Openers anywhere count, even inside strings: the bound holds whatever is misread.
+        let p = check_depth(&format!("a \"{}\"", "{".repeat(MAX_OPENERS + 1))).unwrap();
+        assert!(p.message.contains("more than the 8192"), "{}", p.message);
+        let ok = format!("a \"{}\"", "{".repeat(MAX_OPENERS));
+        assert!(check_depth(&ok).is_none());
     }
 
     #[test]

@@ -39,10 +39,10 @@ pub(crate) fn parse(
     }
     // The KDL parser recurses per level and per value: on its own thread with a stack of its
     // own, whatever thread (a test's 2 MiB one) asked. check_depth keeps the nesting it sees
-    // to 32 levels; the stack is also large enough (measured: over 3,000 levels in a debug
-    // build, 4,000 in release at 64 MiB) that a file of a few thousand `{` in all could not
-    // overflow it even were check_depth to misread where a string ends. Only touched pages
-    // of the reservation are ever committed.
+    // to 32 levels, and a file to bounds::MAX_OPENERS (8,192) `{` and `/*` in all, which
+    // bounds how deep the parser can recurse whatever it makes of the text: 256 MiB holds
+    // that many levels (measured: 9,000 nested blocks or comments in a debug build; a debug
+    // level takes 16-21 KiB). Only touched pages of the reservation are ever committed.
     let parsed = std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("kdl-parse".into())
