@@ -19,6 +19,10 @@ pub(crate) use resolve::{slurm_mem_ok, slurm_time_ok};
 #[error("{0}")]
 pub(crate) struct BadInput(pub String);
 
+/// How long the KDL parser may take on one file (a 1 MiB sweep file, the largest read, parses
+/// in under a second in a release build and in about 0.7 s in a debug one).
+const PARSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Parses a sweep from text. `env` looks up `${VAR}` references; `name` labels diagnostics.
 pub(crate) fn parse(
     name: &str,
@@ -43,15 +47,38 @@ pub(crate) fn parse(
     // bounds how deep the parser can recurse whatever it makes of the text: 256 MiB holds
     // that many levels (measured: 9,000 nested blocks or comments in a debug build; a debug
     // level takes 16-21 KiB). Only touched pages of the reservation are ever committed.
-    let parsed = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("kdl-parse".into())
-            .stack_size(256 << 20)
-            .spawn_scoped(s, || raw::parse_kdl(text))
-            .expect("spawn the parser thread")
-            .join()
-            .expect("the KDL parser does not panic")
-    });
+    // check_depth also refuses the shapes known to take the parser quadratic time; for any
+    // other, the parse has PARSE_LIMIT: past it the file is refused with that cause (the
+    // thread is left to finish on its own; the CLI exits with the error).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = text.to_string();
+    std::thread::Builder::new()
+        .name("kdl-parse".into())
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let _ = tx.send(raw::parse_kdl(&owned));
+        })
+        .expect("spawn the parser thread");
+    let parsed = match rx.recv_timeout(PARSE_LIMIT) {
+        Ok(parsed) => parsed,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            return Err(into_error(vec![Problem::new(
+                miette::SourceSpan::from(0..0),
+                format!(
+                    "the KDL parser did not finish within {} s on this file",
+                    PARSE_LIMIT.as_secs()
+                ),
+                "parsing stopped",
+            )
+            .with_help(
+                "real sweep files parse in milliseconds: this one holds a shape that makes the \
+                 parser slow (please report it); look for long runs of repeated tokens",
+            )]))
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("the KDL parser panicked")
+        }
+    };
     let mut nodes = parsed.map_err(|e| {
         into_error(
             e.diagnostics
