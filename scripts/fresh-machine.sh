@@ -68,10 +68,9 @@ IMAGE_REV=1   # bump when the way the image is made changes
 tag=$(printf '%s %s %s' "$SUITE" "$PREREQS" "$IMAGE_REV" | sha256sum | cut -c1-12)
 image="bench360-fresh:$SUITE-$tag"
 if ! docker image inspect "$image" >/dev/null 2>&1; then
-  command -v debootstrap >/dev/null || {
-    log "installing debootstrap"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2
-  } || die "cannot install debootstrap"
+  # Debian 12's debootstrap, pinned by series like every package of the setup scripts.
+  (STEP=fresh-machine ENV_NAME=fresh-machine; . "$repo/scripts/lib/setup.sh"; apt_install debootstrap 1.0.128 1.1) ||
+    die "cannot install debootstrap (its error is above)"
   root="$work/rootfs"
   log "debootstrap $SUITE (minbase) into $root"
   debootstrap --variant=minbase --include="${PREREQS// /,}" "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
