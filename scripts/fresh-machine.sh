@@ -12,7 +12,8 @@
 #   through for the Docker tests. The container shares the host's network (the tests' servers
 #   bind to 127.0.0.1, and the Docker engine must reach the registry they start) and its work
 #   folder is mounted at the same path on both sides (paths the tests hand to the Docker
-#   engine must exist for it). Needs root and debootstrap (installed if missing).
+#   engine must exist for it). The machine's network settings (its CA bundle, apt's acquire
+#   settings) are passed in as they are. Needs root and debootstrap (installed if missing).
 # --host: the same clone and commands on this machine, with an empty BENCH360_HOME and
 #   CARGO_TARGET_DIR (quicker; catches a missing pin or cache, not a missing package).
 # -- COMMAND: run COMMAND in the clone instead of the two commands (e.g. `-- bash` to look).
@@ -93,6 +94,20 @@ toolchain=$(dirname "$(dirname "$(rustup which cargo 2>/dev/null || command -v c
 [ -x "$toolchain/bin/cargo" ] && [ -x "$toolchain/bin/rustc" ] || die "no Rust toolchain found at $toolchain"
 "$toolchain/bin/cargo" clippy --version >/dev/null 2>&1 || die "the toolchain at $toolchain lacks clippy"
 docker_cli=$(command -v docker)
+# The machine's own network settings go in, as they would on any machine of this network: the
+# CA bundle that TLS to the package registries needs here (a proxy's CA may be in it), apt's
+# acquire settings, and the variables that point clients at the bundle. They belong to the
+# machine, not to what the project installs; nothing else of the host does.
+net=()
+bundle=/etc/ssl/certs/ca-certificates.crt
+[ -s "$bundle" ] && net+=(-v "$bundle:$bundle:ro")
+for f in /etc/apt/apt.conf.d/99artifact-registry /etc/pip.conf; do
+  [ -f "$f" ] && net+=(-v "$f:$f:ro")
+done
+for v in SSL_CERT_FILE SSL_CERT_DIR PIP_CERT REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO CARGO_HTTP_CAINFO PIP_DEFAULT_TIMEOUT; do
+  [ -n "${!v:-}" ] && net+=(-e "$v=${!v}")
+done
+[ -s "$bundle" ] && [ -z "${CARGO_HTTP_CAINFO:-}" ] && net+=(-e "CARGO_HTTP_CAINFO=$bundle")
 log "container $image: clone ${head:0:12} in $work, Rust $("$toolchain/bin/rustc" --version | cut -d' ' -f2) from $toolchain (read-only); log: $logfile"
 set +e
 # One Slurm cluster per network: the host's (scripts/setup-slurm.sh) would answer the
@@ -106,6 +121,7 @@ docker run --rm -i --network host \
   -v "$toolchain:/opt/rust:ro" \
   -v /var/run/docker.sock:/var/run/docker.sock \
   -v "$docker_cli:/usr/local/bin/docker:ro" \
+  "${net[@]}" \
   -e PATH=/opt/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   -e CARGO_HOME="$work/cargo" -e BENCH360_HOME="$work/home" -e TMPDIR="$work/tmp" \
   -e HOME=/root -e CI="${CI:-}" \
