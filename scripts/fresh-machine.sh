@@ -12,7 +12,8 @@
 #   through for the Docker tests. The container shares the host's network (the tests' servers
 #   bind to 127.0.0.1, and the Docker engine must reach the registry they start) and its work
 #   folder is mounted at the same path on both sides (paths the tests hand to the Docker
-#   engine must exist for it). The machine's network settings (its CA bundle, apt's acquire
+#   engine must exist for it); it shares the host's PID namespace too (bench360 samples a
+#   container's engine through the host pid Docker reports). The machine's network settings (its CA bundle, apt's acquire
 #   settings) are passed in as they are. Needs root and debootstrap (installed if missing).
 # --host: the same clone and commands on this machine, with an empty BENCH360_HOME and
 #   CARGO_TARGET_DIR (quicker; catches a missing pin or cache, not a missing package).
@@ -116,7 +117,9 @@ if [ -s /run/slurmctld.pid ] && kill -0 "$(cat /run/slurmctld.pid)" 2>/dev/null;
   log "stopping this host's Slurm daemons (the container starts its own on the same ports)"
   "$repo/scripts/stop-slurm.sh"
 fi
-docker run --rm -i --network host \
+# --pid host: on a machine, bench360 and the Docker engine share one PID namespace, and the
+# Docker tests sample a container's engine through the host pid Docker reports.
+docker run --rm -i --network host --pid host --shm-size 1g \
   -v "$work:$work" \
   -v "$toolchain:/opt/rust:ro" \
   -v /var/run/docker.sock:/var/run/docker.sock \

@@ -268,8 +268,16 @@ fn a_cancelled_job_is_resubmitted_for_its_unfinished_nodes_only() {
     // The job stopped gracefully (SIGTERM): its engine stopped, its record closed.
     let run = &job_runs(&cache, "sl-cancel")[&victim];
     assert_eq!(run["exit_code"], 130, "{run}");
+    // Its engine stopped: on SIGTERM, or killed 15 s later. Slurm signals every process of
+    // the job, so llama-server gets SIGTERM twice (Slurm's, then bench360's), and llama.cpp
+    // exits from inside its handler on the second, which now and then hangs: bench360 then
+    // kills it. Either way bench360 reaped it before its record closed.
     let log = log_of(&cache, "sl-cancel", &victim);
-    assert!(log.contains("engine llama4: stopped"), "{log}");
+    assert!(
+        log.contains("engine llama4: stopped")
+            || log.contains("engine llama4: did not stop within 15 s of SIGTERM; killed"),
+        "{log}"
+    );
 
     let before: BTreeMap<String, serde_json::Value> = records(&cache)
         .into_iter()

@@ -238,7 +238,7 @@ pub(super) fn resolve(
                 ctx.err(
                     node.name.span,
                     format!("`{kind}` appears twice"),
-                    "second `{kind}` block",
+                    format!("second `{kind}` block"),
                 );
                 continue;
             }
