@@ -184,21 +184,26 @@ pub(crate) fn over_budget(stats: &stats::RunStats, budget: Option<f64>) -> Optio
     if rate <= budget {
         return None;
     }
-    let mut causes: Vec<(&String, &usize)> = stats.failures.iter().collect();
-    causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let top: Vec<String> = causes
-        .iter()
-        .take(3)
-        .map(|(c, n)| format!("{n}× {c}"))
-        .collect();
     Some(format!(
         "{} of {} requests failed ({:.1}%, over the {:.1}% error budget); top causes: {}",
         stats.failed,
         stats.requests,
         rate * 100.0,
         budget * 100.0,
-        top.join("; ")
+        top_causes(stats.failures.iter().map(|(c, n)| (c.as_str(), *n)))
     ))
+}
+
+/// The three most frequent causes, as "n× cause; …" (most frequent first, ties by cause).
+pub(crate) fn top_causes<'a>(counts: impl IntoIterator<Item = (&'a str, usize)>) -> String {
+    let mut causes: Vec<(&str, usize)> = counts.into_iter().collect();
+    causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    causes
+        .iter()
+        .take(3)
+        .map(|(c, n)| format!("{n}× {c}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// See [`Executor::write_object`].

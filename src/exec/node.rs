@@ -808,20 +808,13 @@ pub(crate) fn scoring_faults(scored: &[Score], budget: f64) -> Option<String> {
             .entry(f.error.as_deref().unwrap_or("no cause given"))
             .or_default() += 1;
     }
-    let mut causes: Vec<(&str, usize)> = causes.into_iter().collect();
-    causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let top: Vec<String> = causes
-        .iter()
-        .take(3)
-        .map(|(c, n)| format!("{n}× {c}"))
-        .collect();
     Some(format!(
         "{} of {} requests could not be scored ({:.1}%, over the {:.1}% error budget) for a reason other than the model's output; top causes: {}",
         faults.len(),
         scored.len(),
         100.0 * faults.len() as f64 / scored.len() as f64,
         budget * 100.0,
-        top.join("; ")
+        super::journal::top_causes(causes)
     ))
 }
 
