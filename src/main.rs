@@ -274,7 +274,28 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         } => {
             let mut bad = 0;
             for p in &sweeps {
-                match sweep::load(p) {
+                // --syntax-only checks a sweep meant for another machine: a variable unset here
+                // stands in as `/unset/VAR` and is named, not an error.
+                let unset = std::cell::RefCell::new(BTreeSet::new());
+                let env = |k: &str| {
+                    std::env::var(k).ok().or_else(|| {
+                        syntax_only.then(|| {
+                            unset.borrow_mut().insert(k.to_string());
+                            format!("/unset/{k}")
+                        })
+                    })
+                };
+                let loaded = sweep::load_with_env(p, &env);
+                let unset = unset.into_inner();
+                if !unset.is_empty() {
+                    let names: Vec<String> = unset.iter().map(|v| format!("${{{v}}}")).collect();
+                    eprintln!(
+                        "note: {}: not set here (the machine that runs the sweep must set them): {}",
+                        p.display(),
+                        names.join(", ")
+                    );
+                }
+                match loaded {
                     Ok((s, _)) if !syntax_only && exec::preflight::check(&s, None).is_err() => {
                         bad += 1;
                         for problem in exec::preflight::check(&s, None).unwrap_err() {

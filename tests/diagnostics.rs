@@ -146,6 +146,34 @@ fn the_fuzzers_crashers_are_clean_diagnostics() {
     }
 }
 
+/// `--syntax-only` checks a sweep meant for another machine: its unset variables are named,
+/// not errors.
+#[test]
+fn syntax_only_names_unset_variables_and_passes() {
+    let out = Command::cargo_bin("bench360")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env_remove("BENCH360_FIXTURE_UNSET_VAR")
+        .args([
+            "validate",
+            "--syntax-only",
+            "tests/fixtures/invalid/missing_env_var.kdl",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("not set here (the machine that runs the sweep must set them): ${BENCH360_FIXTURE_UNSET_VAR}"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(": ok (1 run on 1 deployment)"));
+    // Without --syntax-only it is still an error.
+    let (code, _, stderr) = validate("tests/fixtures/invalid/missing_env_var.kdl");
+    assert_eq!(code, 2, "{stderr}");
+}
+
 #[test]
 fn a_device_or_a_deep_file_is_bad_input_not_a_crash() {
     let (code, _, stderr) = validate("/dev/zero");

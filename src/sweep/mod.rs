@@ -101,6 +101,15 @@ pub(crate) fn parse(
 
 /// Reads and parses a sweep file, with the process environment for `${VAR}`.
 pub(crate) fn load(path: &Path) -> anyhow::Result<(Sweep, String)> {
+    load_with_env(path, &|k: &str| std::env::var(k).ok())
+}
+
+/// [`load`] with another lookup for `${VAR}` (`validate --syntax-only` stands in for the
+/// variables of another machine).
+pub(crate) fn load_with_env(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<(Sweep, String)> {
     let bytes = bounds::read_bounded(path, bounds::MAX_SWEEP_BYTES, "sweep file")
         .map_err(|e| anyhow::Error::new(BadInput(e)))?;
     let text = String::from_utf8(bytes).map_err(|e| {
@@ -114,8 +123,7 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<(Sweep, String)> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let env = |k: &str| std::env::var(k).ok();
-    let mut sweep = parse(&path.display().to_string(), &text, &base, &env)?;
+    let mut sweep = parse(&path.display().to_string(), &text, &base, env)?;
     overrides::apply_only(&mut sweep, &overrides::get().only)
         .map_err(|e| anyhow::Error::new(BadInput(e)))?;
     Ok((sweep, text))
