@@ -268,14 +268,20 @@ fn a_cancelled_job_is_resubmitted_for_its_unfinished_nodes_only() {
     // The job stopped gracefully (SIGTERM): its engine stopped, its record closed.
     let run = &job_runs(&cache, "sl-cancel")[&victim];
     assert_eq!(run["exit_code"], 130, "{run}");
-    // Its engine stopped: on SIGTERM, or killed 15 s later. Slurm signals every process of
-    // the job, so llama-server gets SIGTERM twice (Slurm's, then bench360's), and llama.cpp
-    // exits from inside its handler on the second, which now and then hangs: bench360 then
-    // kills it. Either way bench360 reaped it before its record closed.
+    // Its engine ended and bench360 said how before its record closed. Slurm signals every
+    // process of the job, so llama-server races two SIGTERMs (Slurm's and bench360's): it has
+    // exited already when bench360 stops it ("exited unexpectedly (exit status: 0)"), or stops
+    // on bench360's ("stopped"), or hangs in llama.cpp's exit from its handler on the second
+    // and is killed 15 s later. Which one is the machine's timing, not bench360's behaviour.
     let log = log_of(&cache, "sl-cancel", &victim);
     assert!(
-        log.contains("engine llama4: stopped")
-            || log.contains("engine llama4: did not stop within 15 s of SIGTERM; killed"),
+        [
+            "engine llama4: stopped",
+            "engine llama4: did not stop within 15 s of SIGTERM; killed",
+            "engine llama4: engine exited unexpectedly",
+        ]
+        .iter()
+        .any(|l| log.contains(l)),
         "{log}"
     );
 
