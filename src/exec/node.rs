@@ -799,7 +799,11 @@ pub(crate) fn write_report(
 /// not be scored through a fault of the scoring side (see [`Score::fault`]).
 pub(crate) fn scoring_faults(scored: &[Score], budget: f64) -> Option<String> {
     let faults: Vec<&Score> = scored.iter().filter(|s| s.fault).collect();
-    if scored.is_empty() || faults.len() as f64 / scored.len() as f64 <= budget {
+    if scored.is_empty() {
+        return None;
+    }
+    let rate = faults.len() as f64 / scored.len() as f64;
+    if rate <= budget {
         return None;
     }
     let mut causes: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -812,7 +816,7 @@ pub(crate) fn scoring_faults(scored: &[Score], budget: f64) -> Option<String> {
         "{} of {} requests could not be scored ({:.1}%, over the {:.1}% error budget) for a reason other than the model's output; top causes: {}",
         faults.len(),
         scored.len(),
-        100.0 * faults.len() as f64 / scored.len() as f64,
+        rate * 100.0,
         budget * 100.0,
         super::journal::top_causes(causes)
     ))

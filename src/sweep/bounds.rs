@@ -54,7 +54,7 @@ pub(crate) const MAX_COMMENT_DEPTH: usize = 32;
 /// Most `{` and `/*` a sweep file may hold in all, wherever they stand (real sweeps hold a few
 /// dozen). The parser cannot recurse deeper than their number, whatever it makes of the rest
 /// of the file, and its thread's stack holds that many levels (src/sweep/mod.rs): so no file
-/// can overflow it, even one that check_depth misreads.
+/// can overflow it, even one that check_before_parse misreads.
 pub(crate) const MAX_OPENERS: usize = 8192;
 
 /// The byte length of a KDL newline at `i` (CRLF, CR, LF, NEL, FF, LS, PS), if one starts there.
@@ -98,6 +98,52 @@ fn problem(at: usize, len: usize, message: String, label: &str, help: String) ->
     Problem::new(SourceSpan::from(at..at + len), message, label).with_help(help)
 }
 
+/// Where the line that `i` is on ends (its newline, or the end of the text).
+fn line_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && newline_at(b, i).is_none() {
+        i += 1;
+    }
+    i
+}
+
+/// A `/* … */` comment (KDL's nest) scanned from its opening `/*` at `open`.
+struct BlockComment {
+    /// Just past its last `*/`; None when it is never closed.
+    end: Option<usize>,
+    /// The first `/*` that nests it deeper than [`MAX_COMMENT_DEPTH`].
+    too_deep_at: Option<usize>,
+}
+
+fn block_comment(b: &[u8], open: usize) -> BlockComment {
+    let mut nest = 1;
+    let mut too_deep_at = None;
+    let mut i = open + 2;
+    while i < b.len() {
+        if b[i..].starts_with(b"/*") {
+            nest += 1;
+            if nest > MAX_COMMENT_DEPTH && too_deep_at.is_none() {
+                too_deep_at = Some(i);
+            }
+            i += 2;
+        } else if b[i..].starts_with(b"*/") {
+            nest -= 1;
+            i += 2;
+            if nest == 0 {
+                return BlockComment {
+                    end: Some(i),
+                    too_deep_at,
+                };
+            }
+        } else {
+            i += 1;
+        }
+    }
+    BlockComment {
+        end: None,
+        too_deep_at,
+    }
+}
+
 /// The first byte at or after `i` that is not whitespace, a newline, a line continuation
 /// (`\`) or a comment; None at the end of the text or in an unclosed block comment.
 fn after_space_and_comments(b: &[u8], mut i: usize) -> Option<usize> {
@@ -107,26 +153,9 @@ fn after_space_and_comments(b: &[u8], mut i: usize) -> Option<usize> {
         } else if b[i] == b'\\' {
             i += 1;
         } else if b[i..].starts_with(b"//") {
-            while i < b.len() && newline_at(b, i).is_none() {
-                i += 1;
-            }
+            i = line_end(b, i);
         } else if b[i..].starts_with(b"/*") {
-            let mut nest = 1;
-            i += 2;
-            while nest > 0 {
-                if i >= b.len() {
-                    return None;
-                }
-                if b[i..].starts_with(b"/*") {
-                    nest += 1;
-                    i += 2;
-                } else if b[i..].starts_with(b"*/") {
-                    nest -= 1;
-                    i += 2;
-                } else {
-                    i += 1;
-                }
-            }
+            i = block_comment(b, i).end?;
         } else {
             return Some(i);
         }
@@ -227,7 +256,7 @@ fn multi_line_opener(at: usize, len: usize) -> Problem {
 /// closing quote (a backslash before whitespace or a newline continues it on the next line),
 /// a raw string at its quote and as many `#` as it opened with, comments at their ends;
 /// braces inside strings and comments do not count.
-pub(crate) fn check_depth(text: &str) -> Option<Problem> {
+pub(crate) fn check_before_parse(text: &str) -> Option<Problem> {
     let b = text.as_bytes();
     let mut i = 0;
     let mut depth = 0usize;
@@ -252,47 +281,29 @@ pub(crate) fn check_depth(text: &str) -> Option<Problem> {
                 i += 2;
                 continue;
             }
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && newline_at(b, i).is_none() {
-                    i += 1;
-                }
-            }
+            b'/' if b.get(i + 1) == Some(&b'/') => i = line_end(b, i),
             b'/' if b.get(i + 1) == Some(&b'*') => {
-                let open = i;
-                let mut nest = 1;
-                i += 2;
-                while i < b.len() && nest > 0 {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        nest += 1;
-                        if nest > MAX_COMMENT_DEPTH {
-                            return Some(problem(
-                                i,
-                                2,
-                                format!(
-                                    "block comments nest deeper than {MAX_COMMENT_DEPTH} levels"
-                                ),
-                                "too deep",
-                                "close the comments (`*/`) or use `//` line comments".into(),
-                            ));
-                        }
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        nest -= 1;
-                        i += 2;
-                    } else {
-                        i += 1;
-                    }
-                }
-                if nest > 0 {
+                let comment = block_comment(b, i);
+                if let Some(at) = comment.too_deep_at {
                     return Some(problem(
-                        open,
+                        at,
+                        2,
+                        format!("block comments nest deeper than {MAX_COMMENT_DEPTH} levels"),
+                        "too deep",
+                        "close the comments (`*/`) or use `//` line comments".into(),
+                    ));
+                }
+                let Some(end) = comment.end else {
+                    return Some(problem(
+                        i,
                         2,
                         "this block comment is never closed".into(),
                         "opened here",
                         "close it with `*/` (block comments nest: every `/*` needs its own `*/`)"
                             .into(),
                     ));
-                }
+                };
+                i = end;
                 continue;
             }
             b'#' => {
@@ -467,7 +478,7 @@ mod tests {
     #[test]
     fn deep_nesting_is_a_problem_not_a_crash() {
         let text = format!("sweep \"s\" {{\n}}\n{}", "a {".repeat(1500));
-        let p = check_depth(&text).expect("too deep");
+        let p = check_before_parse(&text).expect("too deep");
         // The 33rd "a {" (the sweep block before it is closed).
         assert_eq!(p.span.offset(), 14 + 3 * MAX_DEPTH + 2);
     }
@@ -484,9 +495,9 @@ mod tests {
             format!("/* /* {deep} */ {deep} */"),
             format!("a \"\\\"{deep}\""),
         ] {
-            assert!(check_depth(&text).is_none(), "{text}");
+            assert!(check_before_parse(&text).is_none(), "{text}");
         }
-        assert!(check_depth(&format!("a {{ {deep}")).is_some());
+        assert!(check_before_parse(&format!("a {{ {deep}")).is_some());
     }
 
     #[test]
@@ -495,16 +506,16 @@ mod tests {
         // nesting after it as blocks; so are one whose line ends in an escaped quote, a raw
         // one, one at the end of the file, and `"""` with text after it.
         let text = format!("a \"open\n{}", "a {".repeat(100_000));
-        let p = check_depth(&text).expect("unclosed");
+        let p = check_before_parse(&text).expect("unclosed");
         assert_eq!(p.message, "this string is not closed on its line");
         assert_eq!(p.span.offset(), 2);
-        let p = check_depth(&format!("a \"x\\\"\n{}", "{".repeat(40))).unwrap();
+        let p = check_before_parse(&format!("a \"x\\\"\n{}", "{".repeat(40))).unwrap();
         assert_eq!(p.message, "this string is not closed on its line");
-        let p = check_depth(&format!("a #\"x\n{}", "{".repeat(40))).unwrap();
+        let p = check_before_parse(&format!("a #\"x\n{}", "{".repeat(40))).unwrap();
         assert_eq!(p.message, "this raw string is not closed on its line");
-        assert!(check_depth("a \"x").is_some());
+        assert!(check_before_parse("a \"x").is_some());
         for t in ["a \"\"\"x\n\"\"\"", "a \"\"\"#\n", "a #\"\"\" \n\"\"\"#"] {
-            let p = check_depth(t).unwrap();
+            let p = check_before_parse(t).unwrap();
             assert!(
                 p.message.contains("must be followed by a newline"),
                 "{t}: {}",
@@ -513,54 +524,61 @@ mod tests {
         }
         // A backslash before whitespace and a newline continues the string on the next line.
         let deep = "{".repeat(40);
-        assert!(check_depth(&format!("a \"x \\   \n  {deep}\"")).is_none());
-        assert!(check_depth(&format!("a \"x \\\n{deep}\"")).is_none());
+        assert!(check_before_parse(&format!("a \"x \\   \n  {deep}\"")).is_none());
+        assert!(check_before_parse(&format!("a \"x \\\n{deep}\"")).is_none());
         // Every KDL newline ends a line comment.
         for nl in ["\r", "\u{85}", "\u{2028}", "\u{2029}", "\u{c}"] {
-            assert!(check_depth(&format!("// c{nl}{deep}")).is_some(), "{nl:?}");
+            assert!(
+                check_before_parse(&format!("// c{nl}{deep}")).is_some(),
+                "{nl:?}"
+            );
         }
     }
 
     #[test]
     fn unclosed_multi_line_strings_and_comments_are_refused_before_the_parser() {
         let many = "template #\"\"\"\n".repeat(2000);
-        let p = check_depth(&many).expect("never closed");
+        let p = check_before_parse(&many).expect("never closed");
         assert_eq!(p.message, "this multi-line raw string is never closed");
         assert_eq!((p.span.offset(), p.span.len()), (9, 4));
-        let p = check_depth("a \"\"\"\nx\n").unwrap();
+        let p = check_before_parse("a \"\"\"\nx\n").unwrap();
         assert_eq!(p.message, "this multi-line string is never closed");
-        let p = check_depth("a 1 /* x /* y */").unwrap();
+        let p = check_before_parse("a 1 /* x /* y */").unwrap();
         assert_eq!(p.message, "this block comment is never closed");
         assert_eq!(p.span.offset(), 4);
-        let p = check_depth(&"/* ".repeat(100)).unwrap();
+        let p = check_before_parse(&"/* ".repeat(100)).unwrap();
         assert!(
             p.message.starts_with("block comments nest deeper"),
             "{}",
             p.message
         );
         // Closed ones are fine, with the right number of `#`.
-        assert!(check_depth("a ##\"\"\"\nx \"\"\"# y\n\"\"\"##\nb { }").is_none());
-        assert!(check_depth("a \"\"\"\n{ \\\"\"\" \n\"\"\"\n").is_none());
+        assert!(check_before_parse("a ##\"\"\"\nx \"\"\"# y\n\"\"\"##\nb { }").is_none());
+        assert!(check_before_parse("a \"\"\"\n{ \\\"\"\" \n\"\"\"\n").is_none());
     }
 
     #[test]
     fn multi_line_strings_keep_their_indentation_rule() {
         let ok =
             "t #\"\"\"\n    a {\n\n      b\n    \"\"\"#\nu \"\"\"\n  x\n  \"\"\"\nv \"\"\"\n\"\"\"";
-        assert!(check_depth(ok).is_none(), "{:?}", check_depth(ok));
+        assert!(
+            check_before_parse(ok).is_none(),
+            "{:?}",
+            check_before_parse(ok)
+        );
         // 2,000 openers closed by one far closing line whose indentation they lack.
         let many = format!(
             "{}t #\"\"\"\n  x\n  \"\"\"#\n",
             "template #\"\"\"\n".repeat(2000)
         );
-        let p = check_depth(&many).unwrap();
+        let p = check_before_parse(&many).unwrap();
         assert!(
             p.message.contains("does not begin with the whitespace"),
             "{}",
             p.message
         );
         assert_eq!(p.span.offset(), 14);
-        let p = check_depth("t \"\"\"\n  x\n  y \"\"\"\n").unwrap();
+        let p = check_before_parse("t \"\"\"\n  x\n  y \"\"\"\n").unwrap();
         assert!(
             p.message.contains("on a line of their own"),
             "{}",
@@ -570,18 +588,18 @@ mod tests {
 
     #[test]
     fn slashdash_chains_and_too_many_openers_are_refused() {
-        let p = check_depth(&format!("a {}b", "/- ".repeat(2000))).unwrap();
+        let p = check_before_parse(&format!("a {}b", "/- ".repeat(2000))).unwrap();
         assert_eq!(p.message, "a slashdash follows a slashdash");
         assert_eq!(p.span.offset(), 5);
-        let p = check_depth("a /- // c\n /* d */ \\\n /- b").unwrap();
+        let p = check_before_parse("a /- // c\n /* d */ \\\n /- b").unwrap();
         assert_eq!(p.message, "a slashdash follows a slashdash");
         // One before each thing is fine.
-        assert!(check_depth("a /- 1 /- 2 /- { } b\n/- c\nd").is_none());
+        assert!(check_before_parse("a /- 1 /- 2 /- { } b\n/- c\nd").is_none());
         // Openers anywhere count, even inside strings: the bound holds whatever is misread.
-        let p = check_depth(&format!("a \"{}\"", "{".repeat(MAX_OPENERS + 1))).unwrap();
+        let p = check_before_parse(&format!("a \"{}\"", "{".repeat(MAX_OPENERS + 1))).unwrap();
         assert!(p.message.contains("more than the 8192"), "{}", p.message);
         let ok = format!("a \"{}\"", "{".repeat(MAX_OPENERS));
-        assert!(check_depth(&ok).is_none());
+        assert!(check_before_parse(&ok).is_none());
     }
 
     #[test]

@@ -113,6 +113,12 @@ pub(crate) fn render(err: &SweepError, color: bool) -> String {
 /// spans on it (joined by ` … `), spans moved to match; None when no line is that long.
 fn clip(err: &SweepError) -> Option<SweepError> {
     let text = err.src.inner().as_str();
+    if !text
+        .split_inclusive('\n')
+        .any(|l| l.len() > MAX_RENDERED_LINE)
+    {
+        return None;
+    }
     let mut points: Vec<usize> = err
         .problems
         .iter()
@@ -123,7 +129,6 @@ fn clip(err: &SweepError) -> Option<SweepError> {
     // (old start, old end, new start) of every kept piece, in order.
     let mut pieces: Vec<(usize, usize, usize)> = Vec::new();
     let mut out = String::with_capacity(text.len().min(1 << 16));
-    let mut long = false;
     let mut line_start = 0;
     for line in text.split_inclusive('\n') {
         let line_end = line_start + line.len();
@@ -131,7 +136,6 @@ fn clip(err: &SweepError) -> Option<SweepError> {
             pieces.push((line_start, line_end, out.len()));
             out.push_str(line);
         } else {
-            long = true;
             let from = points.partition_point(|&p| p < line_start);
             let to = points.partition_point(|&p| p <= line_end);
             let mut windows: Vec<(usize, usize)> = vec![(line_start, line_start + CLIP_CONTEXT)];
@@ -165,9 +169,6 @@ fn clip(err: &SweepError) -> Option<SweepError> {
             }
         }
         line_start = line_end;
-    }
-    if !long {
-        return None;
     }
     let map = |o: usize| -> usize {
         let k = pieces

@@ -38,16 +38,16 @@ pub(crate) fn parse(
             total,
         }
     };
-    if let Some(p) = bounds::check_depth(text) {
+    if let Some(p) = bounds::check_before_parse(text) {
         return Err(into_error(vec![p]));
     }
     // The KDL parser recurses per level and per value: on its own thread with a stack of its
-    // own, whatever thread (a test's 2 MiB one) asked. check_depth keeps the nesting it sees
+    // own, whatever thread (a test's 2 MiB one) asked. check_before_parse keeps the nesting it sees
     // to 32 levels, and a file to bounds::MAX_OPENERS (8,192) `{` and `/*` in all, which
     // bounds how deep the parser can recurse whatever it makes of the text: 256 MiB holds
     // that many levels (measured: 9,000 nested blocks or comments in a debug build; a debug
     // level takes 16-21 KiB). Only touched pages of the reservation are ever committed.
-    // check_depth also refuses the shapes known to take the parser quadratic time; for any
+    // check_before_parse also refuses the shapes known to take the parser quadratic time; for any
     // other, the parse has PARSE_LIMIT: past it the file is refused with that cause (the
     // thread is left to finish on its own; the CLI exits with the error).
     let (tx, rx) = std::sync::mpsc::channel();
