@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::store::Store;
+use crate::sweep::Overrides;
 use crate::{engine, exec, plan, record, slurm, spec, sweep};
 
 /// Removes orphaned containers and pulls the images of docker engines that are missing
@@ -82,16 +83,21 @@ pub(crate) enum View {
 }
 
 /// Sweep → facts → sealed plan.
-pub(crate) fn load_plan(store: &Store, path: &Path) -> anyhow::Result<(spec::Sweep, plan::Plan)> {
-    load_plan_as(store, path, View::Local)
+pub(crate) fn load_plan(
+    store: &Store,
+    path: &Path,
+    overrides: &Overrides,
+) -> anyhow::Result<(spec::Sweep, plan::Plan)> {
+    load_plan_as(store, path, View::Local, overrides)
 }
 
 pub(crate) fn load_plan_as(
     store: &Store,
     path: &Path,
     view: View,
+    overrides: &Overrides,
 ) -> anyhow::Result<(spec::Sweep, plan::Plan)> {
-    let (sweep, _) = sweep::load(path)?;
+    let (sweep, _) = sweep::load(path, overrides)?;
     let plan = plan_for(store, &sweep, view)?;
     Ok((sweep, plan))
 }

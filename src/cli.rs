@@ -14,14 +14,10 @@ pub(crate) struct Cli {
     /// Cache directory (records, objects, locks, reports).
     #[arg(long, global = true, env = "BENCH360_CACHE", default_value = "cache")]
     pub cache: PathBuf,
-    /// Override one field of the sweep before it is checked: `defaults.max-tokens=32`,
-    /// `task.mmlu.samples=10`, `engine.llama-cpu.parallel=8` (repeatable; `a,b` for an axis).
-    #[arg(long = "set", global = true, value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
-    /// Run only part of the matrix: `engine=vllm`, `model=m1,m2` (repeatable; axes model,
-    /// quantization, engine, task, scenario).
-    #[arg(long = "only", global = true, value_name = "AXIS=VALUE")]
-    pub only: Vec<String>,
+    /// `--set` / `--only` given before the command (the commands that read a sweep take
+    /// them after it too).
+    #[command(flatten)]
+    pub sweep_args: SweepArgs,
     /// No progress lines or bars (errors and the result still print).
     #[arg(long, short, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -32,13 +28,75 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
+/// Changes to the sweep a command reads, made before it is checked (as the same edit of the
+/// file would: keys change exactly as they would).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SweepArgs {
+    /// Override one field of the sweep before it is checked: `defaults.max-tokens=32`,
+    /// `task.mmlu.samples=10`, `engine.llama-cpu.parallel=8` (repeatable; `a,b` for an axis).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Run only part of the matrix: `engine=vllm`, `model=m1,m2` (repeatable; axes model,
+    /// quantization, engine, task, scenario).
+    #[arg(long = "only", value_name = "AXIS=VALUE")]
+    pub only: Vec<String>,
+}
+
+impl Cli {
+    /// Every `--set` and `--only`, those before the command first.
+    pub fn sweep_overrides(&self) -> (Vec<String>, Vec<String>) {
+        let mut sets = self.sweep_args.set.clone();
+        let mut only = self.sweep_args.only.clone();
+        if let Some(a) = self.command.sweep_args() {
+            sets.extend(a.set.iter().cloned());
+            only.extend(a.only.iter().cloned());
+        }
+        (sets, only)
+    }
+}
+
+impl Command {
+    /// The command's own `--set` / `--only`, for the commands that read a sweep.
+    fn sweep_args(&self) -> Option<&SweepArgs> {
+        match self {
+            Command::Run { sweep_args, .. }
+            | Command::Plan { sweep_args, .. }
+            | Command::Apply { sweep_args, .. }
+            | Command::Status { sweep_args, .. }
+            | Command::Cancel { sweep_args, .. }
+            | Command::Report { sweep_args, .. }
+            | Command::Explain { sweep_args, .. }
+            | Command::Validate { sweep_args, .. }
+            | Command::Compare { sweep_args, .. }
+            | Command::Gc { sweep_args, .. } => Some(sweep_args),
+            Command::Verify | Command::Selfbench(_) | Command::Metric { .. } => None,
+        }
+    }
+}
+
+/// The output of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// Aligned columns for a terminal.
+    Terminal,
+    /// Markdown tables (for a CI comment or a report).
+    Markdown,
+    /// One JSON object.
+    Json,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Measure a running OpenAI-compatible server without a sweep file: writes an implicit
     /// sweep (synthetic prompts of exact token counts under one load) to
     /// `CACHE/adhoc/NAME.kdl` and applies it like any other (same DAG, cache, Parquet and
     /// report; `--set`/`--only` apply to it too).
-    Run(RunArgs),
+    Run {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
+    },
     /// Show every node of the sweep's DAG: cached, will run (and why) or blocked.
     Plan {
         sweep: PathBuf,
@@ -48,6 +106,8 @@ pub(crate) enum Command {
         /// Graphviz DOT of the DAG.
         #[arg(long)]
         dot: bool,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Run what is not cached; resumable after any interruption. With `--executor slurm`,
     /// submit one Slurm job per deployment that has work and a report job after them.
@@ -71,6 +131,8 @@ pub(crate) enum Command {
         wait: bool,
         #[command(flatten)]
         slurm: SlurmArgs,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Summarize what the cache holds; for one sweep, each deployment's cache state and
     /// Slurm job.
@@ -79,15 +141,23 @@ pub(crate) enum Command {
         /// Machine-readable (exit codes as without).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Cancel a sweep's Slurm jobs that are still queued or running.
-    Cancel { sweep: PathBuf },
+    Cancel {
+        sweep: PathBuf,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
+    },
     /// Regenerate the report of a sweep from the cache alone.
     Report {
         sweep: PathBuf,
         /// The runs as JSON on stdout instead of the table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Show a node's full key inputs (key prefix or label).
     Explain {
@@ -95,6 +165,8 @@ pub(crate) enum Command {
         /// Look the node up in this sweep's plan (else among recorded nodes).
         #[arg(long)]
         sweep: Option<PathBuf>,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Check sweep files and report every problem.
     Validate {
@@ -104,6 +176,8 @@ pub(crate) enum Command {
         /// weights): for a sweep meant for another machine.
         #[arg(long)]
         syntax_only: bool,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Compare two sweeps (or a saved baseline and a sweep) per matched configuration: the
     /// change of p50/p99 TTFT, TPOT and E2E, throughput, J/token and quality, with 95 %
@@ -119,9 +193,11 @@ pub(crate) enum Command {
         /// Exit 1 when a change crosses a limit: `ttft_p99>+5%`, `quality<-2%` (repeatable).
         #[arg(long = "fail-on", value_name = "GATE")]
         fail_on: Vec<String>,
-        /// Output: terminal (default), markdown or json.
-        #[arg(long, default_value = "terminal", value_parser = ["terminal", "markdown", "json"])]
-        format: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Terminal)]
+        format: Format,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Check the whole cache: every record readable, every finished node's files there with
     /// the size and blake3 they were written with. Exit 1 when something is damaged (the
@@ -134,50 +210,12 @@ pub(crate) enum Command {
         /// Only list what would be deleted.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        sweep_args: SweepArgs,
     },
     /// Benchmark bench360 itself: client against a scripted loopback server, planner, cached
     /// apply, Parquet writing (results as Markdown, for BENCHMARKS.md).
-    Selfbench {
-        /// Concurrent streams to measure at.
-        #[arg(long, value_delimiter = ',', default_value = "1,64,256,1024")]
-        streams: Vec<usize>,
-        /// Seconds of load per stream count.
-        #[arg(long, default_value_t = 10.0)]
-        seconds: f64,
-        /// Tokens per scripted response.
-        #[arg(long, default_value_t = 64)]
-        tokens: u32,
-        /// Scripted time to first token and between tokens, ms.
-        #[arg(long, default_value_t = 20.0)]
-        ttft_ms: f64,
-        #[arg(long, default_value_t = 5.0)]
-        itl_ms: f64,
-        /// Nodes to plan and runs to re-apply from a full cache.
-        #[arg(long, default_value_t = 100_000)]
-        plan_nodes: usize,
-        #[arg(long, default_value_t = 1000)]
-        cached_runs: usize,
-        /// Chunk rows to write to Parquet.
-        #[arg(long, default_value_t = 2_000_000)]
-        parquet_rows: usize,
-        /// Run the scripted streaming server on this port (selfbench starts it; peers'
-        /// benchmarks can be pointed at it too).
-        #[arg(long)]
-        serve: Option<u16>,
-        /// With --serve: log every request's event send times here (CLOCK_MONOTONIC ns).
-        #[arg(long, value_name = "FILE", requires = "serve")]
-        serve_log: Option<PathBuf>,
-        /// Keep connections alive (the scripted server chunks its bodies, the client pools
-        /// connections) instead of one connection per request. With --serve: the server only.
-        #[arg(long = "keep-alive", alias = "reuse-connections")]
-        keep_alive: bool,
-        /// CPUs of the scripted server (default: the first; `0` or `0,1`).
-        #[arg(long, value_delimiter = ',')]
-        server_cpus: Vec<usize>,
-        /// CPUs of the client (default: all but the server's).
-        #[arg(long, value_delimiter = ',')]
-        client_cpus: Vec<usize>,
-    },
+    Selfbench(SelfbenchArgs),
     /// Score predictions with one of bench360's metrics, outside any sweep: JSONL in
     /// (FILE or stdin), JSONL out. rouge: {id, prediction, reference} → rouge1, rouge2,
     /// rougeL, rougeLsum (F, stemmed; Lsum over newline-separated sentences). squad:
@@ -344,4 +382,48 @@ fn slurm_mem(v: &str) -> Result<String, String> {
     } else {
         Err("not a Slurm memory size: a whole number with an optional K, M, G or T suffix".into())
     }
+}
+
+/// `bench360 selfbench`.
+#[derive(Debug, Args)]
+pub(crate) struct SelfbenchArgs {
+    /// Concurrent streams to measure at.
+    #[arg(long, value_delimiter = ',', default_value = "1,64,256,1024")]
+    pub streams: Vec<usize>,
+    /// Seconds of load per stream count.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Tokens per scripted response.
+    #[arg(long, default_value_t = 64)]
+    pub tokens: u32,
+    /// Scripted time to first token and between tokens, ms.
+    #[arg(long, default_value_t = 20.0)]
+    pub ttft_ms: f64,
+    #[arg(long, default_value_t = 5.0)]
+    pub itl_ms: f64,
+    /// Nodes to plan and runs to re-apply from a full cache.
+    #[arg(long, default_value_t = 100_000)]
+    pub plan_nodes: usize,
+    #[arg(long, default_value_t = 1000)]
+    pub cached_runs: usize,
+    /// Chunk rows to write to Parquet.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub parquet_rows: usize,
+    /// Run the scripted streaming server on this port (selfbench starts it; peers'
+    /// benchmarks can be pointed at it too).
+    #[arg(long)]
+    pub serve: Option<u16>,
+    /// With --serve: log every request's event send times here (CLOCK_MONOTONIC ns).
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub serve_log: Option<PathBuf>,
+    /// Keep connections alive (the scripted server chunks its bodies, the client pools
+    /// connections) instead of one connection per request. With --serve: the server only.
+    #[arg(long = "keep-alive", alias = "reuse-connections")]
+    pub keep_alive: bool,
+    /// CPUs of the scripted server (default: the first; `0` or `0,1`).
+    #[arg(long, value_delimiter = ',')]
+    pub server_cpus: Vec<usize>,
+    /// CPUs of the client (default: all but the server's).
+    #[arg(long, value_delimiter = ',')]
+    pub client_cpus: Vec<usize>,
 }

@@ -8,7 +8,7 @@
 //! scenario, scenario parameters, sampling and repeat.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -88,17 +88,43 @@ pub(crate) fn save(path: &Path, sweep: &str, runs: Vec<RunValues>) -> std::io::R
     crate::store::write_atomic(path, &serde_json::to_vec(&b).expect("serializable"))
 }
 
-pub(crate) fn load(path: &Path) -> Result<Baseline, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))?;
-    let b: Baseline = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a bench360 baseline: {e}", path.display()))?;
+/// A baseline that cannot be used, or a gate that does not parse: bad input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CompareError {
+    #[error("cannot read baseline {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not a bench360 baseline: {source}", path.display())]
+    NotABaseline {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{}: baseline format `{found}`, this bench360 reads `{BASELINE_FORMAT}`", path.display())]
+    Format { path: PathBuf, found: String },
+    #[error("--fail-on `{gate}`: expected METRIC>+N% or METRIC<-N%")]
+    GateShape { gate: String },
+    #[error("--fail-on `{gate}`: unknown metric `{metric}` (one of {})", METRICS.join(", "))]
+    GateMetric { gate: String, metric: String },
+    #[error("--fail-on `{gate}`: `{limit}` is not a percentage")]
+    GateLimit { gate: String, limit: String },
+}
+
+pub(crate) fn load(path: &Path) -> Result<Baseline, CompareError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CompareError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let b: Baseline = serde_json::from_str(&text).map_err(|source| CompareError::NotABaseline {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if b.format != BASELINE_FORMAT {
-        return Err(format!(
-            "{}: baseline format `{}`, this bench360 reads `{BASELINE_FORMAT}`",
-            path.display(),
-            b.format
-        ));
+        return Err(CompareError::Format {
+            path: path.to_path_buf(),
+            found: b.format,
+        });
     }
     Ok(b)
 }
@@ -272,28 +298,24 @@ pub(crate) struct Gate {
     pub text: String,
 }
 
-pub(crate) fn parse_gate(s: &str) -> Result<Gate, String> {
+pub(crate) fn parse_gate(s: &str) -> Result<Gate, CompareError> {
     let (metric, rest, above) = match (s.find('>'), s.find('<')) {
         (Some(i), _) => (&s[..i], &s[i + 1..], true),
         (None, Some(i)) => (&s[..i], &s[i + 1..], false),
-        _ => {
-            return Err(format!(
-                "--fail-on `{s}`: expected METRIC>+N% or METRIC<-N%"
-            ))
-        }
+        _ => return Err(CompareError::GateShape { gate: s.into() }),
     };
     let metric = metric.trim();
     if !METRICS.contains(&metric) {
-        return Err(format!(
-            "--fail-on `{s}`: unknown metric `{metric}` (one of {})",
-            METRICS.join(", ")
-        ));
+        return Err(CompareError::GateMetric {
+            gate: s.into(),
+            metric: metric.into(),
+        });
     }
     let num = rest.trim().trim_end_matches('%');
-    let limit: f64 = num
-        .parse::<f64>()
-        .map_err(|_| format!("--fail-on `{s}`: `{rest}` is not a percentage"))?
-        / 100.0;
+    let limit: f64 = num.parse::<f64>().map_err(|_| CompareError::GateLimit {
+        gate: s.into(),
+        limit: rest.into(),
+    })? / 100.0;
     Ok(Gate {
         metric: metric.to_string(),
         above,
@@ -337,6 +359,62 @@ fn num(v: Option<f64>) -> String {
 }
 
 /// Markdown (also the terminal rendering): one table per matched run.
+/// The comparison for a terminal: per configuration, the metrics in aligned columns.
+pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
+    let mut out = String::new();
+    for m in matched {
+        let rows: Vec<[String; 5]> = m
+            .changes
+            .iter()
+            .map(|c| {
+                [
+                    c.metric.to_string(),
+                    num(c.a),
+                    num(c.b),
+                    pct(c.change),
+                    c.ci.map(|(lo, hi)| format!("{} … {}", pct(Some(lo)), pct(Some(hi))))
+                        .unwrap_or_else(|| "–".into()),
+                ]
+            })
+            .collect();
+        let head = ["metric", "A", "B", "change", "95 % CI"].map(String::from);
+        let mut w = [0usize; 5];
+        for r in rows.iter().chain(std::iter::once(&head)) {
+            for (i, cell) in r.iter().enumerate() {
+                w[i] = w[i].max(cell.chars().count());
+            }
+        }
+        out.push_str(&format!("{}\n", m.label));
+        for r in std::iter::once(&head).chain(rows.iter()) {
+            let pad = |i: usize| {
+                let fill = " ".repeat(w[i] - r[i].chars().count());
+                if i == 0 {
+                    format!("{}{fill}", r[i])
+                } else {
+                    format!("{fill}{}", r[i])
+                }
+            };
+            out.push_str(&format!(
+                "  {}  {}  {}  {}  {}\n",
+                pad(0),
+                pad(1),
+                pad(2),
+                pad(3),
+                pad(4)
+            ));
+        }
+        out.push('\n');
+    }
+    if !only_a.is_empty() {
+        out.push_str(&format!("only in A: {}\n", only_a.join(", ")));
+    }
+    if !only_b.is_empty() {
+        out.push_str(&format!("only in B: {}\n", only_b.join(", ")));
+    }
+    out
+}
+
+/// The comparison as Markdown: one table per configuration.
 pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
     let mut out = String::new();
     for m in matched {

@@ -400,9 +400,13 @@ fn sweep_files() -> Vec<PathBuf> {
 fn sweep_files_never_crash_the_parser() {
     let n = fuzz("sweep", &sweep_files(), true, &|b| {
         let text = String::from_utf8_lossy(b);
-        if let Err(e) = crate::sweep::parse("fuzz.kdl", &text, Path::new("/fuzz"), &|_| {
-            Some("/x".to_string())
-        }) {
+        if let Err(e) = crate::sweep::parse(
+            "fuzz.kdl",
+            &text,
+            Path::new("/fuzz"),
+            &|_| Some("/x".to_string()),
+            &Default::default(),
+        ) {
             // Rendered as the CLI renders it, in both themes.
             let _ = crate::sweep::diag::render(&e, false);
             let _ = crate::sweep::diag::render(&e, true);

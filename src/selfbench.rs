@@ -521,9 +521,13 @@ fn bench_plan(nodes: usize) -> anyhow::Result<(usize, f64, f64)> {
         sizes.join(" ")
     );
     let t0 = Instant::now();
-    let sweep = crate::sweep::parse("plan-bench.kdl", &text, std::path::Path::new("/"), &|_| {
-        None
-    })
+    let sweep = crate::sweep::parse(
+        "plan-bench.kdl",
+        &text,
+        std::path::Path::new("/"),
+        &|_| None,
+        &Default::default(),
+    )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let parse_s = t0.elapsed().as_secs_f64();
     let mut facts = crate::plan::Facts::default();
@@ -569,7 +573,7 @@ fn bench_cached_apply(runs: usize) -> anyhow::Result<f64> {
     )?;
     let cache = dir.join("cache");
     let store = crate::store::Store::open(&cache)?;
-    let (sweep, _) = crate::sweep::load(&sweep_path)?;
+    let (sweep, _) = crate::sweep::load(&sweep_path, &Default::default())?;
     let facts = crate::plan::facts::gather(&store, &sweep);
     let plan = crate::plan::build(&sweep, &facts).map_err(anyhow::Error::msg)?;
     for n in plan.graph.node_weights() {

@@ -365,7 +365,27 @@ fn compare_matches_configurations_and_gates_regressions() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("regression:"), "{}", text(&out));
-    assert!(text(&out).contains("| ttft_p50 |"), "{}", text(&out));
+    // The terminal table aligns its columns; --format markdown is a Markdown table.
+    assert!(
+        text(&out)
+            .lines()
+            .any(|l| l.trim_start().starts_with("ttft_p50 ")),
+        "{}",
+        text(&out)
+    );
+    let md = bench(
+        &cb,
+        &[
+            "compare",
+            base.to_str().unwrap(),
+            s.to_str().unwrap(),
+            "--format",
+            "markdown",
+        ],
+    );
+    assert_eq!(md.status.code(), Some(0), "{}", text(&md));
+    assert!(text(&md).contains("| ttft_p50 |"), "{}", text(&md));
+    assert!(text(&md).contains("|---|---|---|---|---|"), "{}", text(&md));
     let out = bench(
         &cb,
         &[

@@ -1,4 +1,7 @@
-//! Every sweep shipped in sweeps/ and every KDL example in README.md is a valid sweep.
+//! Every sweep shipped in sweeps/ and every KDL example of the documentation (README.md and the
+//! book in docs/) is a valid sweep; the README's sweep is the file it names.
+
+mod common;
 
 use std::path::Path;
 
@@ -44,42 +47,65 @@ fn every_shipped_sweep_is_valid() {
     assert!(n >= 1);
 }
 
-#[test]
-fn every_kdl_example_in_the_readme_is_valid() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+/// The ```kdl blocks of one Markdown text, each with the line it starts on.
+fn kdl_blocks(text: &str) -> Vec<(usize, String)> {
     let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in readme.lines() {
+    let mut current: Option<(usize, String)> = None;
+    for (n, line) in text.lines().enumerate() {
         match (&mut current, line.trim_start()) {
-            (None, l) if l.starts_with("```kdl") => current = Some(String::new()),
-            (Some(b), l) if l.starts_with("```") => {
-                blocks.push(std::mem::take(b));
-                current = None;
-            }
-            (Some(b), _) => {
+            (None, l) if l.starts_with("```kdl") => current = Some((n + 2, String::new())),
+            (Some(_), l) if l.starts_with("```") => blocks.extend(current.take()),
+            (Some((_, b)), _) => {
                 b.push_str(line);
                 b.push('\n');
             }
             _ => {}
         }
     }
-    assert!(
-        blocks.len() >= 2,
-        "README has {} kdl examples",
-        blocks.len()
-    );
+    blocks
+}
+
+#[test]
+fn every_kdl_example_in_the_docs_is_valid() {
     let dir = tempfile::tempdir().unwrap();
-    for (i, b) in blocks.iter().enumerate() {
-        let p = dir.path().join(format!("readme-{i}.kdl"));
-        std::fs::write(&p, b).unwrap();
-        let out = validate(&p);
-        assert!(
-            out.status.success(),
-            "README example {i}:\n{b}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let mut n = 0;
+    for (page, text) in common::book() {
+        for (line, b) in kdl_blocks(&text) {
+            let p = dir.path().join(format!("example-{n}.kdl"));
+            std::fs::write(&p, &b).unwrap();
+            let out = validate(&p);
+            assert!(
+                out.status.success(),
+                "{page}:{line}: example:\n{b}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            n += 1;
+        }
     }
+    // The front page's sweep, the quickstart in full, the larger example, the synthetic and
+    // custom-task examples at least.
+    assert!(n >= 5, "the docs have {n} kdl examples");
+}
+
+#[test]
+fn the_readme_sweep_is_the_file_it_names() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let (_, example) = kdl_blocks(&readme)
+        .into_iter()
+        .next()
+        .expect("README has a sweep");
+    let file = std::fs::read_to_string(root.join("sweeps/mmlu-traffic.kdl")).unwrap();
+    let body: String = file
+        .lines()
+        .skip_while(|l| l.starts_with("//"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        body, example,
+        "README's sweep differs from sweeps/mmlu-traffic.kdl"
+    );
+    assert!(readme.contains("sweeps/mmlu-traffic.kdl"));
 }
 
 fn bench(args: &[&str]) -> std::process::Output {
@@ -160,4 +186,58 @@ fn set_and_only_override_the_sweep_from_the_command_line() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no engine `vllm`"));
+}
+
+/// `--set` / `--only` belong to the commands that read a sweep: given before the command or
+/// after it, they mean the same; commands without a sweep do not offer them.
+#[test]
+fn sweep_flags_are_offered_only_where_a_sweep_is_read() {
+    let help = |cmd: &str| {
+        let o = bench(&[cmd, "--help"]);
+        assert!(o.status.success(), "{cmd} --help");
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    for cmd in ["metric", "verify", "selfbench"] {
+        let h = help(cmd);
+        assert!(
+            !h.contains("--set") && !h.contains("--only"),
+            "`{cmd} --help` lists sweep flags:\n{h}"
+        );
+    }
+    for cmd in ["plan", "apply", "validate", "report", "status", "gc", "run"] {
+        let h = help(cmd);
+        assert!(h.contains("--set") && h.contains("--only"), "{cmd}:\n{h}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let plan = |args: &[&str]| -> String {
+        let o = bench(args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let before = plan(&[
+        "--cache",
+        cache,
+        "--only",
+        "task=spider",
+        "plan",
+        "sweeps/quickstart.kdl",
+    ]);
+    let after = plan(&[
+        "--cache",
+        cache,
+        "plan",
+        "sweeps/quickstart.kdl",
+        "--only",
+        "task=spider",
+    ]);
+    assert_eq!(before, after);
+    assert!(
+        !before.contains(" mmlu ") && before.contains(" spider "),
+        "{before}"
+    );
+    // A sweep flag where no sweep is read is refused by the parser, not ignored.
+    let o = bench(&["metric", "rouge", "--set", "a.b=1"]);
+    assert_eq!(o.status.code(), Some(2));
 }

@@ -121,19 +121,20 @@ for t in ["mmlu", "squad", "cnn", "spider", "yesno", "scored"]:
 summary = c.execute(f"select task, quality_metric, quality from read_parquet('{cache}/reports/tasks/summary.parquet') order by 1").fetchall()
 print(json.dumps(summary))
 "#;
-    // Every duckdb query the README shows runs on this cache and returns rows.
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    // Every duckdb query the documentation shows (README and docs/) runs on this cache and
+    // returns rows.
     let mut queries = Vec::new();
-    let mut rest = readme.as_str();
-    while let Some(i) = rest.find("`select ") {
-        let q = &rest[i + 1..];
-        let end = q.find('`').unwrap();
-        let query = q[..end].split_whitespace().collect::<Vec<_>>().join(" ");
-        if query.contains("read_parquet('cache/") {
-            queries.push(query.replace("'cache/", &format!("'{}/", cache.display())));
+    for (_, page) in common::book() {
+        let mut rest = page.as_str();
+        while let Some(i) = rest.find("`select ") {
+            let q = &rest[i + 1..];
+            let end = q.find('`').unwrap();
+            let query = q[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+            if query.contains("read_parquet('cache/") {
+                queries.push(query.replace("'cache/", &format!("'{}/", cache.display())));
+            }
+            rest = &q[end + 1..];
         }
-        rest = &q[end + 1..];
     }
     assert!(queries.len() >= 2, "{queries:?}");
     let run_queries = r#"
@@ -152,7 +153,7 @@ print(len(sys.argv) - 1)
         .unwrap();
     assert!(
         out.status.success(),
-        "README queries: {}",
+        "documented queries: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 

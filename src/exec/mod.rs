@@ -36,16 +36,56 @@ pub(crate) struct Options {
     pub samples: BTreeMap<usize, Arc<Vec<Sample>>>,
 }
 
+/// What an apply did, by node label.
 #[derive(Debug, Default)]
 pub(crate) struct Summary {
     pub ran: Vec<String>,
     pub cached: usize,
+    /// (label, cause)
     pub failed: Vec<(String, String)>,
+    /// (label, why it could not run)
     pub blocked: Vec<(String, String)>,
     pub interrupted: bool,
     pub report: Option<PathBuf>,
     pub report_table: Option<String>,
     pub elapsed_s: f64,
+}
+
+/// Ctrl-C and SIGTERM for the apply the executor owns: the first stops it gracefully (the
+/// returned [`Cancel`] is what [`Executor::apply`] watches: the run in progress is abandoned
+/// unrecorded, its engine stopped), a second exits at once with 130 — engines die with this
+/// process (`PR_SET_PDEATHSIG`) and every record written so far is whole. Must be called
+/// inside the runtime that runs the apply.
+pub(crate) fn interrupts() -> Cancel {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (tx, cancel) = Cancel::new();
+    tokio::spawn(async move {
+        let mut term = signal(SignalKind::terminate()).ok();
+        if term.is_none() {
+            eprintln!("warning: cannot watch SIGTERM: only Ctrl-C stops this apply gracefully");
+        }
+        let mut n = 0;
+        loop {
+            match term.as_mut() {
+                Some(term) => tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {},
+                    _ = term.recv() => {},
+                },
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+            n += 1;
+            if n == 1 {
+                eprintln!("\ninterrupt: stopping gracefully (engines stopped, nothing half-recorded); press Ctrl-C again to force");
+                let _ = tx.send(true);
+            } else {
+                eprintln!("\ninterrupt: forced stop");
+                std::process::exit(130);
+            }
+        }
+    });
+    cancel
 }
 
 impl Summary {

@@ -121,7 +121,8 @@ mod tests {
     use super::*;
 
     fn sweep_in(dir: &Path, body: &str) -> Sweep {
-        crate::sweep::parse("t.kdl", body, dir, &|_| None).unwrap_or_else(|e| panic!("{e:?}"))
+        crate::sweep::parse("t.kdl", body, dir, &|_| None, &Default::default())
+            .unwrap_or_else(|e| panic!("{e:?}"))
     }
 
     #[test]

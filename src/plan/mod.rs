@@ -11,7 +11,7 @@ mod status;
 pub(crate) use build::build;
 #[allow(unused_imports)]
 pub(crate) use graph::{Deployment, Node, NodeKind, Plan, PlanError, RunSpec};
-pub(crate) use status::{statuses, History, Past, Status};
+pub(crate) use status::{statuses, History, Past, Status, Why};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -121,8 +121,14 @@ matrix {
 "#;
 
     fn sweep(text: &str) -> Sweep {
-        crate::sweep::parse("t.kdl", text, Path::new("/"), &|_| None)
-            .unwrap_or_else(|e| panic!("{e:?}"))
+        crate::sweep::parse(
+            "t.kdl",
+            text,
+            Path::new("/"),
+            &|_| None,
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"))
     }
 
     fn facts(sweep: &Sweep) -> Facts {
@@ -381,7 +387,7 @@ matrix {
 }
 
 /// The node keys of the shipped sweeps, pinned: a change here invalidates users' caches, so it
-/// must come with a deliberate `KEY_FORMAT` bump (see README, "Cache keys").
+/// must come with a deliberate `KEY_FORMAT` bump (docs/cache.md; CONTRIBUTING.md, "Node keys").
 #[cfg(test)]
 mod pinned_keys {
     use std::path::{Path, PathBuf};
@@ -396,8 +402,14 @@ mod pinned_keys {
                 _ => Some(format!("/env/{v}")),
             }
         };
-        let sweep = crate::sweep::parse(file, text, Path::new("/repo/sweeps"), &vars)
-            .unwrap_or_else(|e| panic!("{e:?}"));
+        let sweep = crate::sweep::parse(
+            file,
+            text,
+            Path::new("/repo/sweeps"),
+            &vars,
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
         let mut facts = Facts::default();
         facts.machine.insert("cpu".into(), "pinned-cpu".into());
         for p in required_files(&sweep) {

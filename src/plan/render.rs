@@ -11,7 +11,7 @@ use super::{NodeKind, Plan, PlanError, Status};
 fn status_cell(s: &Status) -> (String, String) {
     match s {
         Status::Cached => ("cached".into(), String::new()),
-        Status::WillRun { why } => ("will run".into(), why.clone()),
+        Status::WillRun { why } => ("will run".into(), why.to_string()),
         Status::Skipped => ("not needed".into(), "nothing below it runs".into()),
         Status::Blocked { why } => (
             "blocked".into(),

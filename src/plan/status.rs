@@ -63,13 +63,68 @@ impl History for Store {
 pub(crate) enum Status {
     Cached,
     WillRun {
-        why: String,
+        why: Why,
     },
     /// Not needed: nothing below it runs (warmup only).
     Skipped,
     Blocked {
         why: String,
     },
+}
+
+/// Why a node will run. Rendered in one place (its `Display`, which is also how it is
+/// serialized in `plan --json`), and matched on, never read back from its text.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Why {
+    /// No node with this label was recorded in this sweep.
+    New,
+    /// The last node recorded under this label had other key inputs (all of them here; three
+    /// are shown).
+    Changed(Vec<keys::Change>),
+    /// Its last attempt failed, with this cause.
+    FailedLastTime(String),
+    /// Its last attempt started and never ended (killed, interrupted).
+    Interrupted,
+    /// Its record or object is not what was written.
+    Damaged(String),
+    /// It is cached, but a node it reads will run again (label of that node).
+    Upstream(String),
+    /// A warmup: never cached, it precedes the runs of its engine lifetime.
+    Ephemeral,
+}
+
+impl Why {
+    /// The node failed last time (as opposed to being new, changed or interrupted).
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Why::FailedLastTime(_))
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::New => write!(f, "new"),
+            Why::Changed(changes) => {
+                let shown: Vec<String> = changes.iter().take(3).map(|c| c.to_string()).collect();
+                write!(f, "changed: {}", shown.join("; "))?;
+                if changes.len() > 3 {
+                    write!(f, " (+{} more)", changes.len() - 3)?;
+                }
+                Ok(())
+            }
+            Why::FailedLastTime(cause) => write!(f, "failed last time: {cause}"),
+            Why::Interrupted => write!(f, "interrupted last time"),
+            Why::Damaged(why) => write!(f, "{why}"),
+            Why::Upstream(label) => write!(f, "needs `{label}`, which will run again"),
+            Why::Ephemeral => write!(f, "ephemeral: precedes the runs of this engine lifetime"),
+        }
+    }
+}
+
+impl Serialize for Why {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 impl Status {
@@ -115,17 +170,19 @@ pub(crate) fn statuses(plan: &Plan, history: &dyn History) -> Vec<Status> {
             match history.past(&node.key) {
                 Some(Past {
                     damaged: Some(why), ..
-                }) => Status::WillRun { why },
+                }) => Status::WillRun {
+                    why: Why::Damaged(why),
+                },
                 Some(p) if p.finished => match rerun_dep {
                     Some(d) => Status::WillRun {
-                        why: format!("needs `{}`, which will run again", g[d].label),
+                        why: Why::Upstream(g[d].label.clone()),
                     },
                     None => Status::Cached,
                 },
                 Some(p) => Status::WillRun {
                     why: match p.failed_cause {
-                        Some(c) => format!("failed last time: {c}"),
-                        None => "interrupted last time".to_string(),
+                        Some(c) => Why::FailedLastTime(c),
+                        None => Why::Interrupted,
                     },
                 },
                 None => Status::WillRun {
@@ -148,7 +205,7 @@ pub(crate) fn statuses(plan: &Plan, history: &dyn History) -> Vec<Status> {
             }
         } else if any {
             Status::WillRun {
-                why: "ephemeral: precedes the runs of this engine lifetime".into(),
+                why: Why::Ephemeral,
             }
         } else {
             Status::Skipped
@@ -159,22 +216,16 @@ pub(crate) fn statuses(plan: &Plan, history: &dyn History) -> Vec<Status> {
         .collect()
 }
 
-fn why_new(plan: &Plan, history: &dyn History, node: &Node) -> String {
+fn why_new(plan: &Plan, history: &dyn History, node: &Node) -> Why {
     let Some(prev) = history.last_key(&plan.sweep, &node.label) else {
-        return "new".to_string();
+        return Why::New;
     };
     let Some(past) = history.past(&prev) else {
-        return "new".to_string();
+        return Why::New;
     };
     let changes = keys::diff(&past.inputs, &node.inputs);
     if changes.is_empty() {
-        return "new".to_string();
+        return Why::New;
     }
-    let shown: Vec<String> = changes.iter().take(3).map(|c| c.to_string()).collect();
-    let more = if changes.len() > 3 {
-        format!(" (+{} more)", changes.len() - 3)
-    } else {
-        String::new()
-    };
-    format!("changed: {}{more}", shown.join("; "))
+    Why::Changed(changes)
 }

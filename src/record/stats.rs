@@ -1,6 +1,6 @@
 //! Metric math over a run's request records. Pure.
 //!
-//! Definitions (README "Metrics" says the same):
+//! Definitions (docs/metrics.md says the same):
 //! - TTFT = first content token − send.
 //! - TPOT = (last content token − first content token) / (completion tokens − 1), with the
 //!   completion tokens from the server's `usage`; undefined for fewer than 2 tokens.

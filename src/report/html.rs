@@ -454,6 +454,6 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
     if let Some(c) = cost {
         let _ = write!(h, "<p><small>Cost per query = (energy J / 3.6·10⁶ × {} {cur}/kWh + {} {cur}/h × window s / 3600) / successful requests.</small></p>", c.energy_per_kwh, c.hardware_per_hour, cur = esc(&c.currency));
     }
-    h.push_str("<p><small>Goodput = successful requests per second whose own TTFT and E2E are within the SLO thresholds. Definitions of every metric: README.</small></p></body></html>");
+    h.push_str("<p><small>Goodput = successful requests per second whose own TTFT and E2E are within the SLO thresholds. Definitions of every metric: docs/metrics.md and docs/report.md of bench360.</small></p></body></html>");
     h
 }

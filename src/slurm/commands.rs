@@ -44,11 +44,6 @@ fn run(cmd: &str, args: &[String], stdin: Option<&str>) -> Result<(bool, String,
     ))
 }
 
-/// `STATE` or `CANCELLED by 1000` → the state word.
-fn state_word(s: &str) -> String {
-    s.split_whitespace().next().unwrap_or("").to_string()
-}
-
 /// `squeue -o '%i|%T|%r|%N|%S|%e'` lines.
 pub(super) fn parse_squeue(text: &str) -> BTreeMap<String, JobInfo> {
     let mut out = BTreeMap::new();
@@ -66,7 +61,7 @@ pub(super) fn parse_squeue(text: &str) -> BTreeMap<String, JobInfo> {
         out.insert(
             f[0].to_string(),
             JobInfo {
-                state: state_word(f[1]),
+                state: crate::slurm::JobState::parse(f[1]),
                 reason: opt(2),
                 node: opt(3),
                 start: opt(4),
@@ -96,7 +91,7 @@ pub(super) fn parse_sacct(text: &str) -> BTreeMap<String, JobInfo> {
         out.insert(
             f[0].to_string(),
             JobInfo {
-                state: state_word(f[1]),
+                state: crate::slurm::JobState::parse(f[1]),
                 reason: None,
                 exit_code: opt(2),
                 node: opt(3),
@@ -226,7 +221,7 @@ mod tests {
         let q = parse_squeue(
             "12|RUNNING|None|vm|2026-11-29T16:19:34|2026-11-29T17:19:34\n13|PENDING|Dependency||N/A|N/A\n",
         );
-        assert_eq!(q["12"].state, "RUNNING");
+        assert_eq!(q["12"].state, crate::slurm::JobState::Running);
         assert_eq!(q["12"].node.as_deref(), Some("vm"));
         assert_eq!(q["12"].reason, None);
         assert_eq!(q["13"].reason.as_deref(), Some("Dependency"));
@@ -242,7 +237,7 @@ mod tests {
         );
         assert_eq!(a.len(), 2);
         assert_eq!(a["8"].exit_code.as_deref(), Some("3:0"));
-        assert_eq!(a["9"].state, "CANCELLED");
+        assert_eq!(a["9"].state, crate::slurm::JobState::Cancelled);
         assert_eq!(a["9"].node, None);
     }
 }

@@ -30,15 +30,98 @@ use serde::{Deserialize, Serialize};
 pub(crate) use commands::SlurmCommands;
 
 use crate::host::{self, now_rfc3339};
-use crate::plan::{Facts, NodeKind, Plan, Status};
+use crate::plan::{Facts, NodeKind, Plan, Status, Why};
 use crate::spec::{Launch, SlurmSettings, Sweep};
 use crate::store::{self, Store};
+
+/// A job's state as Slurm names it (`squeue %T`, `sacct State`; `CANCELLED by 1000` is
+/// `Cancelled`). States bench360 acts on are variants; any other is kept by its name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum JobState {
+    #[default]
+    Pending,
+    Running,
+    Configuring,
+    Completing,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    /// One of the other states a job may still run from (suspended, requeued, …).
+    Waiting(String),
+    /// Another ended state (NODE_FAIL, OUT_OF_MEMORY, PREEMPTED, BOOT_FAIL, DEADLINE, …).
+    Ended(String),
+}
+
+impl JobState {
+    /// Reads Slurm's state word (the first word: `CANCELLED by 1000` → `CANCELLED`).
+    pub fn parse(s: &str) -> JobState {
+        let word = s.split_whitespace().next().unwrap_or("");
+        match word {
+            "PENDING" => JobState::Pending,
+            "RUNNING" => JobState::Running,
+            "CONFIGURING" => JobState::Configuring,
+            "COMPLETING" => JobState::Completing,
+            "COMPLETED" => JobState::Completed,
+            "FAILED" => JobState::Failed,
+            "CANCELLED" => JobState::Cancelled,
+            "TIMEOUT" => JobState::Timeout,
+            "SUSPENDED" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESIZING"
+            | "SIGNALING" | "STAGE_OUT" | "STOPPED" | "RESV_DEL_HOLD" => {
+                JobState::Waiting(word.to_string())
+            }
+            other => JobState::Ended(other.to_string()),
+        }
+    }
+
+    /// States in which a job may still run (or is running): such a job is never submitted
+    /// twice.
+    pub fn is_active(&self) -> bool {
+        matches!(
+            self,
+            JobState::Pending
+                | JobState::Running
+                | JobState::Configuring
+                | JobState::Completing
+                | JobState::Waiting(_)
+        )
+    }
+
+    /// Running on a node now (it has a node and a start time).
+    pub fn is_running(&self) -> bool {
+        matches!(
+            self,
+            JobState::Running | JobState::Completing | JobState::Configuring
+        )
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Configuring => "CONFIGURING",
+            JobState::Completing => "COMPLETING",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::Waiting(s) | JobState::Ended(s) => s,
+        })
+    }
+}
+
+impl From<&str> for JobState {
+    fn from(s: &str) -> JobState {
+        JobState::parse(s)
+    }
+}
 
 /// A job as Slurm reports it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct JobInfo {
-    /// `PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`, `TIMEOUT`, …
-    pub state: String,
+    pub state: JobState,
     /// Why it is pending (`Resources`, `Dependency`, …).
     pub reason: Option<String>,
     pub node: Option<String>,
@@ -50,28 +133,8 @@ pub(crate) struct JobInfo {
 
 impl JobInfo {
     pub fn is_active(&self) -> bool {
-        is_active(&self.state)
+        self.state.is_active()
     }
-}
-
-/// States in which a job may still run (or is running): such a job is never submitted twice.
-pub(crate) fn is_active(state: &str) -> bool {
-    matches!(
-        state,
-        "PENDING"
-            | "RUNNING"
-            | "CONFIGURING"
-            | "COMPLETING"
-            | "SUSPENDED"
-            | "REQUEUED"
-            | "REQUEUE_HOLD"
-            | "REQUEUE_FED"
-            | "RESIZING"
-            | "SIGNALING"
-            | "STAGE_OUT"
-            | "STOPPED"
-            | "RESV_DEL_HOLD"
-    )
 }
 
 /// The scheduler edge: the real Slurm commands, or a fake in tests.

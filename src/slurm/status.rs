@@ -46,29 +46,23 @@ pub(crate) fn wait(
 
 /// `RUNNING on node01 since …`, `PENDING (Resources)`, `FAILED (exit 1:0)`.
 pub(crate) fn describe(info: &JobInfo) -> String {
-    let mut s = info.state.clone();
-    match info.state.as_str() {
-        "PENDING" => {
-            if let Some(r) = &info.reason {
-                s.push_str(&format!(" ({r})"));
-            }
+    let mut s = info.state.to_string();
+    if info.state == JobState::Pending {
+        if let Some(r) = &info.reason {
+            s.push_str(&format!(" ({r})"));
         }
-        "RUNNING" | "COMPLETING" | "CONFIGURING" => {
-            if let Some(n) = &info.node {
-                s.push_str(&format!(" on {n}"));
-            }
-            if let Some(t) = &info.start {
-                s.push_str(&format!(" since {t}"));
-            }
+    } else if info.state.is_running() {
+        if let Some(n) = &info.node {
+            s.push_str(&format!(" on {n}"));
         }
-        _ => {
-            if let Some(x) = info.exit_code.as_ref().filter(|x| *x != "0:0") {
-                s.push_str(&format!(" (exit {x})"));
-            } else if let Some(r) = &info.reason {
-                // squeue's reason for an ended job: NonZeroExitCode, TimeLimit, OutOfMemory…
-                s.push_str(&format!(" ({r})"));
-            }
+        if let Some(t) = &info.start {
+            s.push_str(&format!(" since {t}"));
         }
+    } else if let Some(x) = info.exit_code.as_ref().filter(|x| *x != "0:0") {
+        s.push_str(&format!(" (exit {x})"));
+    } else if let Some(r) = &info.reason {
+        // squeue's reason for an ended job: NonZeroExitCode, TimeLimit, OutOfMemory…
+        s.push_str(&format!(" ({r})"));
     }
     s
 }
@@ -92,7 +86,7 @@ pub(crate) fn cancel(
         .iter()
         .filter_map(|r| {
             let info = states.get(&r.job_id).filter(|i| i.is_active())?;
-            Some((r.job_id.clone(), r.what.clone(), info.state.clone()))
+            Some((r.job_id.clone(), r.what.clone(), info.state.to_string()))
         })
         .collect();
     let ids: Vec<String> = live.iter().map(|l| l.0.clone()).collect();
@@ -122,7 +116,7 @@ pub(crate) fn status_table(
         match states.get(&r.job_id) {
             Some(info) => {
                 s.push_str(&describe(info));
-                if !info.is_active() && info.state != "COMPLETED" && r.log.exists() {
+                if !info.is_active() && info.state != JobState::Completed && r.log.exists() {
                     s.push_str(&format!(": log {}", r.log.display()));
                 }
             }
@@ -160,10 +154,10 @@ pub(crate) fn status_table(
                 Status::Blocked { .. } => blocked += 1,
                 Status::WillRun { why } => {
                     to_run += 1;
-                    if why.starts_with("failed last time") {
-                        failed += 1;
-                    } else if why.starts_with("interrupted") {
-                        interrupted += 1;
+                    match why {
+                        Why::FailedLastTime(_) => failed += 1,
+                        Why::Interrupted => interrupted += 1,
+                        _ => {}
                     }
                 }
                 Status::Skipped => {}
@@ -174,7 +168,7 @@ pub(crate) fn status_table(
         let running = record
             .as_ref()
             .and_then(|r| states.get(&r.job_id))
-            .is_some_and(|i| i.state == "RUNNING");
+            .is_some_and(|i| i.state == JobState::Running);
         let mut cache = format!("{cached}/{} cached", nodes.len());
         if to_run > 0 {
             let mut why = Vec::new();

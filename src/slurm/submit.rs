@@ -12,6 +12,8 @@ pub(crate) struct Submit<'a> {
     pub exe: PathBuf,
     pub cache: PathBuf,
     pub sweep_file: PathBuf,
+    /// The command line's `--set` / `--only`, passed on to every job.
+    pub overrides: &'a crate::sweep::Overrides,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +33,7 @@ pub(crate) struct Outcome {
     pub kept: Vec<(String, String, String, bool)>,
     /// The report job that will run after the deployments (new or kept).
     pub report: Option<Submitted>,
-    pub report_kept: Option<(String, String)>,
+    pub report_kept: Option<(String, JobState)>,
     /// Pending report jobs replaced by one that also waits for the new jobs.
     pub superseded: Vec<String>,
     /// Nodes that cannot run, with why.
@@ -156,7 +158,7 @@ impl Submit<'_> {
             self.cache.display().to_string(),
         ];
         // The jobs see the sweep as this apply did.
-        v.extend(crate::sweep::overrides::as_args());
+        v.extend(self.overrides.as_args());
         v
     }
 
@@ -202,7 +204,7 @@ impl Submit<'_> {
                     out.kept.push((
                         dep.label.clone(),
                         p.job_id.clone(),
-                        info.state.clone(),
+                        info.state.to_string(),
                         p.key.as_deref() != Some(key.as_str()),
                     ));
                     continue;
@@ -283,7 +285,7 @@ impl Submit<'_> {
         if let Some((id, state)) = &old_active {
             // A pending report job would report before the new jobs end: replace it. A running
             // one finishes; the new one reports again afterwards.
-            if state == "PENDING" {
+            if *state == super::JobState::Pending {
                 sched
                     .cancel(std::slice::from_ref(id))
                     .map_err(|e| format!("cannot cancel the superseded report job {id}: {e}"))?;

@@ -53,7 +53,7 @@ impl Scheduler for Fake {
                 Some((
                     id.clone(),
                     JobInfo {
-                        state,
+                        state: state.as_str().into(),
                         ..Default::default()
                     },
                 ))
@@ -90,8 +90,14 @@ struct World {
 fn world(text: &str) -> World {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("cache")).unwrap();
-    let sweep = crate::sweep::parse("two.kdl", text, Path::new("/sweeps"), &|_| None)
-        .unwrap_or_else(|e| panic!("{e:?}"));
+    let sweep = crate::sweep::parse(
+        "two.kdl",
+        text,
+        Path::new("/sweeps"),
+        &|_| None,
+        &Default::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
     let mut facts = Facts::default();
     facts.machine.insert("cpu".into(), "test".into());
     for p in crate::plan::required_files(&sweep) {
@@ -122,6 +128,7 @@ fn submit(w: &World, sched: &Fake, cli: &crate::cli::SlurmArgs) -> Result<Outcom
         exe: "/opt/bench360/bin/bench360".into(),
         cache: w.store.root().to_path_buf(),
         sweep_file: "/shared/sweeps/two.kdl".into(),
+        overrides: &crate::sweep::Overrides::default(),
     }
     .run(sched, &mut |_| {})
 }

@@ -112,7 +112,7 @@ pub(crate) struct Defaults {
     pub max_error_rate: f64,
 }
 
-/// The default error budget of a run (README, "Error budget").
+/// The default error budget of a run (docs/failures.md, "Error budget and failures").
 pub(crate) const DEFAULT_MAX_ERROR_RATE: f64 = 0.05;
 
 #[derive(Debug, Clone)]

@@ -1,12 +1,13 @@
 //! The cache directory: per-node records (the journal), node objects, per-deployment locks,
 //! crash leftovers. Every file becomes visible by an atomic rename of a complete temp file,
 //! and no file is appended to by several processes, so many hosts may share one cache on a
-//! network filesystem. Assumed of that filesystem (README, "On a cluster"): rename within a
+//! network filesystem. Assumed of that filesystem (docs/cluster.md, "The shared filesystem"): rename within a
 //! directory is atomic; close-to-open consistency (a file renamed into place after `fsync` is
 //! read whole by any host that opens it afterwards); `flock` locks hold across hosts (NFSv4
 //! does; NFSv3 needs lockd). Temp files are hidden (`.tmp.<pid>.<n>.<host>.<name>`), so a
 //! reader never mistakes another host's half-written file for a record.
 
+pub(crate) mod flatten;
 pub(crate) mod keys;
 
 use std::collections::BTreeMap;
@@ -199,7 +200,7 @@ pub(crate) fn lock_file(
         .map_err(|e| LockError::Io(format!("cannot open lock {}: {e}", path.display())))?;
     let unsupported = |e: std::io::Error| {
         LockError::Io(format!(
-            "cannot lock {}: {e} (the cache's filesystem must support flock: README, \"On a cluster\")",
+            "cannot lock {}: {e} (the cache's filesystem must support flock: docs/cluster.md, \"The shared filesystem\")",
             path.display()
         ))
     };
@@ -540,6 +541,20 @@ impl Store {
     pub fn lock_wait(&self, name: &str, waiting: &mut dyn FnMut(&str)) -> Result<Lock, LockError> {
         let path = self.root.join("locks").join(format!("{name}.lock"));
         lock_file(&path, Some(waiting))
+    }
+
+    /// Deletes a node from the cache: its record first (so the node counts as never run at
+    /// once, whatever happens next), then its object folder. A node that is not there is not
+    /// an error.
+    pub fn delete_node(&self, key: &str) -> std::io::Result<()> {
+        let gone = |r: std::io::Result<()>| match r {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+        gone(fs::remove_file(
+            self.root.join("records").join(format!("{key}.json")),
+        ))?;
+        gone(fs::remove_dir_all(self.object_dir(key)))
     }
 
     pub fn records(&self) -> Vec<Record> {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::spec::*;
 pub(crate) use diag::{Problem, SweepError};
+pub(crate) use overrides::Overrides;
 pub(crate) use resolve::{slurm_mem_ok, slurm_time_ok};
 
 /// Input that cannot be a sweep at all (not a regular file, too large, not text): exit 2.
@@ -29,6 +30,7 @@ pub(crate) fn parse(
     text: &str,
     base_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
+    overrides: &Overrides,
 ) -> Result<Sweep, SweepError> {
     let into_error = |problems: Vec<Problem>| {
         let (problems, total) = bounds::cap(problems);
@@ -92,7 +94,7 @@ pub(crate) fn parse(
                 .collect(),
         )
     })?;
-    let problems = overrides::apply_sets(&mut nodes, &overrides::get().sets);
+    let problems = overrides::apply_sets(&mut nodes, &overrides.sets);
     if !problems.is_empty() {
         return Err(into_error(problems));
     }
@@ -100,8 +102,8 @@ pub(crate) fn parse(
 }
 
 /// Reads and parses a sweep file, with the process environment for `${VAR}`.
-pub(crate) fn load(path: &Path) -> anyhow::Result<(Sweep, String)> {
-    load_with_env(path, &|k: &str| std::env::var(k).ok())
+pub(crate) fn load(path: &Path, overrides: &Overrides) -> anyhow::Result<(Sweep, String)> {
+    load_with_env(path, &|k: &str| std::env::var(k).ok(), overrides)
 }
 
 /// [`load`] with another lookup for `${VAR}` (`validate --syntax-only` stands in for the
@@ -109,6 +111,7 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<(Sweep, String)> {
 pub(crate) fn load_with_env(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
+    overrides: &Overrides,
 ) -> anyhow::Result<(Sweep, String)> {
     let bytes = bounds::read_bounded(path, bounds::MAX_SWEEP_BYTES, "sweep file")
         .map_err(|e| anyhow::Error::new(BadInput(e)))?;
@@ -123,8 +126,8 @@ pub(crate) fn load_with_env(
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let mut sweep = parse(&path.display().to_string(), &text, &base, env)?;
-    overrides::apply_only(&mut sweep, &overrides::get().only)
+    let mut sweep = parse(&path.display().to_string(), &text, &base, env, overrides)?;
+    overrides::apply_only(&mut sweep, &overrides.only)
         .map_err(|e| anyhow::Error::new(BadInput(e)))?;
     Ok((sweep, text))
 }
@@ -139,8 +142,14 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        parse("t.kdl", text, Path::new("/sweeps"), &lookup)
-            .unwrap_or_else(|e| panic!("{}", diag::render(&e, false)))
+        parse(
+            "t.kdl",
+            text,
+            Path::new("/sweeps"),
+            &lookup,
+            &Overrides::default(),
+        )
+        .unwrap_or_else(|e| panic!("{}", diag::render(&e, false)))
     }
 
     const TEXT: &str = r##"
@@ -271,7 +280,14 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
         let bad = format!(
             "{head}task \"a\" {{ kind \"synthetic\"; input-tokens \"uniform\" min=30 max=20; dataset \"d\"; }}\ntask \"b\" {{ kind \"synthetic\"; input-tokens \"histogram\" \"x:1\"; }}\ntask \"c\" {{ kind \"synthetic\"; input-tokens 32; shared-prefix 32; }}\ntask \"d\" {{ kind \"synthetic\"; }}\ntask \"e\" {{ kind \"mmlu\"; dataset \"d\"; turns 2; }}\n"
         );
-        let err = parse("t.kdl", &bad, Path::new("/"), &|_| None).unwrap_err();
+        let err = parse(
+            "t.kdl",
+            &bad,
+            Path::new("/"),
+            &|_| None,
+            &Overrides::default(),
+        )
+        .unwrap_err();
         let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
         assert_eq!(
             messages,
@@ -290,7 +306,14 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
     #[test]
     fn every_problem_is_reported_in_file_order() {
         let text = "sweep \"s\"\nmodel \"m\" { path 3; }\nengine \"e\" { kind \"nope\"; }\ntask \"t\" { kind \"mmlu\"; dataset \"d\"; shots 9; }\nscenario \"c\" { kind \"single\"; requests 0; }\n";
-        let err = parse("t.kdl", text, Path::new("/"), &|_| None).unwrap_err();
+        let err = parse(
+            "t.kdl",
+            text,
+            Path::new("/"),
+            &|_| None,
+            &Overrides::default(),
+        )
+        .unwrap_err();
         let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
         assert_eq!(
             messages,
@@ -346,7 +369,7 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
             "THREADS" => Some("4".to_string()),
             _ => None,
         };
-        let err = parse("t.kdl", &bad, Path::new("/"), &env).unwrap_err();
+        let err = parse("t.kdl", &bad, Path::new("/"), &env, &Overrides::default()).unwrap_err();
         let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
         assert_eq!(
             messages,

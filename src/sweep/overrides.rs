@@ -1,15 +1,13 @@
 //! Command-line overrides of a sweep file: `--set PATH=VALUE` changes one field before the
 //! sweep is resolved (so every check applies to the new value), `--only AXIS=VALUE[,VALUE…]`
-//! narrows the matrix after it. They are set once per process (by `main`) and apply to every
-//! sweep it loads; Slurm jobs get the same flags.
+//! narrows the matrix after it. The command line's overrides are a value handed to
+//! [`super::parse`] and [`super::load`]; Slurm jobs get the same flags.
 //!
 //! PATH is `block.field` for the unnamed blocks (`sweep.seed`, `defaults.max-tokens`,
 //! `slo.ttft-p95`, `telemetry.idle`) and `block.name.field` for the named ones
 //! (`task.mmlu.samples`, `engine.llama-cpu.parallel`, `scenario.single.requests`). VALUE is
 //! read as KDL reads it: an integer, a float, `#true`/`#false`, else a string; a comma-separated
 //! VALUE gives several values (an axis).
-
-use std::sync::OnceLock;
 
 use miette::SourceSpan;
 
@@ -23,53 +21,47 @@ pub(crate) struct Overrides {
     pub only: Vec<(String, Vec<String>)>,
 }
 
-static OVERRIDES: OnceLock<Overrides> = OnceLock::new();
-
-/// Parses `--set` and `--only` arguments (each `KEY=VALUE`) and keeps them for this process.
-pub(crate) fn set(sets: &[String], only: &[String]) -> Result<(), String> {
-    let split = |s: &String, flag: &str| -> Result<(String, String), String> {
-        s.split_once('=')
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .filter(|(k, _)| !k.is_empty())
-            .ok_or_else(|| format!("{flag} expects KEY=VALUE, got `{s}`"))
-    };
-    let mut o = Overrides::default();
-    for s in sets {
-        o.sets.push(split(s, "--set")?);
-    }
-    for s in only {
-        let (axis, values) = split(s, "--only")?;
-        if !["model", "quantization", "engine", "task", "scenario"].contains(&axis.as_str()) {
-            return Err(format!(
-                "--only {axis}=…: the axes are model, quantization, engine, task, scenario"
+impl Overrides {
+    /// Parses `--set` and `--only` arguments (each `KEY=VALUE`).
+    pub(crate) fn parse(sets: &[String], only: &[String]) -> Result<Overrides, String> {
+        let split = |s: &String, flag: &str| -> Result<(String, String), String> {
+            s.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .filter(|(k, _)| !k.is_empty())
+                .ok_or_else(|| format!("{flag} expects KEY=VALUE, got `{s}`"))
+        };
+        let mut o = Overrides::default();
+        for s in sets {
+            o.sets.push(split(s, "--set")?);
+        }
+        for s in only {
+            let (axis, values) = split(s, "--only")?;
+            if !["model", "quantization", "engine", "task", "scenario"].contains(&axis.as_str()) {
+                return Err(format!(
+                    "--only {axis}=…: the axes are model, quantization, engine, task, scenario"
+                ));
+            }
+            o.only.push((
+                axis,
+                values.split(',').map(|v| v.trim().to_string()).collect(),
             ));
         }
-        o.only.push((
-            axis,
-            values.split(',').map(|v| v.trim().to_string()).collect(),
-        ));
+        Ok(o)
     }
-    let _ = OVERRIDES.set(o);
-    Ok(())
-}
 
-pub(crate) fn get() -> Overrides {
-    OVERRIDES.get().cloned().unwrap_or_default()
-}
-
-/// The same overrides as command-line arguments (for the jobs a Slurm apply submits).
-pub(crate) fn as_args() -> Vec<String> {
-    let o = get();
-    let mut v = Vec::new();
-    for (k, val) in &o.sets {
-        v.push("--set".into());
-        v.push(format!("{k}={val}"));
+    /// The same overrides as command-line arguments (for the jobs a Slurm apply submits).
+    pub(crate) fn as_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for (k, val) in &self.sets {
+            v.push("--set".into());
+            v.push(format!("{k}={val}"));
+        }
+        for (axis, vals) in &self.only {
+            v.push("--only".into());
+            v.push(format!("{axis}={}", vals.join(",")));
+        }
+        v
     }
-    for (axis, vals) in &o.only {
-        v.push("--only".into());
-        v.push(format!("{axis}={}", vals.join(",")));
-    }
-    v
 }
 
 fn value(s: &str) -> RawValue {

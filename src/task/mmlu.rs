@@ -266,7 +266,7 @@ fn one_of(letters: &[char]) -> Reading {
     }
 }
 
-/// Reads the letter an output chooses, as a careful reader would (README, "Answer
+/// Reads the letter an output chooses, as a careful reader would (docs/tasks.md, "Answer
 /// extraction"). First explicit statements ("The answer is B", "Answer: (C)", "Answer — B",
 /// "Option C is correct", "I would choose D"); if they name several different letters, the
 /// answer is ambiguous. Otherwise the letters the output asserts: letter tokens ("B", "(B)",

@@ -357,7 +357,7 @@ fn clean(sql: &str) -> Option<String> {
     (!sql.is_empty()).then(|| sql.to_string())
 }
 
-/// The SQL in a model's output, as a careful reader takes it (README, "Answer extraction"):
+/// The SQL in a model's output, as a careful reader takes it (docs/tasks.md, "Answer extraction"):
 /// 1. In the first fenced code block that holds one: its first SELECT/WITH statement (not a
 ///    subquery), up to a `;` or the fence's end — else its first other statement.
 /// 2. An inline code span that SQLite parses as a whole statement.

@@ -165,7 +165,7 @@ static NO_ANSWER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// The answer a model gave, as a careful reader takes it (README, "Answer extraction"): its
+/// The answer a model gave, as a careful reader takes it (docs/tasks.md, "Answer extraction"): its
 /// first non-empty line; a model declining ("unanswerable", "N/A", "I cannot answer this from
 /// the context", "The answer cannot be determined…") is the empty answer; otherwise without
 /// an "Answer:" prefix, without a leading "…the answer is" in its first sentence, and without

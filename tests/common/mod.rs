@@ -302,3 +302,31 @@ pub fn wait_healthy(port: u16) {
     }
     panic!("server on port {port} not healthy after 60 s");
 }
+
+/// The user-facing documentation: README.md, CONTRIBUTING.md and every Markdown page under
+/// docs/ (the book), as (path relative to the repository, text), in path order. The tests
+/// that keep examples true read all of it, so an example moved between pages stays tested.
+pub fn book() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                pages.push(p);
+            }
+        }
+    }
+    pages.sort();
+    pages
+        .into_iter()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.strip_prefix(root).unwrap().display().to_string(), text)
+        })
+        .collect()
+}

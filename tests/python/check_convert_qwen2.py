@@ -1,4 +1,4 @@
-"""Plumbing test of scripts/gpu/convert-gguf-to-hf.py's Qwen2 road, with no model download.
+"""Plumbing test of docs/study/convert-gguf-to-hf.py's Qwen2 road, with no model download.
 
 Writes a tiny random Qwen2 GGUF (2 layers, hidden 256; tensors in Q4_K, Q6_K, Q5_0, Q8_0, F16
 and F32; a byte-level BPE vocabulary with a few merges, control and user-defined tokens and
@@ -6,7 +6,7 @@ and F32; a byte-level BPE vocabulary with a few merges, control and user-defined
 checks: config.json, generation_config.json, every safetensors tensor bit for bit against
 gguf.quants.dequantize rounded to bf16 (so names, shapes, row order — no Q/K permutation — and
 offsets), and, where `tokenizers` is importable, the tokenizer (merges, special tokens,
-round trip). Needs numpy and gguf (0.19.0, as scripts/gpu/packs.lock). Run:
+round trip). Needs numpy and gguf (0.19.0, as docs/study/packs.lock). Run:
 
     python3 tests/python/check_convert_qwen2.py
 """

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# On the GPU machine, from the repo root: the last steps of scripts/gpu/README.md.
+# On the GPU machine, from the repo root: the last steps of docs/study/README.md.
 #
-#   scripts/gpu/device-engines.sh start [SWEEP]   (call carrying .devcarry/b)
+#   docs/study/device-engines.sh start [SWEEP]   (call carrying .devcarry/b)
 #       joins and checks the GGUF (/root/model.gguf), unpacks bench360 to /root/bench360,
 #       runs device-unpack.sh (packs, wrappers, HF model), then starts in the background (it
 #       outlives the call): wait for the llama.cpp CUDA build that device-build.sh started,
 #       `bench360 plan` and `bench360 apply SWEEP` (default sweeps/gpu-engines.kdl). Returns
 #       once the build is seen finished (or after 4 min), with the plan's last lines.
-#   scripts/gpu/device-engines.sh wait [SECONDS]  (call carrying nothing)
+#   docs/study/device-engines.sh wait [SECONDS]  (call carrying nothing)
 #       follows the apply for up to SECONDS (default 540); when it has finished, writes the
 #       report, the apply log and the cache (tar.xz) under $OUT and exits with apply's status;
 #       if it is still running, exits 3: call `wait` again within 30 s.
@@ -47,7 +47,7 @@ case $cmd in
       xz -dc .devcarry/b/bench360.xz > $ROOT/bench360 && chmod +x $ROOT/bench360
     fi
     [ -x $ROOT/bench360 ] || { log "no /root/bench360 (carry .devcarry/b)"; exit 1; }
-    scripts/gpu/device-unpack.sh || exit 1
+    docs/study/device-unpack.sh || exit 1
     rm -f $ROOT/apply.rc
     echo "$sweep" > $ROOT/apply.sweep
     # In the background (it outlives this call): wait for the llama.cpp build that
@@ -79,7 +79,7 @@ case $cmd in
       sleep 5
     done
     [ -f $ROOT/apply.rc ] && collect
-    log "still running after ${limit} s: call \`scripts/gpu/device-engines.sh wait\` again now"
+    log "still running after ${limit} s: call \`docs/study/device-engines.sh wait\` again now"
     tail -n 15 $ROOT/apply.log
     exit 3
     ;;

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Here (no GPU): cuts what one hold of the GPU machine needs for the Python engines into
 # parts that fit the device tool's 64 MiB per call (working tree included). See
-# scripts/gpu/README.md.
+# docs/study/README.md.
 #
-#   scripts/gpu/split-carry.sh [ENGINE...]   make .devcarry/parts/partNN + MANIFEST
+#   docs/study/split-carry.sh [ENGINE...]   make .devcarry/parts/partNN + MANIFEST
 #                                            (default: vllm sglang lmdeploy)
-#   scripts/gpu/split-carry.sh --stage N     put part N alone (with MANIFEST) in .devcarry/p,
+#   docs/study/split-carry.sh --stage N     put part N alone (with MANIFEST) in .devcarry/p,
 #                                            the folder each receiving call carries
-#   scripts/gpu/split-carry.sh --count       print the number of parts
+#   docs/study/split-carry.sh --count       print the number of parts
 #
-# The stream is an uncompressed tar of the packs built by scripts/gpu/build-packs.sh (already
+# The stream is an uncompressed tar of the packs built by docs/study/build-packs.sh (already
 # xz), the gguf wheel and their SHA256SUMS; it is split into parts of at most 55 MiB. MANIFEST
 # holds the sha256 of every part (checked by device-receive.sh on arrival and by
 # device-unpack.sh before joining); SHA256SUMS inside the stream is checked after joining.
@@ -50,12 +50,12 @@ case "${1:-}" in
 esac
 
 engines=("$@"); [ ${#engines[@]} -gt 0 ] || engines=(vllm sglang lmdeploy)
-[ -f "$PACKS/SHA256SUMS" ] || die "no $PACKS/SHA256SUMS: run scripts/gpu/build-packs.sh first"
+[ -f "$PACKS/SHA256SUMS" ] || die "no $PACKS/SHA256SUMS: run docs/study/build-packs.sh first"
 (cd "$PACKS" && sha256sum -c --quiet SHA256SUMS) || die "packs in $PACKS do not match SHA256SUMS"
 files=()
 for e in "${engines[@]}"; do
   f=$(cd "$PACKS" && ls "$e"-*.tar.xz 2>/dev/null | head -n 1) || true
-  [ -n "$f" ] || die "no pack for '$e' in $PACKS (scripts/gpu/build-packs.sh $e)"
+  [ -n "$f" ] || die "no pack for '$e' in $PACKS (docs/study/build-packs.sh $e)"
   files+=("$f")
 done
 files+=("$(cd "$PACKS" && ls gguf-*.whl | head -n 1)")

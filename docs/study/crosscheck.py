@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue #9 item 4: bench360's token counts and throughput against the engines' own counters.
 
-    python3 scripts/gpu/crosscheck.py CACHE_DIR [--sweep NAME] [--csv OUT.csv]
+    python3 docs/study/crosscheck.py CACHE_DIR [--sweep NAME] [--csv OUT.csv]
 
 For every finished run in CACHE_DIR (records/*.json of kind "run" whose object has both
 requests.parquet and engine_metrics.parquet), compares

@@ -4,7 +4,7 @@
 vLLM, SGLang and LMDeploy (PyTorch backend) load a Hugging Face folder, not a GGUF file;
 the GPU machine has no network, so the folder is made there from the GGUF that bench360's
 llama.cpp runs use. Written for the device's transformers (5.17) with the `gguf` package
-(0.19.0, carried as a wheel) on the path. See scripts/gpu/README.md.
+(0.19.0, carried as a wheel) on the path. See docs/study/README.md.
 
     python3 convert-gguf-to-hf.py MODEL.gguf OUT_DIR [--check] [--force]
 
@@ -32,7 +32,7 @@ files (tokenizer.json for byte-level BPE from tokenizer.ggml.tokens/merges with 
 pre-tokenizer regex, vocab.json, merges.txt, tokenizer_config.json with the GGUF's chat template)
 are written from the GGUF's metadata. Unlike llama-arch GGUFs, Qwen2 GGUFs keep the Q/K rows in
 Hugging Face order (llama.cpp's convert_hf_to_gguf permutes Q/K for LlamaModel only; Qwen2 uses
-NeoX rope), so no inverse permutation is applied. scripts/gpu/check-conversion.py compares the
+NeoX rope), so no inverse permutation is applied. docs/study/check-conversion.py compares the
 result with llama.cpp (same tokens, same greedy continuation).
 """
 

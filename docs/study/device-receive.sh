@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repo root, in a call that carries .devcarry/p (staged here by
-# `scripts/gpu/split-carry.sh --stage N`) or the folder SRC: checks part N against the MANIFEST
+# `docs/study/split-carry.sh --stage N`) or the folder SRC: checks part N against the MANIFEST
 # and moves it to /root/parts, where it stays while the machine is held. Fast (a second or
-# two): keep the next call within the machine's 30 s warm window. See scripts/gpu/README.md.
+# two): keep the next call within the machine's 30 s warm window. See docs/study/README.md.
 # device-llama.sh and device-vllm.sh receive their parts (one folder .devcarry/pNN per part)
 # through it.
-#   scripts/gpu/device-receive.sh N [SRC]
+#   docs/study/device-receive.sh N [SRC]
 set -euo pipefail
 [ $# -eq 1 ] || [ $# -eq 2 ] || { echo "usage: $0 N [SRC]" >&2; exit 2; }
 n=$(printf '%02d' "$((10#$1))")
@@ -28,4 +28,4 @@ mv -f "$src/part$n" "$dst/part$n"
 total=$(grep -c ' part[0-9][0-9]$' "$dst/MANIFEST")
 have=$(ls "$dst" | grep -c '^part[0-9][0-9]$' || true)
 echo "device-receive: part$n ok; $have of $total parts in $dst; $(df -h "$dst" | awk 'NR==2 {print $4}') free"
-[ "$have" -lt "$total" ] || echo "device-receive: all parts here: run scripts/gpu/device-unpack.sh"
+[ "$have" -lt "$total" ] || echo "device-receive: all parts here: run docs/study/device-unpack.sh"

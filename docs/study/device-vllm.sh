@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool, kind nvidia-h200-x2), from the repo root: the vLLM slice of
 # issue #16 (sweeps/gpu-vllm.kdl: Qwen2.5-Coder-1.5B in bf16 and FP8, tensor parallel 1 and 2).
-# scripts/gpu/README.md ("vLLM slice") has the procedure.
+# docs/study/README.md ("vLLM slice") has the procedure.
 #
 #   device-vllm.sh recv N [info]   (carry .devcarry/pNN) receive part N (sha256 checked); with
 #                                  `info`, first print the GPUs, their links and torch's view
@@ -41,7 +41,7 @@ recv() {
   # One folder per part: .devcarry/pNN (part and MANIFEST), checked and kept in $ROOT/parts.
   local n
   n=$(printf '%02d' "$((10#$1))")
-  BENCH360_GPU_ROOT=$ROOT scripts/gpu/device-receive.sh "$n" ".devcarry/p$n" 2>&1 || return 1
+  BENCH360_GPU_ROOT=$ROOT docs/study/device-receive.sh "$n" ".devcarry/p$n" 2>&1 || return 1
 }
 
 collect() {
@@ -53,7 +53,7 @@ collect() {
   cp $ROOT/cache/reports/*/report.md "$OUT/" 2>/dev/null
   cp $ROOT/cache/reports/*/summary.csv "$OUT/" 2>/dev/null
   # Every run's telemetry summary, keyed by label.
-  python3 scripts/gpu/telemetry-summaries.py "$ROOT/cache" > "$OUT/telemetry-summaries.json"
+  python3 docs/study/telemetry-summaries.py "$ROOT/cache" > "$OUT/telemetry-summaries.json"
   (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT 2>/dev/null)
   (cd $ROOT && find cache/objects -name chunks.parquet -print0 | tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
   [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"
@@ -127,7 +127,7 @@ case ${1:-} in
     fi
     cd $RUN
     setsid nohup bash -c "
-      bash scripts/gpu/device-unpack.sh || { echo 1 > $ROOT/apply.rc; exit 1; }
+      bash docs/study/device-unpack.sh || { echo 1 > $ROOT/apply.rc; exit 1; }
       echo \"apply started \$(date -u +%T)\" >> $ROOT/times.txt
       $ROOT/bench360 --cache $ROOT/cache plan '$sweep' | tail -n 5
       $only

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool, kind nvidia-h200), from the repo root: the llama.cpp-only
-# slice of issue #16 (sweeps/gpu-llama.kdl). scripts/gpu/llama-slice.md has the procedure.
+# slice of issue #16 (sweeps/gpu-llama.kdl). docs/study/llama-slice.md has the procedure.
 #
 #   device-llama.sh build N        (carry .devcarry/a .devcarry/pNN) unpack the llama.cpp
 #                                  source, start its CUDA build in the background, receive part N
@@ -26,7 +26,7 @@ recv() {
   # One folder per part: .devcarry/pNN (part and MANIFEST), checked and kept in $ROOT/parts.
   local n
   n=$(printf '%02d' "$((10#$1))")
-  BENCH360_GPU_ROOT=$ROOT scripts/gpu/device-receive.sh "$n" ".devcarry/p$n" 2>&1 || return 1
+  BENCH360_GPU_ROOT=$ROOT docs/study/device-receive.sh "$n" ".devcarry/p$n" 2>&1 || return 1
   log "build: $(tail -n 1 $ROOT/llama/build.log 2>/dev/null | cut -c1-80)"
 }
 
@@ -39,7 +39,7 @@ collect() {
   cp $ROOT/cache/reports/*/report.md "$OUT/" 2>/dev/null
   cp $ROOT/cache/reports/*/summary.csv "$OUT/" 2>/dev/null
   # Every run's telemetry summary, keyed by label.
-  python3 scripts/gpu/telemetry-summaries.py "$ROOT/cache" > "$OUT/telemetry-summaries.json"
+  python3 docs/study/telemetry-summaries.py "$ROOT/cache" > "$OUT/telemetry-summaries.json"
   (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT 2>/dev/null)
   (cd $ROOT && find cache/objects -name chunks.parquet -print0 | tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
   [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"

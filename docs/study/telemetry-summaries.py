@@ -2,7 +2,7 @@
 """Every run's telemetry summary in a bench360 cache, keyed by the run's label, as one JSON
 object on stdout (what the device scripts bring back: telemetry-summaries.json).
 
-    python3 scripts/gpu/telemetry-summaries.py CACHE_DIR
+    python3 docs/study/telemetry-summaries.py CACHE_DIR
 """
 import glob
 import json

@@ -5,7 +5,7 @@
 # wrappers in /root/bin and converts /root/model.gguf into the Hugging Face folder
 # /root/hf-smollm2 (with a short check generation). About a minute. Idempotent: what is
 # already unpacked from the same parts, or converted from the same GGUF, is kept.
-# See scripts/gpu/README.md.
+# See docs/study/README.md.
 #
 # /root/bin/vllm-python, /root/bin/sglang-python: python3 with that engine's pack first on
 #   PYTHONPATH (unless PYTHONPATH is set), so that bench360's version probe, which runs the
@@ -64,7 +64,7 @@ wrap() { # name site python-args...
   [ -d "$site" ] || { rm -f "$ROOT/bin/$name"; return 0; }
   cat > "$ROOT/bin/$name.tmp" <<EOF
 #!/bin/sh
-# Written by bench360 scripts/gpu/device-unpack.sh: $PY $* with $site on PYTHONPATH.
+# Written by bench360 docs/study/device-unpack.sh: $PY $* with $site on PYTHONPATH.
 export PYTHONPATH="\${PYTHONPATH:-$site}"
 exec $PY $* "\$@"
 EOF
@@ -81,9 +81,9 @@ done
 if [ -f "$MODEL" ]; then
   log "converting $MODEL -> $HF"
   PYTHONPATH=$ROOT/site-gguf HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 \
-    "$PY" "$REPO/scripts/gpu/convert-gguf-to-hf.py" "$MODEL" "$HF" --check \
+    "$PY" "$REPO/docs/study/convert-gguf-to-hf.py" "$MODEL" "$HF" --check \
     || die "model conversion failed"
 else
-  log "no $MODEL yet: join the GGUF first (scripts/gpu/device-engines.sh start does), then run this again"
+  log "no $MODEL yet: join the GGUF first (docs/study/device-engines.sh start does), then run this again"
 fi
 log "done in $((SECONDS - t0)) s; $(df -h "$ROOT" | awk 'NR==2 {print $4}') free on $ROOT"

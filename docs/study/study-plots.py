@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue #16 item 4: the H200 study's combined table and per-task Pareto plots.
 
-    python3 scripts/gpu/study-plots.py [RESULTS_DIR] [OUT_DIR] [--slo SWEEP.kdl] [--png DIR]
+    python3 docs/study/study-plots.py [RESULTS_DIR] [OUT_DIR] [--slo SWEEP.kdl] [--png DIR]
                                        [--markdown]
 
 RESULTS_DIR (default docs/results) holds one folder per slice of the study, each with the

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue #16 cross-check (a): the NVML energy counter against the integral of sampled power.
 
-    python3 scripts/gpu/energy-check.py CACHE_DIR [--keys KEY...] [--summary summary.csv]
+    python3 docs/study/energy-check.py CACHE_DIR [--keys KEY...] [--summary summary.csv]
 
 For every finished run (records/*.json of kind "run"; or only the node keys given, or those
 of a summary.csv), recomputes from the raw files, independently of bench360's Rust code:

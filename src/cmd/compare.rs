@@ -1,0 +1,109 @@
+//! `bench360 compare A B [--fail-on GATE…] [--format …]` and `compare A --save FILE`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Ctx;
+use crate::app::{load_plan_as, View};
+use crate::cli::Format;
+use crate::compare::{self, Matched, RunValues};
+use crate::store::Store;
+use crate::{report, sweep};
+
+/// One side: a baseline file, or a sweep file in `--cache` (or `CACHE_DIR=SWEEP_FILE`).
+fn side(ctx: &Ctx, spec: &str) -> anyhow::Result<(String, Vec<RunValues>)> {
+    let p = Path::new(spec);
+    if p.extension().is_some_and(|x| x == "json") {
+        let b = compare::load(p).map_err(|e| anyhow::Error::new(sweep::BadInput(e.to_string())))?;
+        return Ok((b.sweep, b.runs));
+    }
+    let (cache, file) = match spec.split_once('=') {
+        Some((c, f)) => (Path::new(c).to_path_buf(), Path::new(f)),
+        None => (ctx.cache.clone(), p),
+    };
+    let store = Store::open(&cache)?;
+    let (sw, plan) = load_plan_as(&store, file, View::ClusterIfRan, &ctx.overrides)?;
+    let rows = report::summary_rows(&store, &plan, &sw);
+    Ok((plan.sweep.clone(), compare::from_rows(&rows)))
+}
+
+#[derive(Debug, Serialize)]
+struct Compared<'a> {
+    matched: &'a [Matched],
+    only_a: &'a [String],
+    only_b: &'a [String],
+    broken: Vec<Broken<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct Broken<'a> {
+    gate: &'a str,
+    run: &'a str,
+    change: f64,
+}
+
+pub(crate) fn run(
+    ctx: &Ctx,
+    sides: &[String],
+    save: Option<&Path>,
+    fail_on: &[String],
+    format: Format,
+) -> anyhow::Result<u8> {
+    let gates = fail_on
+        .iter()
+        .map(|g| compare::parse_gate(g))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::Error::new(sweep::BadInput(e.to_string())))?;
+    let (name_a, a) = side(ctx, &sides[0])?;
+    if let Some(out) = save {
+        compare::save(out, &name_a, a.clone())?;
+        eprintln!(
+            "baseline of `{name_a}` ({} runs): {}",
+            a.len(),
+            out.display()
+        );
+        if sides.len() == 1 {
+            return Ok(0);
+        }
+    }
+    anyhow::ensure!(
+        sides.len() == 2,
+        "compare needs A and B (or --save FILE with A)"
+    );
+    let (_, b) = side(ctx, &sides[1])?;
+    let (matched, only_a, only_b) = compare::compare(&a, &b);
+    let broken = compare::broken(&gates, &matched);
+    match format {
+        Format::Json => {
+            let v = Compared {
+                matched: &matched,
+                only_a: &only_a,
+                only_b: &only_b,
+                broken: broken
+                    .iter()
+                    .map(|(g, l, c)| Broken {
+                        gate: &g.text,
+                        run: l,
+                        change: *c,
+                    })
+                    .collect(),
+            };
+            println!("{}", serde_json::to_string(&v)?);
+        }
+        Format::Markdown => print!("{}", compare::markdown(&matched, &only_a, &only_b)),
+        Format::Terminal => print!("{}", compare::terminal(&matched, &only_a, &only_b)),
+    }
+    for (g, label, c) in &broken {
+        eprintln!(
+            "regression: {label}: {} changed {:+.1}% (gate {})",
+            g.metric,
+            c * 100.0,
+            g.text
+        );
+    }
+    if matched.is_empty() {
+        eprintln!("no configuration ran on both sides");
+    }
+    Ok(u8::from(!broken.is_empty()))
+}

@@ -1,0 +1,33 @@
+//! `bench360 plan SWEEP [--json | --dot]`: every node, cached / will run (why) / blocked; then
+//! what `apply` would refuse.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::Ctx;
+use crate::app::load_plan;
+use crate::store::Store;
+use crate::{exec, plan};
+
+pub(crate) fn run(ctx: &Ctx, sweep: &Path, json: bool, dot: bool) -> anyhow::Result<u8> {
+    let store = Store::open(&ctx.cache)?;
+    let (s, plan) = load_plan(&store, sweep, &ctx.overrides)?;
+    let st = plan::statuses(&plan, &store);
+    if json {
+        println!("{}", plan::render::json(&plan, &st));
+    } else if dot {
+        print!("{}", plan::render::dot(&plan, &st));
+    } else {
+        print!("{}", plan::render::table(&plan, &st));
+    }
+    // What apply would refuse, said now (after the plan, which is still shown).
+    let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
+    if let Err(problems) = exec::preflight::check(&s, Some(&used)) {
+        for p in &problems {
+            eprintln!("error: {p}");
+        }
+        eprintln!("apply would run nothing: fix the input(s) above");
+        return Ok(2);
+    }
+    Ok(0)
+}
