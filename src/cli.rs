@@ -57,7 +57,7 @@ impl Cli {
 
 impl Command {
     /// The command's own `--set` / `--only`, for the commands that read a sweep.
-    fn sweep_args(&self) -> Option<&SweepArgs> {
+    pub fn sweep_args(&self) -> Option<&SweepArgs> {
         match self {
             Command::Run { sweep_args, .. }
             | Command::Plan { sweep_args, .. }

@@ -358,7 +358,6 @@ fn num(v: Option<f64>) -> String {
     }
 }
 
-/// Markdown (also the terminal rendering): one table per matched run.
 /// The comparison for a terminal: per configuration, the metrics in aligned columns.
 pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
     let mut out = String::new();

@@ -240,4 +240,7 @@ fn sweep_flags_are_offered_only_where_a_sweep_is_read() {
     // A sweep flag where no sweep is read is refused by the parser, not ignored.
     let o = bench(&["metric", "rouge", "--set", "a.b=1"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = bench(&["--set", "a.b=1", "verify"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("this command reads none"));
 }

@@ -1,7 +1,7 @@
 //! `bench360 apply SWEEP` (here, or `--executor slurm`) and `bench360 run` (an implicit sweep,
 //! applied the same way).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -43,7 +43,7 @@ pub(crate) struct Applied {
     pub blocked: Vec<Blocked>,
     pub interrupted: bool,
     pub elapsed_s: f64,
-    pub report: Option<PathBuf>,
+    pub report: Option<String>,
     #[serde(skip)]
     pub report_table: Option<String>,
 }
@@ -79,7 +79,7 @@ impl Applied {
             cached: s.cached,
             interrupted: s.interrupted,
             elapsed_s: s.elapsed_s,
-            report: s.report,
+            report: s.report.map(|p| p.display().to_string()),
             report_table: s.report_table,
         }
     }
@@ -114,21 +114,25 @@ impl Outcome for Applied {
             t.err(format!("  blocked {}: {}", b.label, first_line(&b.why)));
         }
         if let Some(p) = &self.report {
-            t.err(format!("report: {}", p.display()));
+            t.err(format!("report: {p}"));
         }
     }
 }
 
 pub(crate) fn run(ctx: &Ctx, path: &Path, json: bool, how: How) -> anyhow::Result<u8> {
-    let moved = "--reuse-connections is now a sweep field: `defaults { connections \"reuse\" }` (it changes what is measured, so it keys the runs)";
-    anyhow::ensure!(!how.reuse_connections, "{moved}");
+    let moved = "--reuse-connections is now a sweep field: `defaults { connections \"reuse\" }`";
     if how.executor == Executor::Slurm {
         anyhow::ensure!(
             how.deployment.is_none(),
             "--deployment runs one deployment on this machine; it does not combine with --executor slurm (each Slurm job runs `apply --deployment`)"
         );
+        anyhow::ensure!(!how.reuse_connections, "{moved}");
         return super::slurm::apply(ctx, path, &how.slurm, how.wait);
     }
+    anyhow::ensure!(
+        !how.reuse_connections,
+        "{moved} (it changes what is measured, so it keys the runs)"
+    );
     let given = how.slurm.given();
     anyhow::ensure!(
         given.is_empty(),

@@ -98,6 +98,13 @@ pub(crate) fn first_line(s: &str) -> &str {
 }
 
 pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    if cli.command.sweep_args().is_none()
+        && !(cli.sweep_args.set.is_empty() && cli.sweep_args.only.is_empty())
+    {
+        return Err(anyhow::Error::new(sweep::BadInput(
+            "--set / --only change a sweep, and this command reads none".into(),
+        )));
+    }
     let (sets, only) = cli.sweep_overrides();
     let ctx = Ctx {
         cache: cli.cache.clone(),
@@ -138,7 +145,9 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             apply::run(&ctx, &sweep, json, how)
         }
         Command::Report { sweep, json, .. } => emit(&report::run(&ctx, &sweep)?, json),
-        Command::Status { sweep, json, .. } => emit(&status::run(&ctx, sweep.as_deref())?, json),
+        Command::Status { sweep, json, .. } => {
+            emit(&status::run(&ctx, sweep.as_deref(), !json)?, json)
+        }
         Command::Cancel { sweep, .. } => emit(&slurm::cancel(&ctx, &sweep)?, false),
         Command::Metric {
             metric,

@@ -1,6 +1,6 @@
 //! `bench360 report SWEEP [--json]`: the report rebuilt from the cache alone.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -12,7 +12,7 @@ use crate::{exec, report, slurm};
 #[derive(Debug, Serialize)]
 pub(crate) struct Reported {
     pub sweep: String,
-    pub report: PathBuf,
+    pub report: String,
     /// Every run of the plan finished (else some are missing or failed).
     pub complete: bool,
     pub runs: serde_json::Value,
@@ -35,7 +35,7 @@ pub(crate) fn run(ctx: &Ctx, sweep: &Path) -> anyhow::Result<Reported> {
     }
     Ok(Reported {
         sweep: plan.sweep.clone(),
-        report: path,
+        report: path.display().to_string(),
         complete,
         runs: report::summary_json(&files.summary),
         table: files.table,
@@ -54,7 +54,7 @@ impl Outcome for Reported {
         t.out(&self.table);
         t.err(format!(
             "report: {}{}",
-            self.report.display(),
+            self.report,
             if self.complete {
                 ""
             } else {

@@ -46,7 +46,12 @@ pub(crate) struct PlanCounts {
     pub blocked: usize,
 }
 
-pub(crate) fn run(ctx: &Ctx, sweep: Option<&Path>) -> anyhow::Result<CacheStatus> {
+/// `with_table`: also ask Slurm about the sweep's jobs, for the terminal's table.
+pub(crate) fn run(
+    ctx: &Ctx,
+    sweep: Option<&Path>,
+    with_table: bool,
+) -> anyhow::Result<CacheStatus> {
     let store = Store::open(&ctx.cache)?;
     let records = store.records();
     let mut by: BTreeMap<(String, String), [usize; 3]> = BTreeMap::new();
@@ -100,12 +105,14 @@ pub(crate) fn run(ctx: &Ctx, sweep: Option<&Path>) -> anyhow::Result<CacheStatus
                 ));
             }
         }
-        out.table = Some(slurm::status_table(
-            &store,
-            &plan,
-            &st,
-            &slurm::SlurmCommands,
-        ));
+        if with_table {
+            out.table = Some(slurm::status_table(
+                &store,
+                &plan,
+                &st,
+                &slurm::SlurmCommands,
+            ));
+        }
     }
     Ok(out)
 }
