@@ -115,6 +115,26 @@ pub(crate) struct Defaults {
 /// The default error budget of a run (docs/failures.md, "Error budget and failures").
 pub(crate) const DEFAULT_MAX_ERROR_RATE: f64 = 0.05;
 
+/// What a sweep without a `defaults` block gets (docs/sweep.md lists the same values): the one
+/// place they are written.
+impl Default for Defaults {
+    fn default() -> Defaults {
+        Defaults {
+            sampling: Sampling {
+                max_tokens: 64,
+                temperature: 0.0,
+                top_p: 1.0,
+                stop: Vec::new(),
+                ..Default::default()
+            },
+            warmup: 2,
+            request_timeout_s: 120.0,
+            reuse_connections: false,
+            max_error_rate: DEFAULT_MAX_ERROR_RATE,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Model {
     pub name: Spanned<String>,
@@ -469,4 +489,14 @@ pub(crate) struct TelemetryConfig {
     pub interval: Duration,
     /// Idle baseline measured with the engine loaded and no requests, before each run.
     pub idle: Duration,
+}
+
+/// Every 100 ms, with 2 s of idle baseline (docs/telemetry.md).
+impl Default for TelemetryConfig {
+    fn default() -> TelemetryConfig {
+        TelemetryConfig {
+            interval: Duration::from_millis(100),
+            idle: Duration::from_secs(2),
+        }
+    }
 }

@@ -16,6 +16,7 @@ mod engine;
 mod matrix;
 mod model;
 mod scenario;
+mod settings;
 mod slurm;
 mod task;
 mod values;
@@ -25,6 +26,7 @@ use engine::*;
 use matrix::*;
 use model::*;
 use scenario::*;
+use settings::*;
 use slurm::*;
 pub(crate) use slurm::{slurm_mem_ok, slurm_time_ok};
 use task::*;
@@ -198,26 +200,9 @@ pub(super) fn resolve(
         problems: Vec::new(),
         env,
     };
-    let mut name = None;
-    let mut seed = 0u64;
-    let mut repeats = 1u32;
-    let mut defaults = Defaults {
-        sampling: Sampling {
-            max_tokens: 64,
-            temperature: 0.0,
-            top_p: 1.0,
-            stop: Vec::new(),
-            ..Default::default()
-        },
-        warmup: 2,
-        request_timeout_s: 120.0,
-        max_error_rate: crate::spec::DEFAULT_MAX_ERROR_RATE,
-        reuse_connections: false,
-    };
-    let mut telemetry = crate::spec::TelemetryConfig {
-        interval: std::time::Duration::from_millis(100),
-        idle: std::time::Duration::from_secs(2),
-    };
+    let (mut name, mut seed, mut repeats) = (None, 0u64, 1u32);
+    let mut defaults = Defaults::default();
+    let mut telemetry = crate::spec::TelemetryConfig::default();
     let mut slo = crate::spec::Slo::default();
     let mut cost = None;
     let mut slurm = SlurmSettings::default();
@@ -245,122 +230,11 @@ pub(super) fn resolve(
             seen_singletons.insert(kind, node.span);
         }
         match kind {
-            "sweep" => {
-                name = ctx.block_name(node);
-                let f = ctx.fields(node, SWEEP_FIELDS, &[]);
-                if let Some(n) = Ctx::first(&f, "seed") {
-                    seed = ctx.one_int(n, 0, u64::MAX).unwrap_or(0);
-                }
-                if let Some(n) = Ctx::first(&f, "repeats") {
-                    repeats = ctx.one_int(n, 1, 1000).unwrap_or(1) as u32;
-                }
-            }
-            "defaults" => {
-                ctx.no_props(node);
-                if !node.args.is_empty() {
-                    ctx.err(
-                        node.args[0].span,
-                        "`defaults` takes no name",
-                        "unexpected value",
-                    );
-                }
-                let f = ctx.fields(node, DEFAULT_FIELDS, &[]);
-                if let Some(n) = Ctx::first(&f, "max-tokens") {
-                    defaults.sampling.max_tokens =
-                        ctx.one_int(n, 1, 1_000_000).unwrap_or(64) as u32;
-                }
-                if let Some(n) = Ctx::first(&f, "temperature") {
-                    defaults.sampling.temperature = ctx.one_num(n, 0.0, 10.0).unwrap_or(0.0);
-                }
-                if let Some(n) = Ctx::first(&f, "top-p") {
-                    defaults.sampling.top_p = ctx.one_num(n, 0.0, 1.0).unwrap_or(1.0);
-                }
-                if let Some(n) = Ctx::first(&f, "stop") {
-                    defaults.sampling.stop = ctx.strs(n).into_iter().map(|s| s.value).collect();
-                }
-                if let Some(n) = Ctx::first(&f, "connections") {
-                    match ctx.one_str(n) {
-                        Some(v) if v.value == "new" => defaults.reuse_connections = false,
-                        Some(v) if v.value == "reuse" => defaults.reuse_connections = true,
-                        Some(v) => ctx.err_help(
-                            v.span,
-                            format!("unknown connections `{}`", v.value),
-                            "not a connection policy",
-                            "use `new` (a connection per request, the default) or `reuse` (a pool)",
-                        ),
-                        None => {}
-                    }
-                }
-                if let Some(n) = Ctx::first(&f, "ignore-eos") {
-                    defaults.sampling.ignore_eos = ctx.one_bool(n).unwrap_or(false);
-                }
-                if let Some(n) = Ctx::first(&f, "min-tokens") {
-                    defaults.sampling.min_tokens = ctx.one_int(n, 1, 1_000_000).map(|v| v as u32);
-                }
-                if let Some(n) = Ctx::first(&f, "extra-body") {
-                    defaults.sampling.extra_body = ctx.json_object(n);
-                }
-                if let Some(n) = Ctx::first(&f, "warmup") {
-                    defaults.warmup = ctx.one_int(n, 0, 100_000).unwrap_or(2) as u32;
-                }
-                if let Some(n) = Ctx::first(&f, "request-timeout") {
-                    defaults.request_timeout_s = ctx.one_num(n, 0.001, 86_400.0).unwrap_or(120.0);
-                }
-                if let Some(n) = Ctx::first(&f, "max-error-rate") {
-                    defaults.max_error_rate = ctx
-                        .one_num(n, 0.0, 1.0)
-                        .unwrap_or(crate::spec::DEFAULT_MAX_ERROR_RATE);
-                }
-            }
-            "slo" => {
-                ctx.no_props(node);
-                let f = ctx.fields(node, SLO_FIELDS, &[]);
-                slo.ttft_p95 =
-                    Ctx::first(&f, "ttft-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0));
-                slo.e2e_p95 =
-                    Ctx::first(&f, "e2e-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0));
-                slo.gpu_memory_gib =
-                    Ctx::first(&f, "gpu-memory").and_then(|n| ctx.one_num(n, 0.001, 100_000.0));
-            }
-            "cost" => {
-                ctx.no_props(node);
-                let f = ctx.fields(node, COST_FIELDS, &[]);
-                let energy = Ctx::first(&f, "energy-price").and_then(|n| ctx.one_num(n, 0.0, 1e6));
-                let hw = Ctx::first(&f, "hardware-per-hour").and_then(|n| ctx.one_num(n, 0.0, 1e6));
-                let currency = Ctx::first(&f, "currency")
-                    .and_then(|n| ctx.one_str(n))
-                    .map(|s| s.value)
-                    .unwrap_or_else(|| "USD".into());
-                if !f.contains_key("energy-price") && !f.contains_key("hardware-per-hour") {
-                    ctx.err_help(node.name.span, "`cost` needs `energy-price` or `hardware-per-hour`", "no prices", "e.g. `cost { energy-price 0.30; hardware-per-hour 2.5; }` (per kWh, per hour)");
-                }
-                cost = Some(crate::spec::Cost {
-                    energy_per_kwh: energy.unwrap_or(0.0),
-                    hardware_per_hour: hw.unwrap_or(0.0),
-                    currency,
-                });
-            }
-            "telemetry" => {
-                ctx.no_props(node);
-                if !node.args.is_empty() {
-                    ctx.err(
-                        node.args[0].span,
-                        "`telemetry` takes no name",
-                        "unexpected value",
-                    );
-                }
-                let f = ctx.fields(node, TELEMETRY_FIELDS, &[]);
-                if let Some(n) = Ctx::first(&f, "interval") {
-                    if let Some(s) = ctx.one_num(n, 0.01, 60.0) {
-                        telemetry.interval = std::time::Duration::from_secs_f64(s);
-                    }
-                }
-                if let Some(n) = Ctx::first(&f, "idle") {
-                    if let Some(s) = ctx.one_num(n, 0.0, 3600.0) {
-                        telemetry.idle = std::time::Duration::from_secs_f64(s);
-                    }
-                }
-            }
+            "sweep" => (name, seed, repeats) = resolve_sweep(&mut ctx, node),
+            "defaults" => defaults = resolve_defaults(&mut ctx, node),
+            "slo" => slo = resolve_slo(&mut ctx, node),
+            "cost" => cost = Some(resolve_cost(&mut ctx, node)),
+            "telemetry" => telemetry = resolve_telemetry(&mut ctx, node),
             "slurm" => slurm = resolve_slurm(&mut ctx, node),
             "model" => {
                 if let Some(m) = resolve_model(&mut ctx, node) {
