@@ -211,8 +211,8 @@ pub(crate) fn container_command(spec: &LaunchSpec) -> Result<ContainerCommand, E
         port: recipe.port,
         model_path: spec.model_path.as_deref().map(container_model_path),
     };
-    let mut args: Vec<String> = recipe
-        .args
+    let mut args: Vec<String> = entry
+        .server_args
         .iter()
         .map(|a| fill(a, spec, &placement))
         .collect();

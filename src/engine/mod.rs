@@ -140,7 +140,7 @@ pub(crate) fn process_args(spec: &LaunchSpec, port: u16) -> Vec<String> {
         &[]
     };
     entry
-        .process_args
+        .process_args()
         .iter()
         .chain(quant)
         .chain(tp)

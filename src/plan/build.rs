@@ -231,7 +231,7 @@ fn coldstart_node(
         ctx_size: engine.ctx_size,
         tensor_parallel: (engine.tensor_parallel > 1).then_some(engine.tensor_parallel),
         args: json(&engine.args),
-        catalog_args: json(&Some(engine.catalog.process_args)),
+        catalog_args: json(&Some(engine.catalog.process_args())),
         env: engine
             .env
             .iter()

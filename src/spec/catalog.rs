@@ -22,8 +22,6 @@ pub(crate) struct DockerRecipe {
     pub tag: &'static str,
     /// Replaces the image's entrypoint when set.
     pub entrypoint: Option<&'static [&'static str]>,
-    /// The command (arguments to the entrypoint) before the sweep's `args`.
-    pub args: &'static [&'static str],
     /// Environment of the container (values may use placeholders).
     pub env: &'static [(&'static str, &'static str)],
     /// Port the engine listens on inside the container.
@@ -36,8 +34,12 @@ pub(crate) struct DockerRecipe {
 pub(crate) struct CatalogEntry {
     /// The `kind` a sweep names.
     pub name: &'static str,
-    /// Arguments for the process launcher, before the sweep's own `args`.
-    pub process_args: &'static [&'static str],
+    /// The server's own arguments, the same for both launchers (a container's command after
+    /// its entrypoint; a process's after `process_prefix`), before the sweep's own `args`.
+    pub server_args: &'static [&'static str],
+    /// What the process launcher puts before `server_args`: the module when the binary is a
+    /// Python (`-m vllm.entrypoints.openai.api_server`).
+    pub process_prefix: &'static [&'static str],
     /// Arguments added when the quantization is not `default` and the engine is told it
     /// (GGUF engines read it from the file: none).
     pub quantization_args: &'static [&'static str],
@@ -172,10 +174,23 @@ const LMDEPLOY_ARGS: &[&str] = &[
     "pytorch",
 ];
 
+impl CatalogEntry {
+    /// The process launcher's arguments before the sweep's own: `process_prefix` then
+    /// `server_args` (one list of the server's flags serves both launchers).
+    pub fn process_args(&self) -> Vec<&'static str> {
+        self.process_prefix
+            .iter()
+            .chain(self.server_args)
+            .copied()
+            .collect()
+    }
+}
+
 pub(crate) const CATALOG: &[CatalogEntry] = &[
     CatalogEntry {
         name: "llama.cpp",
-        process_args: LLAMA_CPP_ARGS,
+        server_args: LLAMA_CPP_ARGS,
+        process_prefix: &[],
         quantization_args: &[],
         // `row` is gone from CUDA builds (llama.cpp of llama-cpp-python 0.3.36: "device CUDA0
         // does not support split buffers"); `tensor` splits each layer's tensors over the GPUs
@@ -186,7 +201,6 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             image: "ghcr.io/ggml-org/llama.cpp",
             tag: "server",
             entrypoint: None,
-            args: LLAMA_CPP_ARGS,
             env: &[],
             port: 8080,
             ipc_host: false,
@@ -202,33 +216,14 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
     CatalogEntry {
         name: "vllm",
         // binary: a Python with vLLM installed (`python3`).
-        process_args: &[
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            "{model.source}",
-            "--served-model-name",
-            "{model.name}",
-            "--host",
-            "{host}",
-            "--port",
-            "{port}",
-            "--max-num-seqs",
-            "{parallel}",
-            "--max-model-len",
-            "{ctx.slot}",
-            "--gpu-memory-utilization",
-            "{gpu-memory}",
-            "--dtype",
-            "{dtype}",
-        ],
+        server_args: VLLM_ARGS,
+        process_prefix: &["-m", "vllm.entrypoints.openai.api_server"],
         quantization_args: &["--quantization", "{quantization}"],
         tensor_parallel_args: &["--tensor-parallel-size", "{tp}"],
         docker: Some(DockerRecipe {
             image: "vllm/vllm-openai",
             tag: "v0.26.0",
             entrypoint: Some(&["python3", "-m", "vllm.entrypoints.openai.api_server"]),
-            args: VLLM_ARGS,
             env: &[("VLLM_NO_USAGE_STATS", "1")],
             port: 8000,
             ipc_host: true,
@@ -255,34 +250,15 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
     },
     CatalogEntry {
         name: "sglang",
-        process_args: &[
-            "-m",
-            "sglang.launch_server",
-            "--model-path",
-            "{model.source}",
-            "--served-model-name",
-            "{model.name}",
-            "--host",
-            "{host}",
-            "--port",
-            "{port}",
-            "--max-running-requests",
-            "{parallel}",
-            "--context-length",
-            "{ctx.slot}",
-            "--mem-fraction-static",
-            "{gpu-memory}",
-            "--dtype",
-            "{dtype}",
-            "--enable-metrics",
-        ],
+        // binary: a Python with SGLang installed (`python3`).
+        server_args: SGLANG_ARGS,
+        process_prefix: &["-m", "sglang.launch_server"],
         quantization_args: &["--quantization", "{quantization}"],
         tensor_parallel_args: &["--tp-size", "{tp}"],
         docker: Some(DockerRecipe {
             image: "lmsysorg/sglang",
             tag: "v0.5.17",
             entrypoint: Some(&["python3", "-m", "sglang.launch_server"]),
-            args: SGLANG_ARGS,
             env: &[],
             port: 30000,
             ipc_host: true,
@@ -309,14 +285,14 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
     },
     CatalogEntry {
         name: "tgi",
-        process_args: TGI_ARGS,
+        server_args: TGI_ARGS,
+        process_prefix: &[],
         quantization_args: &["--quantize", "{quantization}"],
         tensor_parallel_args: &["--num-shard", "{tp}"],
         docker: Some(DockerRecipe {
             image: "ghcr.io/huggingface/text-generation-inference",
             tag: "3.3.6",
             entrypoint: None,
-            args: TGI_ARGS,
             env: &[],
             port: 80,
             ipc_host: false,
@@ -342,14 +318,14 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
     CatalogEntry {
         name: "lmdeploy",
         // binary: `lmdeploy` (its CLI).
-        process_args: LMDEPLOY_ARGS,
+        server_args: LMDEPLOY_ARGS,
+        process_prefix: &[],
         quantization_args: &["--model-format", "{quantization}"],
         tensor_parallel_args: &["--tp", "{tp}"],
         docker: Some(DockerRecipe {
             image: "openmmlab/lmdeploy",
             tag: "v0.18.0",
             entrypoint: Some(&["lmdeploy"]),
-            args: LMDEPLOY_ARGS,
             env: &[],
             port: 23333,
             ipc_host: true,
@@ -365,14 +341,14 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
     CatalogEntry {
         name: "ollama",
         // Configured by environment; the model must be in Ollama's store (`ollama pull`).
-        process_args: &["serve"],
+        server_args: &["serve"],
+        process_prefix: &[],
         quantization_args: &[],
         tensor_parallel_args: &[],
         docker: Some(DockerRecipe {
             image: "ollama/ollama",
             tag: "0.12.6",
             entrypoint: None,
-            args: &["serve"],
             env: &[
                 ("OLLAMA_HOST", "{host}:{port}"),
                 ("OLLAMA_NUM_PARALLEL", "{parallel}"),
@@ -392,7 +368,8 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
     CatalogEntry {
         name: "openai",
         // Any OpenAI-compatible server: the sweep's `args` are the whole command line.
-        process_args: &[],
+        server_args: &[],
+        process_prefix: &[],
         quantization_args: &[],
         tensor_parallel_args: &[],
         docker: None,
