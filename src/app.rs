@@ -129,10 +129,8 @@ pub(crate) fn load_datasets(
     let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
     match exec::preflight::check(sweep, Some(&used)) {
         Ok(c) => Some(c.samples),
-        Err(problems) => {
-            for p in &problems {
-                eprintln!("error: {p}");
-            }
+        Err(e) => {
+            eprint!("{}", sweep::diag::render_for_stderr(&e));
             eprintln!("nothing was run: fix the input(s) above and apply again");
             None
         }

@@ -233,3 +233,49 @@ scenario "r" {{ kind "replay"; trace "trace.jsonl"; }}
         "apply recorded something"
     );
 }
+
+/// A problem in a file the sweep reads (a dataset line, a trace, missing weights, a scorer
+/// not found) is shown like a problem of the sweep itself: at the span of the sweep that
+/// names the file, with the file and line in the message; every one at once, in the file's
+/// order; checked once. `tests/fixtures/inputs/` holds the cases, `tests/snapshots/` their
+/// messages.
+#[test]
+fn input_problems_are_shown_at_the_sweep_span_that_names_them() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inputs");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".kdl"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 4, "only {} input fixtures", names.len());
+    for name in names {
+        let rel = format!("tests/fixtures/inputs/{name}");
+        let (code, stdout, stderr) = validate(&rel);
+        assert_eq!(code, 2, "{name} should be rejected; stdout: {stdout}");
+        assert!(
+            stderr.contains(&format!("[{rel}:")),
+            "{name} is not shown at a span of the sweep:\n{stderr}"
+        );
+        // Run once: each problem is said once.
+        let first = stderr
+            .lines()
+            .find(|l| l.contains('×') && !l.contains("in sweep file"));
+        if let Some(first) = first {
+            assert_eq!(
+                stderr.matches(first).count(),
+                1,
+                "{name} said twice:\n{stderr}"
+            );
+        }
+        insta::assert_snapshot!(format!("inputs__{}", name.trim_end_matches(".kdl")), stderr);
+        // --syntax-only reads none of them.
+        let out = Command::cargo_bin("bench360")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["validate", "--syntax-only", &rel])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name} --syntax-only");
+    }
+}

@@ -73,12 +73,8 @@ pub(crate) fn emit<O: Outcome>(o: &O, json: bool) -> anyhow::Result<u8> {
 /// An error as the user reads it: a sweep's diagnostics rendered at their spans (in colour
 /// on a terminal unless `NO_COLOR`), anything else with its chain of causes.
 pub(crate) fn render_error(err: anyhow::Error) -> String {
-    use std::io::IsTerminal;
     match err.downcast::<sweep::SweepError>() {
-        Ok(diag) => {
-            let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            sweep::diag::render(&diag, color)
-        }
+        Ok(diag) => sweep::diag::render_for_stderr(&diag),
         Err(err) => format!("error: {err:#}\n"),
     }
 }

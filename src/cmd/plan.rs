@@ -22,10 +22,8 @@ pub(crate) fn run(ctx: &Ctx, sweep: &Path, json: bool, dot: bool) -> anyhow::Res
     }
     // What apply would refuse, said now (after the plan, which is still shown).
     let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
-    if let Err(problems) = exec::preflight::check(&s, Some(&used)) {
-        for p in &problems {
-            eprintln!("error: {p}");
-        }
+    if let Err(e) = exec::preflight::check(&s, Some(&used)) {
+        eprint!("{}", crate::sweep::diag::render_for_stderr(&e));
         eprintln!("apply would run nothing: fix the input(s) above");
         return Ok(2);
     }

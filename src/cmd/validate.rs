@@ -33,9 +33,10 @@ pub(crate) enum Verdict {
     Invalid {
         rendered: String,
     },
-    /// The files it reads (datasets, traces, scorers, weights).
+    /// The files it reads (datasets, traces, scorers, weights), rendered at the sweep's
+    /// spans that name them.
     Inputs {
-        problems: Vec<String>,
+        rendered: String,
     },
 }
 
@@ -66,7 +67,9 @@ fn check_one(ctx: &Ctx, p: &Path, syntax_only: bool) -> FileCheck {
         },
         Ok((s, _)) if syntax_only => ok(&s),
         Ok((s, _)) => match exec::preflight::check(&s, None) {
-            Err(problems) => Verdict::Inputs { problems },
+            Err(e) => Verdict::Inputs {
+                rendered: sweep::diag::render_for_stderr(&e),
+            },
             Ok(_) => ok(&s),
         },
     };
@@ -113,11 +116,8 @@ impl Outcome for Validated {
                     plural(*runs),
                     plural(*deployments)
                 )),
-                Verdict::Invalid { rendered } => t.err.push_str(rendered),
-                Verdict::Inputs { problems } => {
-                    for problem in problems {
-                        t.err(format!("error: {p}: {problem}"));
-                    }
+                Verdict::Invalid { rendered } | Verdict::Inputs { rendered } => {
+                    t.err.push_str(rendered)
                 }
             }
         }

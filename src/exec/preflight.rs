@@ -1,15 +1,29 @@
 //! Everything a sweep reads, checked before any engine starts (and by `validate` and `plan`):
 //! every task's dataset loaded and checked line by line, every replay trace read, every
 //! scorer command found, every model path there. Files that are not regular files (a device,
-//! a FIFO) are refused. A problem names its file (and line); nothing runs while one remains.
+//! a FIFO) are refused. A problem names its file (and line) and is shown at the span of the
+//! sweep that names that file, as the sweep's own problems are; nothing runs while one remains.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use miette::SourceSpan;
+
 use crate::record::Sample;
 use crate::spec::{ScenarioSpec, Sweep};
+use crate::sweep::{Problem, SweepError};
 use crate::task;
+
+/// A problem of an input, at the span of the sweep that names it.
+fn at(span: SourceSpan, label: &str, message: String) -> Problem {
+    Problem {
+        message,
+        span,
+        label: label.to_string(),
+        help: None,
+    }
+}
 
 /// The checked inputs: each used task's samples, loaded once and handed to the executor.
 #[derive(Debug, Default)]
@@ -32,11 +46,16 @@ fn irregular(path: &Path, what: &str) -> Option<String> {
 
 /// Checks every input of `sweep` that `tasks` (the tasks some planned run uses; all when
 /// None) and its scenarios and deployments read. Returns the loaded samples, or every
-/// problem found.
-pub(crate) fn check(
-    sweep: &Sweep,
-    tasks: Option<&BTreeSet<usize>>,
-) -> Result<Checked, Vec<String>> {
+/// problem found, as a diagnostic of the sweep file.
+pub(crate) fn check(sweep: &Sweep, tasks: Option<&BTreeSet<usize>>) -> Result<Checked, SweepError> {
+    let problems = problems(sweep, tasks);
+    match problems {
+        Ok(c) => Ok(c),
+        Err(p) => Err(crate::sweep::diag::input_problems(sweep, p)),
+    }
+}
+
+fn problems(sweep: &Sweep, tasks: Option<&BTreeSet<usize>>) -> Result<Checked, Vec<Problem>> {
     let mut problems = Vec::new();
     let mut out = Checked::default();
     for t in 0..sweep.tasks.len() {
@@ -44,6 +63,7 @@ pub(crate) fn check(
             continue;
         }
         let name = &sweep.tasks[t].name.value;
+        let data = sweep.tasks[t].dataset.span;
         let imp = task::of(sweep, t);
         let mut files_ok = true;
         for f in imp
@@ -52,7 +72,7 @@ pub(crate) fn check(
             .chain(task::scoring_files(sweep, t).iter())
         {
             if let Some(e) = irregular(f, &format!("task `{name}`:")) {
-                problems.push(e);
+                problems.push(at(data, "read for this task", e));
                 files_ok = false;
             }
         }
@@ -64,9 +84,13 @@ pub(crate) fn check(
                 if !(prog.contains('/') && local.is_file())
                     && crate::plan::facts::resolve_binary(prog).is_err()
                 {
-                    problems.push(format!(
-                        "task `{name}`: scorer command `{prog}` is neither a file (relative to {}) nor on PATH",
-                        sweep.base_dir.display()
+                    problems.push(at(
+                        sweep.tasks[t].name.span,
+                        "this task's scorer",
+                        format!(
+                            "task `{name}`: scorer command `{prog}` is neither a file (relative to {}) nor on PATH",
+                            sweep.base_dir.display()
+                        ),
                     ));
                 }
             }
@@ -75,26 +99,31 @@ pub(crate) fn check(
             continue;
         }
         match imp.load(sweep.seed) {
-            Ok(s) if s.is_empty() => problems.push(format!("task `{name}` has no samples")),
+            Ok(s) if s.is_empty() => problems.push(at(
+                data,
+                "this dataset",
+                format!("task `{name}` has no samples"),
+            )),
             Ok(s) => {
                 out.samples.insert(t, Arc::new(s));
             }
-            Err(e) => problems.push(format!("task `{name}`: {e}")),
+            Err(e) => problems.push(at(data, "this dataset", format!("task `{name}`: {e}"))),
         }
     }
     for s in &sweep.scenarios {
         if let ScenarioSpec::Replay { trace, .. } = &s.spec {
             let path = sweep.resolve_path(&trace.value);
+            let here = |m: String| at(trace.span, "this trace", m);
             match irregular(&path, &format!("scenario `{}`: trace", s.name.value)) {
-                Some(e) => problems.push(e),
+                Some(e) => problems.push(here(e)),
                 None => match crate::workload::load_trace(&path) {
-                    Ok(items) if items.is_empty() => problems.push(format!(
+                    Ok(items) if items.is_empty() => problems.push(here(format!(
                         "scenario `{}`: trace {} has no requests",
                         s.name.value,
                         path.display()
-                    )),
+                    ))),
                     Ok(_) => {}
-                    Err(e) => problems.push(format!("scenario `{}`: {e}", s.name.value)),
+                    Err(e) => problems.push(here(format!("scenario `{}`: {e}", s.name.value))),
                 },
             }
         }
@@ -103,8 +132,8 @@ pub(crate) fn check(
         if let Some(p) = crate::plan::weights_path(sweep, d) {
             let m = &sweep.models[d.model];
             if let Some(e) = irregular(&p, &format!("model `{}`: weights", m.name.value)) {
-                if !problems.contains(&e) {
-                    problems.push(e);
+                if !problems.iter().any(|q| q.message == e) {
+                    problems.push(at(m.name.span, "this model's weights", e));
                 }
             }
         }
@@ -119,6 +148,14 @@ pub(crate) fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn messages(e: SweepError) -> String {
+        e.problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 
     fn sweep_in(dir: &Path, body: &str) -> Sweep {
         crate::sweep::parse("t.kdl", body, dir, &|_| None, &Default::default())
@@ -145,8 +182,7 @@ task "mmlu" { kind "mmlu"; dataset "mmlu"; }
 scenario "r" { kind "replay"; trace "trace.jsonl"; }
 "#,
         );
-        let problems = check(&s, None).unwrap_err();
-        let all = problems.join("\n");
+        let all = messages(check(&s, None).unwrap_err());
         assert!(all.contains("test.jsonl:1:"), "{all}");
         assert!(all.contains("trace.jsonl:2:"), "{all}");
         assert!(!all.contains("w.gguf"), "{all}");
@@ -171,7 +207,7 @@ task "mmlu" { kind "mmlu"; dataset "mmlu"; }
 scenario "one" { kind "single"; requests 1; }
 "#,
         );
-        let all = check(&s, None).unwrap_err().join("\n");
+        let all = messages(check(&s, None).unwrap_err());
         assert!(all.contains("not a regular file"), "{all}");
     }
 }

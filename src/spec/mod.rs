@@ -45,6 +45,16 @@ pub(crate) struct Sweep {
     pub slurm: SlurmSettings,
     /// Directory that relative paths in the file are resolved against (the file's folder).
     pub base_dir: PathBuf,
+    /// The file it was read from, so that a problem found later (a dataset line that does
+    /// not parse) is shown at its span like a problem of the file itself.
+    pub source: Source,
+}
+
+/// A sweep file's name (as given) and text.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Source {
+    pub name: String,
+    pub text: std::sync::Arc<str>,
 }
 
 /// The sweep's `slurm { … }` block: how its jobs are submitted (the command line overrides

@@ -85,6 +85,27 @@ const CLIP_CONTEXT: usize = 60;
 /// Renders a sweep's problems for a terminal (colour) or for logs and snapshots (no colour;
 /// also when NO_COLOR is set), at a fixed width so output does not depend on the terminal.
 /// Long lines are clipped around the spans first, so any file renders.
+/// [`render`] for standard error: in colour on a terminal, unless `NO_COLOR` is set.
+pub(crate) fn render_for_stderr(err: &SweepError) -> String {
+    use std::io::IsTerminal;
+    render(
+        err,
+        std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    )
+}
+
+/// Problems found in the files a sweep reads, shown at the sweep's spans that name them.
+pub(crate) fn input_problems(sweep: &crate::spec::Sweep, mut problems: Vec<Problem>) -> SweepError {
+    // In the file's order, as the sweep's own problems are.
+    problems.sort_by_key(|p| p.span.offset());
+    let (problems, total) = super::bounds::cap(problems);
+    SweepError {
+        src: NamedSource::new(&sweep.source.name, sweep.source.text.to_string()),
+        problems,
+        total,
+    }
+}
+
 pub(crate) fn render(err: &SweepError, color: bool) -> String {
     let theme = if color {
         miette::GraphicalTheme::unicode()

@@ -98,7 +98,12 @@ pub(crate) fn parse(
     if !problems.is_empty() {
         return Err(into_error(problems));
     }
-    resolve::resolve(&nodes, base_dir, env).map_err(into_error)
+    let mut sweep = resolve::resolve(&nodes, base_dir, env).map_err(into_error)?;
+    sweep.source = Source {
+        name: name.to_string(),
+        text: text.into(),
+    };
+    Ok(sweep)
 }
 
 /// Reads and parses a sweep file, with the process environment for `${VAR}`.

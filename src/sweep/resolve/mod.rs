@@ -359,6 +359,7 @@ pub(super) fn resolve(
             cost,
             slurm,
             base_dir: base_dir.to_path_buf(),
+            source: Default::default(),
         };
         check_compatibility(&mut ctx, &sweep);
         for s in &sweep.scenarios {
