@@ -37,9 +37,7 @@ pub(crate) fn apply(ctx: &Ctx, path: &Path, args: &SlurmArgs, wait: bool) -> any
         sweep_file: sweep_file.clone(),
         overrides: &ctx.overrides,
     };
-    let out = submit
-        .run(&sched, &mut |l| eprintln!("{l}"))
-        .map_err(anyhow::Error::msg)?;
+    let out = submit.run(&sched, &mut |l| eprintln!("{l}"))?;
     say_submitted(&out);
     let jobs = out.jobs();
     let dir = slurm::SweepDir::at(&cache, &sweep.name);
@@ -210,8 +208,7 @@ pub(crate) fn cancel(ctx: &Ctx, path: &Path) -> anyhow::Result<Cancelled> {
     let (sweep, _) = sweep::load(path, &ctx.overrides)?;
     let jobs = slurm::cancel(&store, &sweep.name, &slurm::SlurmCommands, &mut |l| {
         eprintln!("{l}")
-    })
-    .map_err(anyhow::Error::msg)?;
+    })?;
     Ok(Cancelled {
         sweep: sweep.name,
         jobs: jobs

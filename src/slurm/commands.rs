@@ -5,12 +5,16 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use super::{JobInfo, Scheduler};
+use super::{JobInfo, Scheduler, SlurmError};
 
 /// The Slurm client commands on `PATH`.
 pub(crate) struct SlurmCommands;
 
-fn run(cmd: &str, args: &[String], stdin: Option<&str>) -> Result<(bool, String, String), String> {
+fn run(
+    cmd: &str,
+    args: &[String],
+    stdin: Option<&str>,
+) -> Result<(bool, String, String), SlurmError> {
     let mut c = Command::new(cmd);
     c.args(args)
         .stdin(if stdin.is_some() {
@@ -20,23 +24,28 @@ fn run(cmd: &str, args: &[String], stdin: Option<&str>) -> Result<(bool, String,
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let failed = |what: &'static str| {
+        move |source: std::io::Error| SlurmError::Command {
+            what,
+            cmd: cmd.to_string(),
+            source,
+        }
+    };
     let mut child = c.spawn().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "`{cmd}` is not on PATH: run bench360 on a Slurm submit host (scripts/setup-slurm.sh makes this machine a one-node cluster)"
-            )
+            SlurmError::NotOnPath { cmd: cmd.into() }
         } else {
-            format!("cannot run `{cmd}`: {e}")
+            failed("cannot run")(e)
         }
     })?;
     if let Some(text) = stdin {
         let mut pipe = child.stdin.take().expect("piped stdin");
         pipe.write_all(text.as_bytes())
-            .map_err(|e| format!("cannot write the job script to `{cmd}`: {e}"))?;
+            .map_err(failed("cannot write the job script to"))?;
     }
     let out = child
         .wait_with_output()
-        .map_err(|e| format!("`{cmd}` failed: {e}"))?;
+        .map_err(failed("cannot wait for"))?;
     Ok((
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -104,7 +113,7 @@ pub(super) fn parse_sacct(text: &str) -> BTreeMap<String, JobInfo> {
 }
 
 impl Scheduler for SlurmCommands {
-    fn submit(&self, args: &[String], script: &str) -> Result<String, String> {
+    fn submit(&self, args: &[String], script: &str) -> Result<String, SlurmError> {
         let mut all = vec!["--parsable".to_string()];
         all.extend(args.iter().cloned());
         let (ok, stdout, stderr) = run("sbatch", &all, Some(script))?;
@@ -117,19 +126,20 @@ impl Scheduler for SlurmCommands {
             .trim()
             .to_string();
         if !ok || id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!(
-                "sbatch refused the job: {}",
-                if stderr.is_empty() {
-                    stdout.trim()
+            return Err(SlurmError::Refused {
+                cmd: "sbatch",
+                refused: "refused the job",
+                said: if stderr.is_empty() {
+                    stdout.trim().to_string()
                 } else {
-                    &stderr
-                }
-            ));
+                    stderr
+                },
+            });
         }
         Ok(id)
     }
 
-    fn query(&self, ids: &[String]) -> Result<BTreeMap<String, JobInfo>, String> {
+    fn query(&self, ids: &[String]) -> Result<BTreeMap<String, JobInfo>, SlurmError> {
         if ids.is_empty() {
             return Ok(BTreeMap::new());
         }
@@ -150,7 +160,11 @@ impl Scheduler for SlurmCommands {
         // Jobs that all left slurmctld's memory (MinJobAge) make squeue fail with this; any
         // other failure (controller down) must not be mistaken for "no job is queued".
         if !ok && !stderr.contains("Invalid job id") {
-            return Err(format!("squeue failed: {stderr}"));
+            return Err(SlurmError::Refused {
+                cmd: "squeue",
+                refused: "failed",
+                said: stderr,
+            });
         }
         let mut found = if ok {
             parse_squeue(&stdout)
@@ -199,7 +213,7 @@ impl Scheduler for SlurmCommands {
         Ok(found)
     }
 
-    fn cancel(&self, ids: &[String]) -> Result<(), String> {
+    fn cancel(&self, ids: &[String]) -> Result<(), SlurmError> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -207,7 +221,11 @@ impl Scheduler for SlurmCommands {
         if ok {
             Ok(())
         } else {
-            Err(format!("scancel failed: {stderr}"))
+            Err(SlurmError::Refused {
+                cmd: "scancel",
+                refused: "failed",
+                said: stderr,
+            })
         }
     }
 }

@@ -140,11 +140,49 @@ impl JobInfo {
 /// The scheduler edge: the real Slurm commands, or a fake in tests.
 pub(crate) trait Scheduler {
     /// `sbatch --parsable ARGS` with `script` on stdin; the job id.
-    fn submit(&self, args: &[String], script: &str) -> Result<String, String>;
+    fn submit(&self, args: &[String], script: &str) -> Result<String, SlurmError>;
     /// What Slurm knows of these jobs (unknown ids are absent). An error means Slurm could
     /// not be asked, never that the jobs are gone.
-    fn query(&self, ids: &[String]) -> Result<BTreeMap<String, JobInfo>, String>;
-    fn cancel(&self, ids: &[String]) -> Result<(), String>;
+    fn query(&self, ids: &[String]) -> Result<BTreeMap<String, JobInfo>, SlurmError>;
+    fn cancel(&self, ids: &[String]) -> Result<(), SlurmError>;
+}
+
+/// What went wrong talking to Slurm or recording its jobs.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SlurmError {
+    #[error("`{cmd}` is not on PATH: run bench360 on a Slurm submit host (scripts/setup-slurm.sh makes this machine a one-node cluster)")]
+    NotOnPath { cmd: String },
+    /// A Slurm command could not be started, fed its script, or waited for.
+    #[error("{what} `{cmd}`: {source}")]
+    Command {
+        what: &'static str,
+        cmd: String,
+        source: std::io::Error,
+    },
+    /// It ran and said no (its standard error, or output).
+    #[error("{cmd} {refused}: {said}")]
+    Refused {
+        cmd: &'static str,
+        refused: &'static str,
+        said: String,
+    },
+    /// The sweep's Slurm folder (job records, logs) could not be written.
+    #[error("cannot {what} {}: {source}", path.display())]
+    Record {
+        what: String,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// The sweep's submission lock.
+    #[error("{0}")]
+    Lock(String),
+    /// A step of a submission failed; what was submitted before it stays recorded.
+    #[error("{step}: {source}{so_far}")]
+    Step {
+        step: String,
+        source: Box<SlurmError>,
+        so_far: String,
+    },
 }
 
 /// The sweep's `slurm` block with the command line's options over it.

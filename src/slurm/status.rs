@@ -73,7 +73,7 @@ pub(crate) fn cancel(
     sweep: &str,
     sched: &dyn Scheduler,
     say: &mut dyn FnMut(&str),
-) -> Result<Vec<(String, String, String)>, String> {
+) -> Result<Vec<(String, String, String)>, SlurmError> {
     let dir = SweepDir::new(store, sweep);
     if !dir.root().is_dir() {
         return Ok(Vec::new());

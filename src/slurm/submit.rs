@@ -164,15 +164,21 @@ impl Submit<'_> {
 
     /// Decides what must run, submits it, records it. Jobs submitted before an error stay
     /// recorded (the next apply keeps them).
-    pub fn run(&self, sched: &dyn Scheduler, say: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
+    pub fn run(
+        &self,
+        sched: &dyn Scheduler,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<Outcome, SlurmError> {
         let plan = self.plan;
         // The cache by its absolute path: the recorded log paths are the jobs'.
         let dir = SweepDir::at(&self.cache, &plan.sweep);
         let _lock = dir.lock(say)?;
         let records = dir.records();
         let ids: Vec<String> = records.iter().map(|r| r.job_id.clone()).collect();
-        let states = sched.query(&ids).map_err(|e| {
-            format!("cannot ask Slurm about the sweep's jobs ({e}); nothing submitted")
+        let states = sched.query(&ids).map_err(|e| SlurmError::Step {
+            step: "cannot ask Slurm about the sweep's jobs; nothing submitted".into(),
+            source: Box::new(e),
+            so_far: String::new(),
         })?;
         let active = |id: &str| states.get(id).filter(|i| i.is_active());
         let sweep_tag = dir_name(&plan.sweep);
@@ -221,12 +227,10 @@ impl Submit<'_> {
                 dep.label.clone(),
             ]);
             let script = batch_script(&argv, &format!("deployment {}", dep.label), &plan.sweep);
-            let job_id = sched.submit(&args, &script).map_err(|e| {
-                format!(
-                    "cannot submit deployment {}: {e}{}",
-                    dep.label,
-                    submitted_so_far(&out)
-                )
+            let job_id = sched.submit(&args, &script).map_err(|e| SlurmError::Step {
+                step: format!("cannot submit deployment {}", dep.label),
+                source: Box::new(e),
+                so_far: submitted_so_far(&out),
             })?;
             by_key.insert(key.clone(), job_id.clone());
             let mut previous_jobs = previous
@@ -252,8 +256,11 @@ impl Submit<'_> {
                 after: after.clone(),
                 previous_jobs,
             };
-            dir.write(&rec)
-                .map_err(|e| format!("{e}{}", submitted_so_far(&out)))?;
+            dir.write(&rec).map_err(|e| SlurmError::Step {
+                step: format!("deployment {}", dep.label),
+                source: Box::new(e),
+                so_far: submitted_so_far(&out),
+            })?;
             out.submitted.push(Submitted {
                 what: dep.label.clone(),
                 job_id,
@@ -288,7 +295,11 @@ impl Submit<'_> {
             if *state == super::JobState::Pending {
                 sched
                     .cancel(std::slice::from_ref(id))
-                    .map_err(|e| format!("cannot cancel the superseded report job {id}: {e}"))?;
+                    .map_err(|e| SlurmError::Step {
+                        step: format!("cannot cancel the superseded report job {id}"),
+                        source: Box::new(e),
+                        so_far: submitted_so_far(&out),
+                    })?;
                 out.superseded.push(id.clone());
             }
         }
@@ -303,11 +314,10 @@ impl Submit<'_> {
         let mut argv = self.base_argv();
         argv.extend(["report".into(), self.sweep_file.display().to_string()]);
         let script = batch_script(&argv, "report", &plan.sweep);
-        let job_id = sched.submit(&args, &script).map_err(|e| {
-            format!(
-                "cannot submit the report job: {e}{}",
-                submitted_so_far(&out)
-            )
+        let job_id = sched.submit(&args, &script).map_err(|e| SlurmError::Step {
+            step: "cannot submit the report job".into(),
+            source: Box::new(e),
+            so_far: submitted_so_far(&out),
         })?;
         let mut previous_jobs = old_report
             .map(|p| {

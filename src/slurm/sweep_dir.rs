@@ -49,16 +49,19 @@ impl SweepDir {
         &self.root
     }
 
-    pub(super) fn create(&self) -> Result<(), String> {
+    pub(super) fn create(&self) -> Result<(), SlurmError> {
         for d in [self.root.join("logs"), self.root.join("jobs")] {
-            std::fs::create_dir_all(&d)
-                .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            std::fs::create_dir_all(&d).map_err(|source| SlurmError::Record {
+                what: "create".into(),
+                path: d.clone(),
+                source,
+            })?;
         }
         Ok(())
     }
 
     /// The sweep's submission lock, waited for (another bench360 is deciding what to submit).
-    pub(super) fn lock(&self, say: &mut dyn FnMut(&str)) -> Result<store::Lock, String> {
+    pub(super) fn lock(&self, say: &mut dyn FnMut(&str)) -> Result<store::Lock, SlurmError> {
         self.create()?;
         store::lock_file(
             &self.lock_path,
@@ -69,8 +72,8 @@ impl SweepDir {
             }),
         )
         .map_err(|e| match e {
-            store::LockError::Held(h) => h,
-            other => other.to_string(),
+            store::LockError::Held(h) => SlurmError::Lock(h),
+            other => SlurmError::Lock(other.to_string()),
         })
     }
 
@@ -93,7 +96,7 @@ impl SweepDir {
         read_json(&self.report_path())
     }
 
-    pub(super) fn write(&self, rec: &JobRecord) -> Result<(), String> {
+    pub(super) fn write(&self, rec: &JobRecord) -> Result<(), SlurmError> {
         let path = if rec.what == "report" {
             self.report_path()
         } else {
@@ -103,12 +106,10 @@ impl SweepDir {
             &path,
             &serde_json::to_vec_pretty(rec).expect("serializable"),
         )
-        .map_err(|e| {
-            format!(
-                "cannot record job {} in {}: {e}",
-                rec.job_id,
-                path.display()
-            )
+        .map_err(|source| SlurmError::Record {
+            what: format!("record job {} in", rec.job_id),
+            path: path.clone(),
+            source,
         })
     }
 
@@ -142,7 +143,7 @@ impl SweepDir {
         self.root.join("logs").join(format!("{job_id}.out"))
     }
 
-    pub fn write_run(&self, run: &JobRun) -> Result<(), String> {
+    pub fn write_run(&self, run: &JobRun) -> Result<(), SlurmError> {
         let path = self.root.join("jobs").join(format!("{}.json", run.job_id));
         std::fs::create_dir_all(self.root.join("jobs"))
             .and_then(|()| {
@@ -151,7 +152,11 @@ impl SweepDir {
                     &serde_json::to_vec_pretty(run).expect("serializable"),
                 )
             })
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(|source| SlurmError::Record {
+                what: "write".into(),
+                path: path.clone(),
+                source,
+            })
     }
 
     pub fn run(&self, job_id: &str) -> Option<JobRun> {

@@ -24,9 +24,13 @@ impl Fake {
 }
 
 impl Scheduler for Fake {
-    fn submit(&self, args: &[String], script: &str) -> Result<String, String> {
+    fn submit(&self, args: &[String], script: &str) -> Result<String, SlurmError> {
         if args.iter().any(|a| a == "--partition=nope") {
-            return Err("sbatch: error: invalid partition specified: nope".into());
+            return Err(SlurmError::Refused {
+                cmd: "sbatch",
+                refused: "refused the job",
+                said: "sbatch: error: invalid partition specified: nope".into(),
+            });
         }
         *self.next.borrow_mut() += 1;
         let id = (100 + *self.next.borrow()).to_string();
@@ -42,9 +46,13 @@ impl Scheduler for Fake {
         Ok(id)
     }
 
-    fn query(&self, ids: &[String]) -> Result<BTreeMap<String, JobInfo>, String> {
+    fn query(&self, ids: &[String]) -> Result<BTreeMap<String, JobInfo>, SlurmError> {
         if self.down {
-            return Err("slurm_load_jobs error: Unable to contact slurm controller".into());
+            return Err(SlurmError::Refused {
+                cmd: "squeue",
+                refused: "failed",
+                said: "slurm_load_jobs error: Unable to contact slurm controller".into(),
+            });
         }
         Ok(ids
             .iter()
@@ -61,7 +69,7 @@ impl Scheduler for Fake {
             .collect())
     }
 
-    fn cancel(&self, ids: &[String]) -> Result<(), String> {
+    fn cancel(&self, ids: &[String]) -> Result<(), SlurmError> {
         for id in ids {
             self.set(id, "CANCELLED");
             self.cancelled.borrow_mut().push(id.clone());
@@ -131,6 +139,7 @@ fn submit(w: &World, sched: &Fake, cli: &crate::cli::SlurmArgs) -> Result<Outcom
         overrides: &crate::sweep::Overrides::default(),
     }
     .run(sched, &mut |_| {})
+    .map_err(|e| e.to_string())
 }
 
 /// Records every node of deployment `d` as finished (what its job would have done).
