@@ -1,22 +1,34 @@
 //! `report.html`: one self-contained file (inline CSS and SVG, no script, no network) that
-//! opens with the answer. Pure: returns the page.
+//! opens with the answer. Pure: a view model of plain values built from the rows, rendered
+//! by the minijinja template `templates/report.html` (every value escaped there; only the
+//! SVG charts are passed through). Returns the page.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use super::summary::{self, Row};
-use super::svg::{esc, histogram_series, stacked_bars, Chart, Series};
+use serde::Serialize;
+
+use super::svg::{histogram_series, stacked_bars, Chart, Series};
 use crate::spec::{Cost, Slo};
 
 fn n(v: Option<f64>, d: usize) -> String {
     v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "–".into())
 }
 
-fn ci(v: Option<f64>, c: Option<(f64, f64)>, d: usize) -> String {
-    match (v, c) {
-        (Some(x), Some((lo, hi))) => format!("{x:.d$} <small>[{lo:.d$}, {hi:.d$}]</small>"),
-        (Some(x), None) => format!("{x:.d$}"),
-        _ => "–".into(),
+/// A value with its 95 % interval, each as shown (the template adds the markup).
+#[derive(Serialize)]
+struct Ci {
+    value: Option<String>,
+    low: Option<String>,
+    high: Option<String>,
+}
+
+fn ci(v: Option<f64>, c: Option<(f64, f64)>, d: usize) -> Ci {
+    let f = |x: f64| format!("{x:.d$}");
+    Ci {
+        value: v.map(f),
+        low: v.and(c).map(|c| f(c.0)),
+        high: v.and(c).map(|c| f(c.1)),
     }
 }
 
@@ -56,20 +68,132 @@ fn per_thousand(per_query: f64) -> String {
     format!("{v:.digits$}")
 }
 
+/// The page's values, in the template's order.
+#[derive(Serialize)]
+struct Page {
+    sweep: String,
+    /// The SLO as text; None: none declared.
+    constraints: Option<String>,
+    answers: Vec<TaskAnswer>,
+    runs: Vec<RunRow>,
+    repeats: Vec<RepeatRow>,
+    pareto: Vec<ParetoChart>,
+    users: Vec<String>,
+    batch: Option<String>,
+    cold: Option<String>,
+    per_run: Vec<PerRun>,
+    failures: Vec<Failure>,
+    cost: Option<CostNote>,
+}
+
+#[derive(Serialize)]
+struct TaskAnswer {
+    task: String,
+    picks: Vec<Pick>,
+    /// Runs of the task whose quality is held down by format failures.
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Pick {
+    objective: &'static str,
+    /// The run's label; None: no run meets the constraints or has the figure.
+    who: Option<String>,
+    value: String,
+}
+
+#[derive(Serialize, Default)]
+struct RunRow {
+    label: String,
+    /// Set for a run that failed (then nothing else is).
+    failure: Option<String>,
+    /// Why the client may have limited the run.
+    client_notes: Option<String>,
+    ok: usize,
+    requests: usize,
+    ttft_p50: Option<Ci>,
+    ttft_p95: Option<Ci>,
+    tpot_p50: Option<Ci>,
+    itl_p50: String,
+    e2e_p95: Option<Ci>,
+    tokens_per_s: String,
+    goodput: String,
+    quality: Option<Ci>,
+    unparsed: String,
+    j_per_token: String,
+    cost: String,
+    meets_slo: Option<bool>,
+    slo_misses: String,
+}
+
+#[derive(Serialize)]
+struct RepeatRow {
+    config: String,
+    count: usize,
+    ttft: String,
+    tokens_per_s: String,
+}
+
+#[derive(Serialize)]
+struct ParetoChart {
+    task: String,
+    axis: &'static str,
+    svg: String,
+}
+
+#[derive(Serialize)]
+struct PerRun {
+    label: String,
+    distributions: String,
+    timeline: String,
+}
+
+#[derive(Serialize)]
+struct Failure {
+    label: String,
+    cause: String,
+    /// The rest of an engine's failure (its last log lines), in full.
+    log: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CostNote {
+    energy: f64,
+    hardware: f64,
+    currency: String,
+}
+
+const TEMPLATE: &str = include_str!("templates/report.html");
+
 pub(crate) fn page(sweep: &str, rows: &[Row], slo: &Slo, cost: Option<&Cost>) -> String {
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>bench360 report: {0}</title><style>
-body{{font-family:system-ui,sans-serif;margin:24px;max-width:1400px;color:#222}} table{{border-collapse:collapse;margin:8px 0 20px;font-size:13px}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}} td:first-child,th:first-child{{text-align:left}} th{{background:#f3f3f3}}
-.ok{{color:#2ca02c}} .bad{{color:#d62728}} .answer{{background:#f6fbff;border:1px solid #9cc3e6;padding:8px 16px;border-radius:6px}}
-small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-top:32px}}</style></head><body>
-<h1>bench360 report: {0}</h1>"#,
-        esc(sweep)
-    );
-    // The answer first.
-    let slo_text: Vec<String> = [
+    let page = Page {
+        sweep: sweep.to_string(),
+        constraints: constraints(slo),
+        answers: answers(rows),
+        runs: rows.iter().map(|r| run_row(r, cost)).collect(),
+        repeats: repeats(rows),
+        pareto: pareto(rows),
+        users: users(rows, slo),
+        batch: batch(rows),
+        cold: cold(rows),
+        per_run: per_run(rows),
+        failures: failures(rows),
+        cost: cost.map(|c| CostNote {
+            energy: c.energy_per_kwh,
+            hardware: c.hardware_per_hour,
+            currency: c.currency.clone(),
+        }),
+    };
+    let mut env = minijinja::Environment::new();
+    env.add_template("report.html", TEMPLATE)
+        .expect("the report template parses");
+    env.get_template("report.html")
+        .and_then(|t| t.render(&page))
+        .expect("the report template renders its view model")
+}
+
+fn constraints(slo: &Slo) -> Option<String> {
+    let parts: Vec<String> = [
         slo.ttft_p95.map(|x| format!("TTFT p95 ≤ {x} s")),
         slo.e2e_p95.map(|x| format!("E2E p95 ≤ {x} s")),
         slo.gpu_memory_gib.map(|x| format!("GPU memory ≤ {x} GiB")),
@@ -77,143 +201,107 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
     .into_iter()
     .flatten()
     .collect();
-    let _ = write!(
-        h,
-        r#"<div class="answer" id="answer"><h2>The answer</h2><p>Constraints: {}.</p>"#,
-        if slo_text.is_empty() {
-            "none declared (add an <code>slo</code> block)".into()
-        } else {
-            esc(&slo_text.join(", "))
-        }
-    );
-    for (task, picks) in summary::recommend(rows) {
-        let _ = write!(h, "<h3>Task {}</h3><table><tr><th>objective</th><th>best configuration</th><th>value</th></tr>", esc(&task));
-        for p in picks {
-            let (who, val) = match p.row {
-                Some(i) => (esc(&rows[i].data.label), n(p.value, 3)),
-                None => (
-                    "none meets the constraints or has this figure".into(),
-                    "–".into(),
-                ),
-            };
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{who}</td><td>{val}</td></tr>",
-                p.objective
-            );
-        }
-        h.push_str("</table>");
-        let notes: Vec<String> = rows
-            .iter()
-            .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == task))
-            .filter_map(summary::format_note)
-            .collect();
-        if !notes.is_empty() {
-            h.push_str(r#"<ul class="format-failures">"#);
-            for n in notes {
-                let _ = write!(h, r#"<li class="bad">{}</li>"#, esc(&n));
-            }
-            h.push_str("</ul>");
-        }
-    }
-    h.push_str("</div>");
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
 
-    // Every run.
-    let currency = cost.map(|c| c.currency.clone()).unwrap_or_default();
-    h.push_str(r#"<h2>Runs</h2><p>Latencies in ms; brackets are 95 % bootstrap intervals over requests. Failed requests are counted apart and excluded from latencies. Quality is each task's primary metric (MMLU accuracy, SQuAD v2 F1, ROUGE-L F, Spider execution accuracy, a custom task's first metric).</p><table id="runs"><tr><th>run</th><th>ok / n</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>ITL p50</th><th>E2E p95</th><th>tok/s</th><th>goodput req/s</th><th>quality</th><th>unparsed</th><th>J/token</th><th>cost / 1,000 queries</th><th>SLO</th></tr>"#);
-    for r in rows {
-        let d = &r.data;
-        match &d.stats {
-            Some(s) => {
-                let mut notes = Vec::new();
-                if s.client_behind {
-                    notes.push(format!(
-                        "client lagged (send − schedule p99 {:.0} ms)",
-                        s.queue_ms.p99.unwrap_or(0.0)
-                    ));
-                }
-                if d.telemetry.as_ref().is_some_and(|t| t.client_cpu_saturated) {
-                    notes.push("client CPU saturated".to_string());
-                }
-                let label = if notes.is_empty() {
-                    esc(&d.label)
-                } else {
-                    format!(
-                        r#"{} <span class="bad">⚠ {}: the client, not the engine, may have limited this run</span>"#,
-                        esc(&d.label),
-                        esc(&notes.join("; "))
-                    )
-                };
-                let slo_cell = match r.meets_slo {
-                    Some(true) => r#"<span class="ok">✓</span>"#.to_string(),
-                    Some(false) => format!(
-                        r#"<span class="bad" title="{}">✗ {}</span>"#,
-                        esc(&r.slo_misses.join("; ")),
-                        esc(&r.slo_misses.join("; "))
-                    ),
-                    None => "?".into(),
-                };
-                let _ = write!(
-                    h,
-                    "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo_cell}</td></tr>",
-                    label,
-                    s.ok,
-                    s.requests,
-                    ci(s.ttft_ms.p50, r.ttft_p50_ci, 1),
-                    ci(s.ttft_ms.p95, r.ttft_p95_ci, 1),
-                    ci(s.tpot_ms.p50, r.tpot_p50_ci, 2),
-                    n(s.itl_ms.p50, 2),
-                    ci(s.e2e_ms.p95, r.e2e_p95_ci, 1),
-                    n(Some(s.output_tokens_per_s), 1),
-                    n(r.goodput_rps, 2),
-                    ci(d.metrics.get("quality").copied(), r.quality_ci, 3),
-                    d.metrics
-                        .get("unparsed_rate")
-                        .map(|u| format!("{:.1}%", u * 100.0))
-                        .unwrap_or_else(|| "–".into()),
-                    n(d.telemetry.as_ref().and_then(|t| t.j_per_output_token), 3),
-                    r.cost_per_query.map(|c| format!("{} {}", per_thousand(c), esc(&currency))).unwrap_or_else(|| "–".into()),
-                );
-            }
-            None => {
-                let _ = write!(
-                    h,
-                    r#"<tr><td>{}</td><td colspan="13" class="bad">FAILED: {}</td></tr>"#,
-                    esc(&d.label),
-                    esc(d.failure.as_deref().unwrap_or(""))
-                );
-            }
-        }
+fn answers(rows: &[Row]) -> Vec<TaskAnswer> {
+    summary::recommend(rows)
+        .into_iter()
+        .map(|(task, picks)| TaskAnswer {
+            picks: picks
+                .into_iter()
+                .map(|p| Pick {
+                    objective: p.objective,
+                    who: p.row.map(|i| rows[i].data.label.clone()),
+                    value: p.row.map_or("–".into(), |_| n(p.value, 3)),
+                })
+                .collect(),
+            notes: rows
+                .iter()
+                .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == task))
+                .filter_map(summary::format_note)
+                .collect(),
+            task,
+        })
+        .collect()
+}
+
+fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
+    let d = &r.data;
+    let Some(s) = &d.stats else {
+        return RunRow {
+            label: d.label.clone(),
+            failure: Some(d.failure.clone().unwrap_or_default()),
+            ..Default::default()
+        };
+    };
+    let mut notes = Vec::new();
+    if s.client_behind {
+        notes.push(format!(
+            "client lagged (send − schedule p99 {:.0} ms)",
+            s.queue_ms.p99.unwrap_or(0.0)
+        ));
     }
-    h.push_str("</table>");
+    if d.telemetry.as_ref().is_some_and(|t| t.client_cpu_saturated) {
+        notes.push("client CPU saturated".to_string());
+    }
+    let currency = cost.map(|c| c.currency.as_str()).unwrap_or_default();
+    RunRow {
+        label: d.label.clone(),
+        failure: None,
+        client_notes: (!notes.is_empty()).then(|| notes.join("; ")),
+        ok: s.ok,
+        requests: s.requests,
+        ttft_p50: Some(ci(s.ttft_ms.p50, r.ttft_p50_ci, 1)),
+        ttft_p95: Some(ci(s.ttft_ms.p95, r.ttft_p95_ci, 1)),
+        tpot_p50: Some(ci(s.tpot_ms.p50, r.tpot_p50_ci, 2)),
+        itl_p50: n(s.itl_ms.p50, 2),
+        e2e_p95: Some(ci(s.e2e_ms.p95, r.e2e_p95_ci, 1)),
+        tokens_per_s: n(Some(s.output_tokens_per_s), 1),
+        goodput: n(r.goodput_rps, 2),
+        quality: Some(ci(d.metrics.get("quality").copied(), r.quality_ci, 3)),
+        unparsed: d
+            .metrics
+            .get("unparsed_rate")
+            .map(|u| format!("{:.1}%", u * 100.0))
+            .unwrap_or_else(|| "–".into()),
+        j_per_token: n(d.telemetry.as_ref().and_then(|t| t.j_per_output_token), 3),
+        cost: r
+            .cost_per_query
+            .map(|c| format!("{} {currency}", per_thousand(c)))
+            .unwrap_or_else(|| "–".into()),
+        meets_slo: r.meets_slo,
+        slo_misses: r.slo_misses.join("; "),
+    }
+}
+
+fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
     let reps = summary::across_repeats(rows, |r| r.data.stats.as_ref().and_then(|s| s.ttft_ms.p50));
-    if !reps.is_empty() {
-        h.push_str("<h3>Across repeats (mean ± 95 % t-interval)</h3><table><tr><th>configuration</th><th>repeats</th><th>TTFT p50 ms</th><th>tok/s</th></tr>");
-        let tps = summary::across_repeats(rows, |r| {
-            r.data.stats.as_ref().map(|s| s.output_tokens_per_s)
-        });
-        for (k, (m, hw, cnt)) in &reps {
-            let t = tps
+    let tps = summary::across_repeats(rows, |r| {
+        r.data.stats.as_ref().map(|s| s.output_tokens_per_s)
+    });
+    reps.iter()
+        .map(|(k, (m, hw, cnt))| RepeatRow {
+            config: k.clone(),
+            count: *cnt,
+            ttft: format!("{m:.1} ± {hw:.1}"),
+            tokens_per_s: tps
                 .get(k)
                 .map(|(m, hw, _)| format!("{m:.1} ± {hw:.1}"))
-                .unwrap_or_default();
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{cnt}</td><td>{m:.1} ± {hw:.1}</td><td>{t}</td></tr>",
-                esc(k)
-            );
-        }
-        h.push_str("</table>");
-    }
+                .unwrap_or_default(),
+        })
+        .collect()
+}
 
-    // Pareto frontiers per task.
-    h.push_str(r#"<h2>Quality vs. speed and energy</h2><div class="charts">"#);
+/// Per task, quality against TPOT and against J/token, the Pareto frontier joined and labelled.
+fn pareto(rows: &[Row]) -> Vec<ParetoChart> {
     let mut tasks: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.data.stats.is_some()) {
         if let Some(c) = &r.data.columns {
             tasks.entry(c.task.clone()).or_default().push(r);
         }
     }
+    let mut out = Vec::new();
     for (task, rs) in &tasks {
         let metric = rs
             .first()
@@ -221,7 +309,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| "quality".into());
         type Get = fn(&Row) -> Option<f64>;
-        let axes: [(&str, &str, Get); 2] = [
+        let axes: [(&str, &'static str, Get); 2] = [
             ("TPOT p50 (ms)", "tpot", |r| {
                 r.data.stats.as_ref().and_then(|s| s.tpot_ms.p50)
             }),
@@ -229,7 +317,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                 r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token)
             }),
         ];
-        for (xl, id, fx) in axes {
+        for (xl, axis, fx) in axes {
             let pts: Vec<(f64, f64, String)> = rs
                 .iter()
                 .filter_map(|r| {
@@ -246,7 +334,7 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
             let front = crate::record::stats::pareto_front(&xy);
             let mut all = Series::new("configurations", xy.clone(), false);
-            // Accuracy's 95 % bootstrap interval as an error bar.
+            // Quality's 95 % bootstrap interval as an error bar.
             all.errors = rs
                 .iter()
                 .filter(|r| fx(r).is_some() && r.data.metrics.contains_key("quality"))
@@ -265,93 +353,93 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
                 series: vec![all, fr],
                 hlines: vec![],
             };
-            let _ = write!(
-                h,
-                r#"<div id="pareto-{}-{id}">{}</div>"#,
-                esc(task),
-                chart.svg()
-            );
+            out.push(ParetoChart {
+                task: task.clone(),
+                axis,
+                svg: chart.svg(),
+            });
         }
     }
-    h.push_str("</div>");
+    out
+}
 
-    // Latency vs users, throughput vs batch size.
-    let users = groups_by(rows, "server", "users");
-    if !users.is_empty() {
-        h.push_str(r#"<h2>Latency vs. concurrent users</h2><div class="charts">"#);
-        for (group, pts) in &users {
-            let mk = |name: &str, f: fn(&Row) -> Option<f64>| {
-                Series::new(
-                    name,
-                    pts.iter().filter_map(|(x, r)| Some((*x, f(r)?))).collect(),
-                    true,
-                )
-            };
-            let mut p50 = mk("TTFT p50", |r| r.data.stats.as_ref()?.ttft_ms.p50);
-            // Each point's 95 % bootstrap interval as an error bar.
-            p50.errors = pts
-                .iter()
-                .filter(|(_, r)| {
-                    r.data
-                        .stats
-                        .as_ref()
-                        .is_some_and(|s| s.ttft_ms.p50.is_some())
-                })
-                .map(|(_, r)| r.ttft_p50_ci)
-                .collect();
-            let series = vec![
-                p50,
-                mk("TTFT p99", |r| r.data.stats.as_ref()?.ttft_ms.p99),
-                mk("E2E p50", |r| r.data.stats.as_ref()?.e2e_ms.p50),
-                mk("E2E p99", |r| r.data.stats.as_ref()?.e2e_ms.p99),
-            ];
-            let mut hl = Vec::new();
-            if let Some(x) = slo.ttft_p95 {
-                hl.push((format!("TTFT SLO {x} s"), x * 1000.0));
-            }
-            if let Some(x) = slo.e2e_p95 {
-                hl.push((format!("E2E SLO {x} s"), x * 1000.0));
-            }
-            let chart = Chart {
-                title: group.clone(),
-                x_label: "concurrent users".into(),
-                y_label: "ms".into(),
-                series,
-                hlines: hl,
-            };
-            let _ = write!(h, r#"<div class="latency-users">{}</div>"#, chart.svg());
-        }
-        h.push_str("</div>");
-    }
-    let batch = groups_by(rows, "batch", "batch-size");
-    if !batch.is_empty() {
-        let series: Vec<Series> = batch
-            .iter()
-            .map(|(g, pts)| {
-                Series::new(
-                    g.clone(),
-                    pts.iter()
-                        .filter_map(|(x, r)| Some((*x, r.data.stats.as_ref()?.output_tokens_per_s)))
-                        .collect(),
-                    true,
-                )
-            })
-            .collect();
-        let chart = Chart {
-            title: "Throughput vs. batch size".into(),
-            x_label: "batch size".into(),
-            y_label: "output tokens/s".into(),
-            series,
-            hlines: vec![],
+/// Latency against concurrent users, one chart per deployment × task × scenario, with the SLO.
+fn users(rows: &[Row], slo: &Slo) -> Vec<String> {
+    let mut out = Vec::new();
+    for (group, pts) in &groups_by(rows, "server", "users") {
+        let mk = |name: &str, f: fn(&Row) -> Option<f64>| {
+            Series::new(
+                name,
+                pts.iter().filter_map(|(x, r)| Some((*x, f(r)?))).collect(),
+                true,
+            )
         };
-        let _ = write!(
-            h,
-            r#"<h2>Throughput vs. batch size</h2><div id="throughput-batch">{}</div>"#,
-            chart.svg()
-        );
+        let mut p50 = mk("TTFT p50", |r| r.data.stats.as_ref()?.ttft_ms.p50);
+        // Each point's 95 % bootstrap interval as an error bar.
+        p50.errors = pts
+            .iter()
+            .filter(|(_, r)| {
+                r.data
+                    .stats
+                    .as_ref()
+                    .is_some_and(|s| s.ttft_ms.p50.is_some())
+            })
+            .map(|(_, r)| r.ttft_p50_ci)
+            .collect();
+        let series = vec![
+            p50,
+            mk("TTFT p99", |r| r.data.stats.as_ref()?.ttft_ms.p99),
+            mk("E2E p50", |r| r.data.stats.as_ref()?.e2e_ms.p50),
+            mk("E2E p99", |r| r.data.stats.as_ref()?.e2e_ms.p99),
+        ];
+        let mut hlines = Vec::new();
+        if let Some(x) = slo.ttft_p95 {
+            hlines.push((format!("TTFT SLO {x} s"), x * 1000.0));
+        }
+        if let Some(x) = slo.e2e_p95 {
+            hlines.push((format!("E2E SLO {x} s"), x * 1000.0));
+        }
+        let chart = Chart {
+            title: group.clone(),
+            x_label: "concurrent users".into(),
+            y_label: "ms".into(),
+            series,
+            hlines,
+        };
+        out.push(chart.svg());
     }
+    out
+}
 
-    // Cold starts.
+fn batch(rows: &[Row]) -> Option<String> {
+    let batch = groups_by(rows, "batch", "batch-size");
+    if batch.is_empty() {
+        return None;
+    }
+    let series: Vec<Series> = batch
+        .iter()
+        .map(|(g, pts)| {
+            Series::new(
+                g.clone(),
+                pts.iter()
+                    .filter_map(|(x, r)| Some((*x, r.data.stats.as_ref()?.output_tokens_per_s)))
+                    .collect(),
+                true,
+            )
+        })
+        .collect();
+    let chart = Chart {
+        title: "Throughput vs. batch size".into(),
+        x_label: "batch size".into(),
+        y_label: "output tokens/s".into(),
+        series,
+        hlines: vec![],
+    };
+    Some(chart.svg())
+}
+
+/// Cold-start phases per deployment, stacked.
+fn cold(rows: &[Row]) -> Option<String> {
     let mut cold: Vec<(String, Vec<f64>)> = Vec::new();
     for r in rows {
         if let Some(c) = &r.data.coldstart {
@@ -371,89 +459,123 @@ small{{color:#666}} .charts{{display:flex;flex-wrap:wrap;gap:12px}} h2{{margin-t
             }
         }
     }
-    if !cold.is_empty() {
-        let _ = write!(
-            h,
-            r#"<h2>Cold start</h2><div id="coldstart">{}</div>"#,
-            stacked_bars(
-                "Cold start by phase",
-                "s",
-                &["start", "load → healthy", "→ first token"],
-                &cold
-            )
-        );
-    }
+    (!cold.is_empty()).then(|| {
+        stacked_bars(
+            "Cold start by phase",
+            "s",
+            &["start", "load → healthy", "→ first token"],
+            &cold,
+        )
+    })
+}
 
-    // Per-run distributions and timelines.
-    h.push_str("<h2>Per run</h2>");
-    for r in rows.iter().filter(|r| r.data.stats.is_some()).take(40) {
-        let d = &r.data;
-        let _ = write!(h, r#"<h3>{}</h3><div class="charts run">"#, esc(&d.label));
-        let dist = Chart {
-            title: "TTFT and ITL distributions".into(),
-            x_label: "ms".into(),
-            y_label: "count".into(),
-            series: vec![
-                histogram_series("TTFT", &d.ttft_ms, 20),
-                histogram_series("ITL", &d.itl_ms, 20),
-            ],
-            hlines: vec![],
-        };
-        h.push_str(&dist.svg());
-        let mut tl = vec![Series::new("requests in flight", d.inflight.clone(), true)];
-        if !d.power.is_empty() {
-            tl.push(Series::new("GPU power (W)", d.power.clone(), true));
-        }
-        if !d.gpu_mem_gb.is_empty() {
-            tl.push(Series::new("GPU memory (GB)", d.gpu_mem_gb.clone(), true));
-        }
-        if !d.gpu_util.is_empty() {
-            tl.push(Series::new("GPU utilization (%)", d.gpu_util.clone(), true));
-        }
-        let timeline = Chart {
-            title: "Timeline".into(),
-            x_label: "seconds since the window start".into(),
-            y_label: "".into(),
-            series: tl,
-            hlines: vec![],
-        };
-        h.push_str(&timeline.svg());
-        h.push_str("</div>");
-    }
+/// Per run (the first 40 that finished): TTFT and ITL distributions and a timeline.
+fn per_run(rows: &[Row]) -> Vec<PerRun> {
+    rows.iter()
+        .filter(|r| r.data.stats.is_some())
+        .take(40)
+        .map(|r| {
+            let d = &r.data;
+            let dist = Chart {
+                title: "TTFT and ITL distributions".into(),
+                x_label: "ms".into(),
+                y_label: "count".into(),
+                series: vec![
+                    histogram_series("TTFT", &d.ttft_ms, 20),
+                    histogram_series("ITL", &d.itl_ms, 20),
+                ],
+                hlines: vec![],
+            };
+            let mut tl = vec![Series::new("requests in flight", d.inflight.clone(), true)];
+            for (name, s) in [
+                ("GPU power (W)", &d.power),
+                ("GPU memory (GB)", &d.gpu_mem_gb),
+                ("GPU utilization (%)", &d.gpu_util),
+            ] {
+                if !s.is_empty() {
+                    tl.push(Series::new(name, s.clone(), true));
+                }
+            }
+            let timeline = Chart {
+                title: "Timeline".into(),
+                x_label: "seconds since the window start".into(),
+                y_label: "".into(),
+                series: tl,
+                hlines: vec![],
+            };
+            PerRun {
+                label: d.label.clone(),
+                distributions: dist.svg(),
+                timeline: timeline.svg(),
+            }
+        })
+        .collect()
+}
 
-    // Failures, never hidden.
-    h.push_str(r#"<h2>Failures</h2><ul id="failures">"#);
-    let mut any = false;
+/// Every failure, never hidden: failed runs with their cause (and an engine's log lines),
+/// failed requests by cause.
+fn failures(rows: &[Row]) -> Vec<Failure> {
+    let mut out = Vec::new();
     for r in rows {
         if let Some(f) = &r.data.failure {
-            any = true;
             let (first, rest) = f.split_once('\n').unwrap_or((f, ""));
-            let _ = write!(h, "<li><b>{}</b>: {}", esc(&r.data.label), esc(first));
-            // The rest of the cause (an engine's last log lines) in full.
-            if !rest.trim().is_empty() {
-                let _ = write!(h, "<pre class=\"log\">{}</pre>", esc(rest.trim_end()));
-            }
-            h.push_str("</li>");
+            out.push(Failure {
+                label: r.data.label.clone(),
+                cause: first.to_string(),
+                log: (!rest.trim().is_empty()).then(|| rest.trim_end().to_string()),
+            });
         }
         if let Some(s) = &r.data.stats {
             for (cause, k) in &s.failures {
-                any = true;
-                let _ = write!(
-                    h,
-                    "<li><b>{}</b>: {k} request(s) failed: {}</li>",
-                    esc(&r.data.label),
-                    esc(cause)
-                );
+                out.push(Failure {
+                    label: r.data.label.clone(),
+                    cause: format!("{k} request(s) failed: {cause}"),
+                    log: None,
+                });
             }
         }
     }
-    if !any {
-        h.push_str("<li>None.</li>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever a label or a cause holds, the page shows it as text: the template escapes
+    /// every value, so a run named like markup cannot inject any.
+    #[test]
+    fn labels_and_causes_are_escaped() {
+        let evil = r#"m<script>alert("x")</script>&'"#;
+        let rows = vec![Row {
+            data: summary::RunData {
+                label: evil.into(),
+                deployment: evil.into(),
+                failure: Some(format!("{evil}\nlast log line <b>")),
+                ..Default::default()
+            },
+            ..Default::default()
+        }];
+        let html = page(evil, &rows, &Slo::default(), None);
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(!html.contains("line <b>"), "{html}");
+        assert!(
+            html.contains("m&lt;script&gt;alert(&quot;x&quot;)"),
+            "{html}"
+        );
+        // The failure is listed, its log lines in full.
+        assert!(
+            html.contains(r#"<pre class="log">last log line &lt;b&gt;</pre>"#),
+            "{html}"
+        );
+        assert!(html.contains("FAILED: m&lt;script&gt;"), "{html}");
+        assert!(html.contains("none declared (add an <code>slo</code> block)"));
     }
-    h.push_str("</ul>");
-    if let Some(c) = cost {
-        let _ = write!(h, "<p><small>Cost per query = (energy J / 3.6·10⁶ × {} {cur}/kWh + {} {cur}/h × window s / 3600) / successful requests.</small></p>", c.energy_per_kwh, c.hardware_per_hour, cur = esc(&c.currency));
+
+    #[test]
+    fn an_empty_report_says_there_is_no_failure() {
+        let html = page("s", &[], &Slo::default(), None);
+        assert!(html.contains("<li>None.</li>"), "{html}");
+        assert!(html.ends_with("</body></html>"), "{html}");
     }
-    h.push_str("<p><small>Goodput = successful requests per second whose own TTFT and E2E are within the SLO thresholds. Definitions of every metric: docs/metrics.md and docs/report.md of bench360.</small></p></body></html>");
-    h
 }
