@@ -257,3 +257,34 @@ fn no_source_file_is_long_without_a_written_reason() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Errors are types, not strings: no `Result<_, String>` in the code outside the command
+/// line's value parsers (`src/cli.rs`, clap's own convention) and tests. The `anyhow` edge is
+/// `cmd/`, `main.rs` and `app.rs` (docs/ARCHITECTURE.md).
+#[test]
+fn no_function_returns_a_string_as_its_error() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rs_files(&root.join("src"), &mut files);
+    let pattern = regex::Regex::new(r"Result<[^;{]*,\s*String>").unwrap();
+    let mut found = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        if rel == "src/cli.rs" || rel.ends_with("/tests.rs") || rel == "src/fuzz.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        // The code before the file's unit tests.
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            if !line.trim_start().starts_with("//") && pattern.is_match(line) {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "string errors (give them a thiserror type):\n{}",
+        found.join("\n")
+    );
+}

@@ -8,14 +8,14 @@ use super::Ctx;
 use crate::app::{load_plan_as, View};
 use crate::cli::Format;
 use crate::compare::{self, Matched, RunValues};
+use crate::report;
 use crate::store::Store;
-use crate::{report, sweep};
 
 /// One side: a baseline file, or a sweep file in `--cache` (or `CACHE_DIR=SWEEP_FILE`).
 fn side(ctx: &Ctx, spec: &str) -> anyhow::Result<(String, Vec<RunValues>)> {
     let p = Path::new(spec);
     if p.extension().is_some_and(|x| x == "json") {
-        let b = compare::load(p).map_err(|e| anyhow::Error::new(sweep::BadInput(e.to_string())))?;
+        let b = compare::load(p)?;
         return Ok((b.sweep, b.runs));
     }
     let (cache, file) = match spec.split_once('=') {
@@ -53,8 +53,7 @@ pub(crate) fn run(
     let gates = fail_on
         .iter()
         .map(|g| compare::parse_gate(g))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::Error::new(sweep::BadInput(e.to_string())))?;
+        .collect::<Result<Vec<_>, _>>()?;
     let (name_a, a) = side(ctx, &sides[0])?;
     if let Some(out) = save {
         compare::save(out, &name_a, a.clone())?;

@@ -97,15 +97,12 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     if cli.command.sweep_args().is_none()
         && !(cli.sweep_args.set.is_empty() && cli.sweep_args.only.is_empty())
     {
-        return Err(anyhow::Error::new(sweep::BadInput(
-            "--set / --only change a sweep, and this command reads none".into(),
-        )));
+        anyhow::bail!("--set / --only change a sweep, and this command reads none");
     }
     let (sets, only) = cli.sweep_overrides();
     let ctx = Ctx {
         cache: cli.cache.clone(),
-        overrides: Overrides::parse(&sets, &only)
-            .map_err(|e| anyhow::Error::new(sweep::BadInput(e)))?,
+        overrides: Overrides::parse(&sets, &only)?,
         quiet: cli.quiet,
         verbose: cli.verbose,
     };

@@ -39,6 +39,12 @@ impl EngineError {
     }
 }
 
+impl From<crate::host::gpus::TooFewGpus> for EngineError {
+    fn from(e: crate::host::gpus::TooFewGpus) -> EngineError {
+        EngineError::Setup(e.to_string())
+    }
+}
+
 impl From<String> for EngineError {
     fn from(s: String) -> Self {
         EngineError::Setup(s)

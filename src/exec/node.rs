@@ -499,7 +499,7 @@ impl Executor<'_> {
                 match workload::load_trace(Path::new(trace)) {
                     Ok(items) => items,
                     Err(e) => {
-                        self.fail_recorded(node, e);
+                        self.fail_recorded(node, e.to_string());
                         return log_pos;
                     }
                 }

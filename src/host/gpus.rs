@@ -12,6 +12,21 @@ pub(crate) struct Allocation {
     pub slurm: Option<Vec<u32>>,
 }
 
+/// An engine's `gpus` asks for more GPUs than this process was given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "the engine asks for GPU {asked}, but only {have} GPU{} allocated to it ({from}): ask for more (e.g. --gres=gpu:{need})",
+    if *have == 1 { " is" } else { "s are" }
+)]
+pub(crate) struct TooFewGpus {
+    pub asked: u32,
+    pub have: usize,
+    /// The allocation, as the variable that said it (`CUDA_VISIBLE_DEVICES=0,1`).
+    pub from: String,
+    /// GPUs the job would need.
+    pub need: u32,
+}
+
 fn split(v: &str) -> Vec<String> {
     v.split(',')
         .map(str::trim)
@@ -35,23 +50,21 @@ impl Allocation {
         }
     }
 
-    fn pick(pool: &[String], gpus: &[u32], what: &str) -> Result<Vec<String>, String> {
+    fn pick(pool: &[String], gpus: &[u32], what: &str) -> Result<Vec<String>, TooFewGpus> {
         gpus.iter()
             .map(|&i| {
-                pool.get(i as usize).cloned().ok_or_else(|| {
-                    format!(
-                        "the engine asks for GPU {i}, but only {} GPU{} allocated to it ({what}): ask for more (e.g. --gres=gpu:{})",
-                        pool.len(),
-                        if pool.len() == 1 { " is" } else { "s are" },
-                        gpus.iter().max().map_or(1, |m| m + 1)
-                    )
+                pool.get(i as usize).cloned().ok_or_else(|| TooFewGpus {
+                    asked: i,
+                    have: pool.len(),
+                    from: what.to_string(),
+                    need: gpus.iter().max().map_or(1, |m| m + 1),
                 })
             })
             .collect()
     }
 
     /// `CUDA_VISIBLE_DEVICES` for an engine process (None: it inherits bench360's).
-    pub fn for_process(&self, gpus: Option<&[u32]>) -> Result<Option<String>, String> {
+    pub fn for_process(&self, gpus: Option<&[u32]>) -> Result<Option<String>, TooFewGpus> {
         let Some(g) = gpus else { return Ok(None) };
         let ids = match &self.visible {
             Some(v) => Self::pick(v, g, &format!("CUDA_VISIBLE_DEVICES={}", v.join(",")))?,
@@ -62,7 +75,7 @@ impl Allocation {
 
     /// Device ids for a container: the Docker daemon runs outside the job and numbers the
     /// node's GPUs.
-    pub fn for_docker(&self, gpus: Option<&[u32]>) -> Result<Option<Vec<String>>, String> {
+    pub fn for_docker(&self, gpus: Option<&[u32]>) -> Result<Option<Vec<String>>, TooFewGpus> {
         let Some(g) = gpus else { return Ok(None) };
         match (&self.slurm, &self.visible) {
             (Some(s), _) => {
@@ -143,7 +156,7 @@ mod tests {
         assert_eq!(c.for_docker(Some(&[1])).unwrap(), Some(vec!["5".into()]));
         assert_eq!(c.for_nvml(Some(&[1]), 2), Some(vec![1]));
         // Asking for more than the job has says how to get them.
-        let err = a.for_process(Some(&[0, 2])).unwrap_err();
+        let err = a.for_process(Some(&[0, 2])).unwrap_err().to_string();
         assert!(
             err.contains("asks for GPU 2, but only 2 GPUs are allocated"),
             "{err}"

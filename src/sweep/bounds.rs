@@ -9,6 +9,7 @@ use std::path::Path;
 use miette::SourceSpan;
 
 use super::diag::Problem;
+use super::InputError;
 
 /// Deepest nesting of `{ … }` blocks a sweep may have (real sweeps use 3).
 pub(crate) const MAX_DEPTH: usize = 32;
@@ -21,30 +22,38 @@ pub(crate) const MAX_SHOWN: usize = 50;
 
 /// Reads a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO or a
 /// directory is refused, and so is a file past the limit, without reading it all.
-pub(crate) fn read_bounded(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+pub(crate) fn read_bounded(
+    path: &Path,
+    max: u64,
+    what: &'static str,
+) -> Result<Vec<u8>, InputError> {
+    let p = || path.to_path_buf();
+    let unreadable = |source| InputError::Unreadable {
+        what,
+        path: p(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(format!("{what} {} is not a regular file", path.display()));
+        return Err(InputError::NotRegular { what, path: p() });
     }
     if meta.len() > max {
-        return Err(format!(
-            "{what} {} has {} bytes, more than the {max} allowed",
-            path.display(),
-            meta.len()
-        ));
+        return Err(InputError::TooLarge {
+            what,
+            path: p(),
+            size: meta.len(),
+            max,
+        });
     }
-    let f = std::fs::File::open(path)
-        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+    let f = std::fs::File::open(path).map_err(unreadable)?;
     let mut buf = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+    f.take(max + 1).read_to_end(&mut buf).map_err(unreadable)?;
     if buf.len() as u64 > max {
-        return Err(format!(
-            "{what} {} grew past {max} bytes while read",
-            path.display()
-        ));
+        return Err(InputError::Grew {
+            what,
+            path: p(),
+            max,
+        });
     }
     Ok(buf)
 }
@@ -605,12 +614,13 @@ mod tests {
     #[test]
     fn non_regular_and_huge_files_are_refused_unread() {
         let e = read_bounded(Path::new("/dev/zero"), 1 << 20, "sweep file").unwrap_err();
-        assert!(e.contains("not a regular file"), "{e}");
+        assert!(matches!(e, InputError::NotRegular { .. }), "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let big = dir.path().join("big.kdl");
         std::fs::write(&big, vec![b' '; 2000]).unwrap();
         let e = read_bounded(&big, 1000, "sweep file").unwrap_err();
-        assert!(e.contains("more than the 1000 allowed"), "{e}");
+        assert!(e.to_string().contains("more than the 1000 allowed"), "{e}");
         assert_eq!(read_bounded(&big, 2000, "x").unwrap().len(), 2000);
     }
 }

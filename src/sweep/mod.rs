@@ -15,10 +15,34 @@ pub(crate) use diag::{Problem, SweepError};
 pub(crate) use overrides::Overrides;
 pub(crate) use resolve::{slurm_mem_ok, slurm_time_ok};
 
-/// Input that cannot be a sweep at all (not a regular file, too large, not text): exit 2.
+/// A file that cannot be read as an input at all (a sweep file, a dataset, a trace): not
+/// there, not a regular file, too large, not text.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct BadInput(pub String);
+pub(crate) enum InputError {
+    #[error("cannot read {what} {}: {source}", path.display())]
+    Unreadable {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{what} {} is not a regular file", path.display())]
+    NotRegular { what: &'static str, path: PathBuf },
+    #[error("{what} {} has {size} bytes, more than the {max} allowed", path.display())]
+    TooLarge {
+        what: &'static str,
+        path: PathBuf,
+        size: u64,
+        max: u64,
+    },
+    #[error("{what} {} grew past {max} bytes while read", path.display())]
+    Grew {
+        what: &'static str,
+        path: PathBuf,
+        max: u64,
+    },
+    #[error("sweep file {} is not UTF-8 text (byte {at})", path.display())]
+    NotText { path: PathBuf, at: usize },
+}
 
 /// How long the KDL parser may take on one file (a 1 MiB sweep file, the largest read, parses
 /// in under a second in a release build and in about 0.7 s in a debug one).
@@ -118,22 +142,17 @@ pub(crate) fn load_with_env(
     env: &dyn Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> anyhow::Result<(Sweep, String)> {
-    let bytes = bounds::read_bounded(path, bounds::MAX_SWEEP_BYTES, "sweep file")
-        .map_err(|e| anyhow::Error::new(BadInput(e)))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::Error::new(BadInput(format!(
-            "sweep file {} is not UTF-8 text (byte {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )))
+    let bytes = bounds::read_bounded(path, bounds::MAX_SWEEP_BYTES, "sweep file")?;
+    let text = String::from_utf8(bytes).map_err(|e| InputError::NotText {
+        path: path.to_path_buf(),
+        at: e.utf8_error().valid_up_to(),
     })?;
     let base = path
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let mut sweep = parse(&path.display().to_string(), &text, &base, env, overrides)?;
-    overrides::apply_only(&mut sweep, &overrides.only)
-        .map_err(|e| anyhow::Error::new(BadInput(e)))?;
+    overrides::apply_only(&mut sweep, &overrides.only)?;
     Ok((sweep, text))
 }
 

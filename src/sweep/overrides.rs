@@ -21,14 +21,35 @@ pub(crate) struct Overrides {
     pub only: Vec<(String, Vec<String>)>,
 }
 
+/// A `--set` or `--only` that cannot apply (a `--set` whose value the sweep refuses is a
+/// problem of the sweep, at its span).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OverrideError {
+    #[error("{flag} expects KEY=VALUE, got `{got}`")]
+    NotKeyValue { flag: &'static str, got: String },
+    #[error("--only {axis}=…: the axes are model, quantization, engine, task, scenario")]
+    UnknownAxis { axis: String },
+    #[error("--only {axis}={value}: the sweep's matrix has no {axis} `{value}` (it has: {})", has.join(", "))]
+    NotInMatrix {
+        axis: String,
+        value: String,
+        has: Vec<String>,
+    },
+    #[error("--only leaves no configuration to run")]
+    NothingLeft,
+}
+
 impl Overrides {
     /// Parses `--set` and `--only` arguments (each `KEY=VALUE`).
-    pub(crate) fn parse(sets: &[String], only: &[String]) -> Result<Overrides, String> {
-        let split = |s: &String, flag: &str| -> Result<(String, String), String> {
+    pub(crate) fn parse(sets: &[String], only: &[String]) -> Result<Overrides, OverrideError> {
+        let split = |s: &String, flag: &'static str| {
             s.split_once('=')
                 .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
                 .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| format!("{flag} expects KEY=VALUE, got `{s}`"))
+                .ok_or_else(|| OverrideError::NotKeyValue {
+                    flag,
+                    got: s.clone(),
+                })
         };
         let mut o = Overrides::default();
         for s in sets {
@@ -37,9 +58,7 @@ impl Overrides {
         for s in only {
             let (axis, values) = split(s, "--only")?;
             if !["model", "quantization", "engine", "task", "scenario"].contains(&axis.as_str()) {
-                return Err(format!(
-                    "--only {axis}=…: the axes are model, quantization, engine, task, scenario"
-                ));
+                return Err(OverrideError::UnknownAxis { axis });
             }
             o.only.push((
                 axis,
@@ -149,7 +168,10 @@ pub(crate) fn apply_sets(nodes: &mut [RawNode], sets: &[(String, String)]) -> Ve
 
 /// Narrows the matrix to the `--only` values: each must be one the sweep defines (and, when
 /// its matrix selects, one it selects).
-pub(crate) fn apply_only(sweep: &mut Sweep, only: &[(String, Vec<String>)]) -> Result<(), String> {
+pub(crate) fn apply_only(
+    sweep: &mut Sweep,
+    only: &[(String, Vec<String>)],
+) -> Result<(), OverrideError> {
     for (axis, values) in only {
         let defined: Vec<String> = match axis.as_str() {
             "model" => sweep.models.iter().map(|m| m.name.value.clone()).collect(),
@@ -181,10 +203,11 @@ pub(crate) fn apply_only(sweep: &mut Sweep, only: &[(String, Vec<String>)]) -> R
         };
         for v in values {
             if !selected.contains(v) {
-                return Err(format!(
-                    "--only {axis}={v}: the sweep's matrix has no {axis} `{v}` (it has: {})",
-                    selected.join(", ")
-                ));
+                return Err(OverrideError::NotInMatrix {
+                    axis: axis.clone(),
+                    value: v.clone(),
+                    has: selected,
+                });
             }
         }
         let span = sel
@@ -197,7 +220,7 @@ pub(crate) fn apply_only(sweep: &mut Sweep, only: &[(String, Vec<String>)]) -> R
             .collect();
     }
     if !only.is_empty() && crate::spec::expand::configs(sweep).is_empty() {
-        return Err("--only leaves no configuration to run".into());
+        return Err(OverrideError::NothingLeft);
     }
     Ok(())
 }
@@ -253,6 +276,6 @@ scenario "one" { kind "single"; requests 4; }
         assert_eq!(c.len(), 1);
         assert_eq!(s.engines[c[0].engine].name.value, "b");
         let e = apply_only(&mut s, &[("engine".into(), vec!["zz".into()])]).unwrap_err();
-        assert!(e.contains("no engine `zz`"), "{e}");
+        assert!(e.to_string().contains("no engine `zz`"), "{e}");
     }
 }

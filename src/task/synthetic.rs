@@ -362,31 +362,54 @@ async fn stream(
     }
 }
 
+/// Why a synthetic task's prompts could not be written with the engine's tokenizer (no
+/// approximation: the run fails with this cause).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SyntheticError {
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizeError),
+    #[error("a synthetic task with `turns` needs chat requests (mode \"chat\"), not completions")]
+    TurnsNeedChat,
+    #[error("could not make text of exactly {tokens} tokens with this tokenizer")]
+    NoExactText { tokens: usize },
+    #[error("request {id}: its target of {target} prompt tokens is not above the {overhead} that {what} already take")]
+    TargetTooSmall {
+        id: String,
+        target: usize,
+        overhead: usize,
+        what: String,
+    },
+    #[error("request {id}: no prompt of exactly {target} tokens found with this tokenizer")]
+    NoExactPrompt { id: String, target: usize },
+    /// A part of a request (its shared prefix, its reply) that could not be written.
+    #[error("{part}: {source}")]
+    Part {
+        part: String,
+        source: Box<SyntheticError>,
+    },
+}
+
 /// Text of exactly `n` tokens on its own (re-tokenized), from the stream `name`.
 async fn exact_text(
     tok: &ServerTokenizer,
     seed: u64,
     name: &str,
     n: usize,
-) -> Result<String, String> {
+) -> Result<String, SyntheticError> {
     if n == 0 {
         return Ok(String::new());
     }
-    let ids = stream(tok, seed, name, n + 8)
-        .await
-        .map_err(|e| e.to_string())?;
+    let ids = stream(tok, seed, name, n + 8).await?;
     let mut k = n;
     for _ in 0..8 {
-        let text = tok.detokenize(&ids[..k]).await.map_err(|e| e.to_string())?;
-        let got = tok.tokenize(&text).await.map_err(|e| e.to_string())?.len();
+        let text = tok.detokenize(&ids[..k]).await?;
+        let got = tok.tokenize(&text).await?.len();
         if got == n {
             return Ok(text);
         }
         k = (k as i64 + n as i64 - got as i64).clamp(1, ids.len() as i64) as usize;
     }
-    Err(format!(
-        "could not make text of exactly {n} tokens with this tokenizer"
-    ))
+    Err(SyntheticError::NoExactText { tokens: n })
 }
 
 /// Writes the text of the placeholders from [`plan`] with the engine's tokenizer: every
@@ -397,12 +420,9 @@ pub(crate) async fn materialize(
     placeholders: &[Sample],
     tok: &ServerTokenizer,
     seed: u64,
-) -> Result<Vec<Sample>, String> {
+) -> Result<Vec<Sample>, SyntheticError> {
     if syn.turns > 1 && api == Api::Completion {
-        return Err(
-            "a synthetic task with `turns` needs chat requests (mode \"chat\"), not completions"
-                .into(),
-        );
+        return Err(SyntheticError::TurnsNeedChat);
     }
     let mut prefixes: BTreeMap<u32, String> = BTreeMap::new();
     let mut out = Vec::with_capacity(placeholders.len());
@@ -434,7 +454,10 @@ pub(crate) async fn materialize(
                         syn.shared_prefix as usize,
                     )
                     .await
-                    .map_err(|e| format!("shared prefix of group {group}: {e}"))?;
+                    .map_err(|e| SyntheticError::Part {
+                        part: format!("shared prefix of group {group}"),
+                        source: Box::new(e),
+                    })?;
                     prefixes.insert(group, text.clone());
                     text
                 }
@@ -444,9 +467,7 @@ pub(crate) async fn materialize(
         };
         let target = get(p, "target_prompt_tokens") as usize;
         let name = format!("synthetic/text/{c}/{t}");
-        let ids = stream(tok, seed, &name, target + 8)
-            .await
-            .map_err(|e| e.to_string())?;
+        let ids = stream(tok, seed, &name, target + 8).await?;
         let count = |text: String| {
             let history = &history;
             let system = p.system.clone();
@@ -458,24 +479,32 @@ pub(crate) async fn materialize(
                     prompt: &text,
                 })
                 .await
-                .map_err(|e| e.to_string())
             }
         };
         let overhead = count(prefix.clone()).await?;
         if overhead >= target {
-            return Err(format!(
-                "request {}: its target of {target} prompt tokens is not above the {overhead} that the chat template{}{} already take",
-                p.id,
-                if prefix.is_empty() { "" } else { ", the shared prefix" },
-                if history.is_empty() { "" } else { " and the earlier turns" },
-            ));
+            return Err(SyntheticError::TargetTooSmall {
+                id: p.id.clone(),
+                target,
+                overhead,
+                what: format!(
+                    "the chat template{}{}",
+                    if prefix.is_empty() {
+                        ""
+                    } else {
+                        ", the shared prefix"
+                    },
+                    if history.is_empty() {
+                        ""
+                    } else {
+                        " and the earlier turns"
+                    },
+                ),
+            });
         }
         // The prompt made of the prefix and the first k tokens of this request's stream.
-        let cut = async |k: usize| -> Result<String, String> {
-            let text = tok
-                .detokenize(&ids[..k.min(ids.len())])
-                .await
-                .map_err(|e| e.to_string())?;
+        let cut = async |k: usize| -> Result<String, SyntheticError> {
+            let text = tok.detokenize(&ids[..k.min(ids.len())]).await?;
             Ok(format!("{prefix}{text}"))
         };
         let mut n = target - overhead;
@@ -506,10 +535,10 @@ pub(crate) async fn materialize(
             }
         }
         let Some(prompt) = found else {
-            return Err(format!(
-                "request {}: no prompt of exactly {target} tokens found with this tokenizer",
-                p.id
-            ));
+            return Err(SyntheticError::NoExactPrompt {
+                id: p.id.clone(),
+                target,
+            });
         };
         if syn.turns > 1 && t < syn.turns {
             reply = exact_text(
@@ -519,7 +548,10 @@ pub(crate) async fn materialize(
                 get(p, "output_tokens") as usize,
             )
             .await
-            .map_err(|e| format!("reply of request {}: {e}", p.id))?;
+            .map_err(|e| SyntheticError::Part {
+                part: format!("reply of request {}", p.id),
+                source: Box::new(e),
+            })?;
         }
         let mut s = p.clone();
         s.prompt = prompt;

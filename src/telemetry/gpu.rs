@@ -15,30 +15,33 @@ use nvml_wrapper::struct_wrappers::device::FieldValueSample;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::Nvml;
 
-use super::{Sample, Source};
+use super::{Sample, Source, Unavailable};
 
 const FIELD_POWER_INSTANT: u32 = 186;
 
-static NVML: OnceLock<Result<Arc<Nvml>, String>> = OnceLock::new();
+static NVML: OnceLock<Result<Arc<Nvml>, Unavailable>> = OnceLock::new();
 
 /// The process-wide NVML handle, or why there is none.
-pub(crate) fn nvml() -> Result<Arc<Nvml>, String> {
+pub(crate) fn nvml() -> Result<Arc<Nvml>, Unavailable> {
     NVML.get_or_init(|| {
         Nvml::init()
             .map(Arc::new)
-            .map_err(|e| format!("no NVIDIA GPU (NVML unavailable: {e})"))
+            .map_err(|e| Unavailable::NoNvml(e.to_string()))
     })
     .clone()
 }
 
 /// Indices of the devices to sample: the given ones, else every device NVML sees; inside an
 /// allocation (a Slurm job's GPUs, CUDA_VISIBLE_DEVICES) those of the allocation.
-pub(crate) fn devices(nvml: &Nvml, wanted: Option<&[u32]>) -> Result<Vec<(u32, String)>, String> {
+pub(crate) fn devices(
+    nvml: &Nvml,
+    wanted: Option<&[u32]>,
+) -> Result<Vec<(u32, String)>, Unavailable> {
     let count = nvml
         .device_count()
-        .map_err(|e| format!("NVML device count failed: {e}"))?;
+        .map_err(|e| Unavailable::DeviceCount(e.to_string()))?;
     if count == 0 {
-        return Err("no NVIDIA GPU (NVML sees no device)".into());
+        return Err(Unavailable::NoDevice);
     }
     // In a Slurm job (or under CUDA_VISIBLE_DEVICES), the engine's GPUs, not the node's.
     let indices: Vec<u32> = crate::host::gpus::Allocation::from_env()
@@ -47,9 +50,10 @@ pub(crate) fn devices(nvml: &Nvml, wanted: Option<&[u32]>) -> Result<Vec<(u32, S
     indices
         .into_iter()
         .map(|i| {
-            let d = nvml
-                .device_by_index(i)
-                .map_err(|e| format!("GPU {i}: {e}"))?;
+            let d = nvml.device_by_index(i).map_err(|e| Unavailable::Device {
+                index: i,
+                why: e.to_string(),
+            })?;
             Ok((i, d.name().unwrap_or_else(|_| "unknown GPU".into())))
         })
         .collect()
@@ -170,7 +174,7 @@ mod tests {
     fn without_a_driver_nvml_says_so_instead_of_numbers() {
         // On machines with a GPU this checks the other branch: devices are listed by name.
         match nvml() {
-            Err(why) => assert!(why.starts_with("no NVIDIA GPU"), "{why}"),
+            Err(why) => assert!(why.to_string().starts_with("no NVIDIA GPU"), "{why}"),
             Ok(n) => {
                 let d = devices(&n, None).unwrap();
                 assert!(!d.is_empty());

@@ -21,6 +21,34 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::record::{RequestRecord, RunClock, Source, TelemetrySample as Sample};
 use crate::spec::TelemetryConfig as Config;
+
+/// Why a source has no figures for this run: said in the run's telemetry notes (and the
+/// report), never shown as zero. Kept as text where the library's own error is not `Clone`
+/// (one NVML handle serves the whole process, and one failed scraper every tick).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum Unavailable {
+    #[error("no NVIDIA GPU (NVML unavailable: {0})")]
+    NoNvml(String),
+    #[error("NVML device count failed: {0}")]
+    DeviceCount(String),
+    #[error("no NVIDIA GPU (NVML sees no device)")]
+    NoDevice,
+    #[error("GPU {index}: {why}")]
+    Device { index: u32, why: String },
+    #[error("{} is not readable ({why})", path.display())]
+    Unreadable {
+        path: std::path::PathBuf,
+        why: String,
+    },
+    #[error("no RAPL package domain under {}", root.display())]
+    NoRapl { root: std::path::PathBuf },
+    #[error("cannot set up the metrics scraper: {0}")]
+    Scraper(String),
+    #[error("{0}")]
+    Request(String),
+    #[error("answered `{0}`")]
+    Status(reqwest::StatusCode),
+}
 use energy::Integral;
 
 /// What to watch during a run.
@@ -174,7 +202,7 @@ impl Collector {
                     out.samples.extend(s);
                 }));
             }
-            Err(why) => note(why),
+            Err(why) => note(why.to_string()),
         }
 
         let rapl = procfs::rapl_domains();
@@ -258,7 +286,7 @@ impl Collector {
             Some(url) => {
                 let url = url.clone();
                 let notes2 = notes.clone();
-                let mut first_error = None::<String>;
+                let mut first_error = None::<Unavailable>;
                 let timeout = cfg
                     .interval
                     .max(Duration::from_millis(500))
@@ -355,30 +383,32 @@ struct Scraper {
 }
 
 impl Scraper {
-    fn new(timeout: Duration, auth: Option<String>) -> Result<Scraper, String> {
+    fn new(timeout: Duration, auth: Option<String>) -> Result<Scraper, Unavailable> {
+        let failed = |e: &dyn std::fmt::Display| Unavailable::Scraper(e.to_string());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| failed(&e))?;
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| failed(&e))?;
         Ok(Scraper { rt, http, auth })
     }
 
-    fn get(&self, url: &str) -> Result<String, String> {
+    fn get(&self, url: &str) -> Result<String, Unavailable> {
+        let failed = |e: reqwest::Error| Unavailable::Request(e.to_string());
         self.rt.block_on(async {
             let mut rb = self.http.get(url).header("Accept", "text/plain");
             if let Some(k) = &self.auth {
                 rb = rb.bearer_auth(k);
             }
-            let r = rb.send().await.map_err(|e| e.to_string())?;
+            let r = rb.send().await.map_err(failed)?;
             if !r.status().is_success() {
-                return Err(format!("answered `{}`", r.status()));
+                return Err(Unavailable::Status(r.status()));
             }
-            r.text().await.map_err(|e| e.to_string())
+            r.text().await.map_err(failed)
         })
     }
 }
@@ -437,7 +467,7 @@ mod tests {
         let s = Scraper::new(Duration::from_secs(2), Some("k".into())).unwrap();
         assert_eq!(s.get(&url).unwrap(), "vllm:num_requests_running 3\n");
         let anonymous = Scraper::new(Duration::from_secs(2), None).unwrap();
-        assert!(anonymous.get(&url).unwrap_err().contains("401"));
+        assert!(anonymous.get(&url).unwrap_err().to_string().contains("401"));
     }
     use super::*;
 

@@ -172,10 +172,13 @@ impl RaplDomain {
 }
 
 /// The readable RAPL package domains, or why there are none.
-pub(crate) fn rapl_domains() -> Result<Vec<RaplDomain>, String> {
+pub(crate) fn rapl_domains() -> Result<Vec<RaplDomain>, super::Unavailable> {
+    use super::Unavailable;
     let root = PathBuf::from("/sys/class/powercap");
-    let entries =
-        fs::read_dir(&root).map_err(|e| format!("{} is not readable ({e})", root.display()))?;
+    let entries = fs::read_dir(&root).map_err(|e| Unavailable::Unreadable {
+        path: root.clone(),
+        why: e.to_string(),
+    })?;
     let mut out = Vec::new();
     let mut denied = None;
     for e in entries.flatten() {
@@ -200,13 +203,16 @@ pub(crate) fn rapl_domains() -> Result<Vec<RaplDomain>, String> {
                     .and_then(|s| s.trim().parse::<f64>().ok())
                     .map(|uj| uj / 1000.0),
             }),
-            Err(err) => denied = Some(format!("{} is not readable ({err})", path.display())),
+            Err(err) => {
+                denied = Some(Unavailable::Unreadable {
+                    path: path.clone(),
+                    why: err.to_string(),
+                })
+            }
         }
     }
     if out.is_empty() {
-        return Err(
-            denied.unwrap_or_else(|| format!("no RAPL package domain under {}", root.display()))
-        );
+        return Err(denied.unwrap_or(Unavailable::NoRapl { root }));
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -266,10 +272,13 @@ mod tests {
     fn rapl_is_read_or_its_absence_explained() {
         match rapl_domains() {
             Ok(d) => assert!(d.iter().all(|x| x.read_mj().is_some())),
-            Err(why) => assert!(
-                why.contains("/sys/class/powercap") || why.contains("energy_uj"),
-                "{why}"
-            ),
+            Err(why) => {
+                let why = why.to_string();
+                assert!(
+                    why.contains("/sys/class/powercap") || why.contains("energy_uj"),
+                    "{why}"
+                )
+            }
         }
     }
 }

@@ -9,9 +9,26 @@ pub(crate) struct TraceItem {
     pub output_tokens: Option<u32>,
 }
 
+/// A replay trace that cannot be used, with its file (and line).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TraceError {
+    #[error("cannot read {path}: {why}")]
+    Unreadable { path: String, why: String },
+    #[error("{path}:{line}: {why}")]
+    Line {
+        path: String,
+        line: usize,
+        why: String,
+    },
+    #[error("{path}: unknown trace format `.{ext}` (use .jsonl, .csv or .parquet)")]
+    Format { path: String, ext: String },
+    #[error("{path}: the trace has no requests")]
+    Empty { path: String },
+}
+
 /// Reads a trace: JSONL (objects), CSV (header row) or Parquet, each with a `t` field in
 /// seconds and an optional `output_tokens`. Errors name the file and line.
-pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, String> {
+pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, TraceError> {
     let name = path.display().to_string();
     let ext = path
         .extension()
@@ -19,28 +36,37 @@ pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, Strin
         .unwrap_or("")
         .to_ascii_lowercase();
     let mut items = Vec::new();
-    let item = |t: Option<f64>, out: Option<f64>, line: usize| -> Result<TraceItem, String> {
+    let at = |line: usize, why: String| TraceError::Line {
+        path: name.clone(),
+        line,
+        why,
+    };
+    let unreadable = |e: &dyn std::fmt::Display| TraceError::Unreadable {
+        path: name.clone(),
+        why: e.to_string(),
+    };
+    const BAD_T: &str = "`t` must be a number of seconds ≥ 0";
+    let item = |t: Option<f64>, out: Option<f64>, line: usize| -> Result<TraceItem, TraceError> {
         let t = t
             .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| format!("{name}:{line}: `t` must be a number of seconds ≥ 0"))?;
+            .ok_or_else(|| at(line, BAD_T.into()))?;
         let output_tokens = match out {
             Some(o) if o.is_finite() && o >= 1.0 => Some(o as u32),
-            Some(_) => return Err(format!("{name}:{line}: `output_tokens` must be ≥ 1")),
+            Some(_) => return Err(at(line, "`output_tokens` must be ≥ 1".into())),
             None => None,
         };
         Ok(TraceItem { t, output_tokens })
     };
     match ext.as_str() {
         "jsonl" | "json" => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+            let text = std::fs::read_to_string(path).map_err(|e| unreadable(&e))?;
             for (i, line) in text
                 .lines()
                 .enumerate()
                 .filter(|(_, l)| !l.trim().is_empty())
             {
                 let v: serde_json::Value =
-                    serde_json::from_str(line).map_err(|e| format!("{name}:{}: {e}", i + 1))?;
+                    serde_json::from_str(line).map_err(|e| at(i + 1, e.to_string()))?;
                 items.push(item(
                     v.get("t").and_then(|x| x.as_f64()),
                     v.get("output_tokens").and_then(|x| x.as_f64()),
@@ -56,17 +82,17 @@ pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, Strin
                 .trim(csv::Trim::All)
                 .flexible(true)
                 .from_path(path)
-                .map_err(|e| format!("cannot read {name}: {e}"))?;
-            let header = rdr.headers().map_err(|e| format!("{name}:1: {e}"))?.clone();
+                .map_err(|e| unreadable(&e))?;
+            let header = rdr.headers().map_err(|e| at(1, e.to_string()))?.clone();
             let col = |n: &str| header.iter().position(|h| h == n);
             let (ti, oi) = (
-                col("t").ok_or_else(|| format!("{name}:1: no `t` column"))?,
+                col("t").ok_or_else(|| at(1, "no `t` column".into()))?,
                 col("output_tokens"),
             );
             for rec in rdr.records() {
                 let rec = rec.map_err(|e| {
-                    let line = e.position().map_or(0, |p| p.line());
-                    format!("{name}:{line}: {e}")
+                    let line = e.position().map_or(0, |p| p.line()) as usize;
+                    at(line, e.to_string())
                 })?;
                 let line = rec.position().map_or(0, |p| p.line()) as usize;
                 if rec.iter().all(|c| c.is_empty()) {
@@ -79,29 +105,28 @@ pub(crate) fn load_trace(path: &std::path::Path) -> Result<Vec<TraceItem>, Strin
                 };
                 let t = num(ti);
                 if rec.get(ti).is_some_and(|c| !c.is_empty()) && t.is_none() {
-                    return Err(format!(
-                        "{name}:{line}: `t` must be a number of seconds ≥ 0"
-                    ));
+                    return Err(at(line, BAD_T.into()));
                 }
                 items.push(item(t, oi.and_then(num), line)?);
             }
         }
         "parquet" => {
             let cols = crate::trace::read_numeric(path, &["t", "output_tokens"])
-                .map_err(|e| format!("cannot read {name}: {e}"))?;
+                .map_err(|e| unreadable(&e))?;
             let out = cols.get("output_tokens").cloned().unwrap_or_default();
             for (i, t) in cols["t"].iter().enumerate() {
                 items.push(item(*t, out.get(i).copied().flatten(), i + 1)?);
             }
         }
         other => {
-            return Err(format!(
-                "{name}: unknown trace format `.{other}` (use .jsonl, .csv or .parquet)"
-            ))
+            return Err(TraceError::Format {
+                path: name,
+                ext: other.to_string(),
+            })
         }
     }
     if items.is_empty() {
-        return Err(format!("{name}: the trace has no requests"));
+        return Err(TraceError::Empty { path: name });
     }
     items.sort_by(|a, b| a.t.total_cmp(&b.t));
     Ok(items)

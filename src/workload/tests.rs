@@ -29,7 +29,7 @@ fn traces_load_from_jsonl_csv_and_parquet_and_errors_name_the_line() {
         }
     );
     std::fs::write(&c, "t,output_tokens\n0.0,3\nsoon,4\n").unwrap();
-    let e = load_trace(&c).unwrap_err();
+    let e = load_trace(&c).unwrap_err().to_string();
     assert!(
         e.ends_with("t.csv:3: `t` must be a number of seconds ≥ 0"),
         "{e}"
@@ -54,9 +54,13 @@ fn traces_load_from_jsonl_csv_and_parquet_and_errors_name_the_line() {
         ]
     );
     std::fs::write(&j, "{\"t\": 0.5}\n{broken\n").unwrap();
-    assert!(load_trace(&j).unwrap_err().contains("t.jsonl:2:"));
+    assert!(load_trace(&j)
+        .unwrap_err()
+        .to_string()
+        .contains("t.jsonl:2:"));
     assert!(load_trace(&dir.path().join("t.txt"))
         .unwrap_err()
+        .to_string()
         .contains("unknown trace format"));
 }
 
