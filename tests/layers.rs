@@ -288,3 +288,35 @@ fn no_function_returns_a_string_as_its_error() {
         found.join("\n")
     );
 }
+
+/// `anyhow` is the command line's edge only: `main.rs`, `cmd/`, `app.rs` (the pipeline the
+/// commands share) and `selfbench/` (a command of its own). Everything below them returns
+/// its own error types.
+#[test]
+fn anyhow_stays_at_the_command_line_edge() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rs_files(&root.join("src"), &mut files);
+    let mut found = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        if rel == "src/main.rs"
+            || rel == "src/app.rs"
+            || rel.starts_with("src/cmd/")
+            || rel.starts_with("src/selfbench/")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in code_only(&text).lines().enumerate() {
+            if line.contains("anyhow") {
+                found.push(format!("{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "anyhow below the edge:\n{}",
+        found.join("\n")
+    );
+}

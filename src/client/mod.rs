@@ -87,7 +87,7 @@ impl HttpClient {
         timeout: Duration,
         api_key: Option<String>,
         reuse_connections: bool,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, reqwest::Error> {
         let mut b = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
         if !reuse_connections {
             b = b.pool_max_idle_per_host(0);

@@ -73,6 +73,11 @@ pub(crate) fn emit<O: Outcome>(o: &O, json: bool) -> anyhow::Result<u8> {
 /// An error as the user reads it: a sweep's diagnostics rendered at their spans (in colour
 /// on a terminal unless `NO_COLOR`), anything else with its chain of causes.
 pub(crate) fn render_error(err: anyhow::Error) -> String {
+    let err = match err.downcast::<sweep::LoadError>() {
+        Ok(sweep::LoadError::Sweep(diag)) => return sweep::diag::render_for_stderr(&diag),
+        Ok(other) => anyhow::Error::new(other),
+        Err(err) => err,
+    };
     match err.downcast::<sweep::SweepError>() {
         Ok(diag) => sweep::diag::render_for_stderr(&diag),
         Err(err) => format!("error: {err:#}\n"),

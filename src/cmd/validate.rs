@@ -63,7 +63,7 @@ fn check_one(ctx: &Ctx, p: &Path, syntax_only: bool) -> FileCheck {
     let loaded = sweep::load_with_env(p, &env, &ctx.overrides);
     let verdict = match loaded {
         Err(e) => Verdict::Invalid {
-            rendered: super::render_error(e),
+            rendered: super::render_error(e.into()),
         },
         Ok((s, _)) if syntax_only => ok(&s),
         Ok((s, _)) => match exec::preflight::check(&s, None) {

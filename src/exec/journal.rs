@@ -88,8 +88,8 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     })
 }
 
-pub(super) fn anyhow_io(what: &'static str) -> impl Fn(anyhow::Error) -> NodeError {
-    move |e| NodeError::io(what, e.as_ref())
+pub(super) fn table_io(what: &'static str) -> impl Fn(crate::trace::TableError) -> NodeError {
+    move |e| NodeError::io(what, &e)
 }
 
 pub(super) fn std_io(what: &'static str) -> impl Fn(std::io::Error) -> NodeError {

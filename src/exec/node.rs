@@ -593,7 +593,7 @@ impl Executor<'_> {
             .unwrap_or(0);
         let mut new_pos = log_pos;
         let written = self.write_object(&key, |tmp| {
-            let pq = anyhow_io("write the run's Parquet traces");
+            let pq = table_io("write the run's Parquet traces");
             let js = std_io("write the run's files");
             crate::trace::write_requests(&tmp.join("requests.parquet"), &key, &spec.columns, utc_ns, &outcome.requests).map_err(&pq)?;
             crate::trace::write_chunks(&tmp.join("chunks.parquet"), &key, &spec.columns, &outcome.chunks).map_err(&pq)?;
@@ -711,7 +711,7 @@ impl Executor<'_> {
                     &spec.columns,
                     &refs,
                 )
-                .map_err(anyhow_io("write scores.parquet"))?;
+                .map_err(table_io("write scores.parquet"))?;
                 write_json(&tmp.join("metrics.json"), &metrics)
                     .map_err(std_io("write metrics.json"))
             })?;

@@ -234,29 +234,42 @@ pub(crate) fn lock_file(
     Ok(Lock { _file: file })
 }
 
+/// A cache that cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    #[error("failed to create cache directory {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cache {} has format {found:?}, this bench360 writes {want:?}; use another --cache directory", root.display())]
+    Format {
+        root: PathBuf,
+        found: String,
+        want: String,
+    },
+}
+
 impl Store {
-    pub fn open(root: &Path) -> anyhow::Result<Store> {
+    pub fn open(root: &Path) -> Result<Store, OpenError> {
+        let create = |path: PathBuf| move |source| OpenError::Create { path, source };
         for d in [
             "locks", "records", "objects", "tmp", "labels", "reports", "hashes",
         ] {
-            fs::create_dir_all(root.join(d)).map_err(|e| {
-                anyhow::anyhow!(
-                    "failed to create cache directory {}: {e}",
-                    root.join(d).display()
-                )
-            })?;
+            fs::create_dir_all(root.join(d)).map_err(create(root.join(d)))?;
         }
         let version = root.join("FORMAT");
         let want = format!("bench360-store {STORE_FORMAT}\n");
         match fs::read_to_string(&version) {
             Ok(v) if v == want => {}
-            Ok(v) => anyhow::bail!(
-                "cache {} has format {:?}, this bench360 writes {:?}; use another --cache directory",
-                root.display(),
-                v.trim(),
-                want.trim()
-            ),
-            Err(_) => write_atomic(&version, want.as_bytes())?,
+            Ok(v) => {
+                return Err(OpenError::Format {
+                    root: root.to_path_buf(),
+                    found: v.trim().to_string(),
+                    want: want.trim().to_string(),
+                })
+            }
+            Err(_) => write_atomic(&version, want.as_bytes()).map_err(create(version.clone()))?,
         }
         let store = Store {
             root: root.to_path_buf(),

@@ -130,8 +130,26 @@ pub(crate) fn parse(
     Ok(sweep)
 }
 
+/// Why a sweep file could not be loaded: the file itself, its problems (with spans), or an
+/// override that cannot apply.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoadError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Sweep(Box<SweepError>),
+    #[error(transparent)]
+    Override(#[from] overrides::OverrideError),
+}
+
+impl From<SweepError> for LoadError {
+    fn from(e: SweepError) -> LoadError {
+        LoadError::Sweep(Box::new(e))
+    }
+}
+
 /// Reads and parses a sweep file, with the process environment for `${VAR}`.
-pub(crate) fn load(path: &Path, overrides: &Overrides) -> anyhow::Result<(Sweep, String)> {
+pub(crate) fn load(path: &Path, overrides: &Overrides) -> Result<(Sweep, String), LoadError> {
     load_with_env(path, &|k: &str| std::env::var(k).ok(), overrides)
 }
 
@@ -141,7 +159,7 @@ pub(crate) fn load_with_env(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     overrides: &Overrides,
-) -> anyhow::Result<(Sweep, String)> {
+) -> Result<(Sweep, String), LoadError> {
     let bytes = bounds::read_bounded(path, bounds::MAX_SWEEP_BYTES, "sweep file")?;
     let text = String::from_utf8(bytes).map_err(|e| InputError::NotText {
         path: path.to_path_buf(),

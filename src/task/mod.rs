@@ -478,6 +478,20 @@ pub(crate) fn aggregate(scored: &[(&Sample, &Score)]) -> BTreeMap<String, f64> {
     out
 }
 
+/// Why `bench360 metric` stopped: its input or output, a line it cannot read, a metric it
+/// does not know.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MetricCliError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("input line {line}: {why}")]
+    Line { line: usize, why: String },
+    #[error("cannot write the scores: {0}")]
+    Output(#[from] serde_json::Error),
+    #[error("unknown metric `{0}`")]
+    UnknownMetric(String),
+}
+
 /// `bench360 metric`: scores JSONL predictions with one metric (see the CLI help).
 pub(crate) fn metric_cli(
     metric: &str,
@@ -485,7 +499,7 @@ pub(crate) fn metric_cli(
     out: &mut dyn std::io::Write,
     sql_timeout: Duration,
     split_sentences: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), MetricCliError> {
     use serde_json::{json, Value};
     let mut sandboxes: BTreeMap<String, Result<sql::Sandbox, sql::SqlError>> = BTreeMap::new();
     for (i, line) in std::io::BufRead::lines(input).enumerate() {
@@ -493,13 +507,13 @@ pub(crate) fn metric_cli(
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(&line)
-            .map_err(|e| anyhow::anyhow!("input line {}: {e}", i + 1))?;
-        let field = |k: &str| -> anyhow::Result<String> {
+        let at = |why: String| MetricCliError::Line { line: i + 1, why };
+        let v: Value = serde_json::from_str(&line).map_err(|e| at(e.to_string()))?;
+        let field = |k: &str| -> Result<String, MetricCliError> {
             v.get(k)
                 .and_then(Value::as_str)
                 .map(str::to_string)
-                .ok_or_else(|| anyhow::anyhow!("input line {}: no string `{k}`", i + 1))
+                .ok_or_else(|| at(format!("no string `{k}`")))
         };
         let id = v.get("id").cloned().unwrap_or(Value::Null);
         let pred = field("prediction")?;
@@ -521,7 +535,7 @@ pub(crate) fn metric_cli(
                 let answers: Vec<String> = v
                     .get("answers")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| anyhow::anyhow!("input line {}: no `answers` list", i + 1))?
+                    .ok_or_else(|| at("no `answers` list".into()))?
                     .iter()
                     .filter_map(|a| a.as_str().map(str::to_string))
                     .collect();
@@ -563,7 +577,7 @@ pub(crate) fn metric_cli(
                        "parsed": extracted.is_some(),
                        "ambiguous": reading == mmlu::Reading::Ambiguous})
             }
-            other => anyhow::bail!("unknown metric `{other}`"),
+            other => return Err(MetricCliError::UnknownMetric(other.into())),
         };
         serde_json::to_writer(&mut *out, &res)?;
         writeln!(out)?;

@@ -14,6 +14,22 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use crate::record::stats;
+
+/// A Parquet table that could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TableError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error(transparent)]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// The `parquet` crate panicked reading it (corrupt page headers, lengths past the end).
+    #[error("{} is not a readable Parquet file (damaged)", path.display())]
+    Damaged { path: std::path::PathBuf },
+    #[error("column type {0} is not supported in datasets")]
+    Unsupported(String),
+}
 use crate::record::Columns;
 use crate::record::{ChunkRecord, RequestRecord};
 use crate::record::{Sample, Score};
@@ -153,11 +169,11 @@ impl Table {
     /// Writes the table: row groups of at most [`ROW_GROUP`] rows, the columns of each row
     /// group encoded in parallel (rayon), then appended in schema order — the same file the
     /// single-threaded `ArrowWriter` writes, faster on several cores.
-    fn write(self, path: &Path) -> anyhow::Result<()> {
+    fn write(self, path: &Path) -> Result<(), TableError> {
         self.write_groups(path, ROW_GROUP)
     }
 
-    fn write_groups(self, path: &Path, row_group: usize) -> anyhow::Result<()> {
+    fn write_groups(self, path: &Path, row_group: usize) -> Result<(), TableError> {
         use parquet::arrow::arrow_writer::{compute_leaves, ArrowRowGroupWriterFactory};
         use parquet::arrow::ArrowSchemaConverter;
         use parquet::file::writer::SerializedFileWriter;
@@ -226,7 +242,7 @@ pub(crate) fn write_requests(
     c: &Columns,
     utc_anchor_ns: i64,
     rs: &[RequestRecord],
-) -> anyhow::Result<()> {
+) -> Result<(), TableError> {
     let n = rs.len();
     let mut t = Table::new(n, node_key, c);
     t.i64("run_start_utc_ns", vec![Some(utc_anchor_ns); n], false);
@@ -328,7 +344,7 @@ pub(crate) fn write_chunks(
     node_key: &str,
     c: &Columns,
     cs: &[ChunkRecord],
-) -> anyhow::Result<()> {
+) -> Result<(), TableError> {
     let mut t = Table::new(cs.len(), node_key, c);
     t.u32(
         "request_id",
@@ -353,7 +369,7 @@ pub(crate) fn write_telemetry(
     node_key: &str,
     c: &Columns,
     s: &[crate::record::TelemetrySample],
-) -> anyhow::Result<()> {
+) -> Result<(), TableError> {
     let mut t = Table::new(s.len(), node_key, c);
     t.i64("t_ns", s.iter().map(|x| Some(x.t_ns)).collect(), false);
     t.str(
@@ -410,7 +426,7 @@ pub(crate) fn write_engine_metrics(
     node_key: &str,
     c: &Columns,
     p: &[(i64, crate::record::PromSample)],
-) -> anyhow::Result<()> {
+) -> Result<(), TableError> {
     let mut t = Table::new(p.len(), node_key, c);
     t.i64("t_ns", p.iter().map(|x| Some(x.0)).collect(), false);
     t.str(
@@ -438,7 +454,7 @@ pub(crate) fn write_scores(
     run_key: &str,
     c: &Columns,
     rows: &[(u32, &Sample, Option<&Score>)],
-) -> anyhow::Result<()> {
+) -> Result<(), TableError> {
     let mut t = Table::new(rows.len(), node_key, c);
     t.str(
         "run_key",
@@ -523,12 +539,11 @@ pub(crate) fn write_scores(
 /// Runs a Parquet read that the `parquet` crate may panic in on a damaged file (seen by the
 /// fuzzer: corrupt page headers, lengths past the end): the panic becomes an error naming
 /// the file, and the caller goes on.
-fn guarded<T>(path: &Path, read: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+fn guarded<T>(path: &Path, read: impl FnOnce() -> Result<T, TableError>) -> Result<T, TableError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|_| {
-        Err(anyhow::anyhow!(
-            "{} is not a readable Parquet file (damaged)",
-            path.display()
-        ))
+        Err(TableError::Damaged {
+            path: path.to_path_buf(),
+        })
     })
 }
 
@@ -536,7 +551,7 @@ fn guarded<T>(path: &Path, read: impl FnOnce() -> anyhow::Result<T>) -> anyhow::
 /// for user datasets.
 pub(crate) fn read_json_rows(
     path: &Path,
-) -> anyhow::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, TableError> {
     guarded(path, || read_json_rows_inner(path))
 }
 
@@ -545,7 +560,7 @@ pub(crate) fn read_json_rows(
 pub(crate) fn read_numeric(
     path: &Path,
     names: &[&str],
-) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<f64>>>> {
+) -> Result<std::collections::BTreeMap<String, Vec<Option<f64>>>, TableError> {
     guarded(path, || read_numeric_inner(path, names))
 }
 
@@ -553,19 +568,19 @@ pub(crate) fn read_numeric(
 pub(crate) fn read_strings(
     path: &Path,
     names: &[&str],
-) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<String>>>> {
+) -> Result<std::collections::BTreeMap<String, Vec<Option<String>>>, TableError> {
     guarded(path, || read_strings_inner(path, names))
 }
 
 fn read_json_rows_inner(
     path: &Path,
-) -> anyhow::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, TableError> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::*;
     use arrow_array::{Array, ArrayRef};
     use arrow_schema::DataType as D;
     use serde_json::Value;
-    fn cell(a: &ArrayRef, i: usize) -> anyhow::Result<Value> {
+    fn cell(a: &ArrayRef, i: usize) -> Result<Value, TableError> {
         if a.is_null(i) {
             return Ok(Value::Null);
         }
@@ -600,7 +615,7 @@ fn read_json_rows_inner(
                         .collect::<Result<_, _>>()?,
                 )
             }
-            other => anyhow::bail!("column type {other} is not supported in datasets"),
+            other => return Err(TableError::Unsupported(other.to_string())),
         })
     }
     let mut out = Vec::new();
@@ -619,7 +634,9 @@ fn read_json_rows_inner(
 }
 
 /// The record batches of a Parquet file.
-fn batches(path: &Path) -> anyhow::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+fn batches(
+    path: &Path,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, TableError> {
     Ok(
         parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?
             .build()?,
@@ -631,7 +648,7 @@ fn batches(path: &Path) -> anyhow::Result<parquet::arrow::arrow_reader::ParquetR
 fn read_numeric_inner(
     path: &Path,
     names: &[&str],
-) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<f64>>>> {
+) -> Result<std::collections::BTreeMap<String, Vec<Option<f64>>>, TableError> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float64Type, Int64Type, UInt32Type};
     use arrow_array::Array;
@@ -666,7 +683,7 @@ fn read_numeric_inner(
 fn read_strings_inner(
     path: &Path,
     names: &[&str],
-) -> anyhow::Result<std::collections::BTreeMap<String, Vec<Option<String>>>> {
+) -> Result<std::collections::BTreeMap<String, Vec<Option<String>>>, TableError> {
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
     let mut out: std::collections::BTreeMap<String, Vec<Option<String>>> =
@@ -699,7 +716,7 @@ pub(crate) fn write_rows(
     parquet_path: &Path,
     csv_path: &Path,
     rows: &[Vec<(&'static str, Cell)>],
-) -> anyhow::Result<()> {
+) -> Result<(), TableError> {
     let Some(first) = rows.first() else {
         return Ok(());
     };
