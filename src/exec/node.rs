@@ -11,6 +11,22 @@ use petgraph::graph::NodeIndex;
 use serde_json::json;
 
 use super::journal::*;
+
+/// What a finished run writes into its object.
+struct RunFiles<'a> {
+    key: &'a str,
+    spec: &'a plan::RunSpec,
+    utc_ns: i64,
+    outcome: &'a workload::Outcome,
+    samples: &'a [Sample],
+    stats: &'a stats::RunStats,
+    telemetry: &'a telemetry::Summary,
+    collected: &'a telemetry::Collected,
+    clock: &'a RunClock,
+    served_model: &'a str,
+    log: &'a Path,
+    log_pos: u64,
+}
 use super::Executor;
 use crate::client::{GenRequest, HttpClient, InferenceClient};
 use crate::engine::{LaunchSpec, Launcher, RunningEngine};
@@ -476,35 +492,8 @@ impl Executor<'_> {
         let key = self.plan.graph[node].key.clone();
         let label = self.plan.graph[node].label.clone();
         let t0 = Instant::now();
-        let samples = match self.samples_for(spec.config.task, d, &*engine).await {
-            Ok(s) => s,
-            Err(e) => {
-                let e = e.to_string();
-                let j = Journal::start(self.store, self.plan, node);
-                j.failed(&e);
-                self.fail(node, e);
-                return log_pos;
-            }
-        };
-        let mode = self.sweep.tasks[spec.config.task].mode;
-        let client = match self.client(engine, d, spec.config.sampling.clone(), mode) {
-            Ok(c) => Arc::new(c),
-            Err(e) => {
-                self.fail_recorded(node, e.to_string());
-                return log_pos;
-            }
-        };
-        let replay = match &spec.config.instance {
-            crate::spec::expand::ScenarioInstance::Replay { trace, .. } => {
-                match workload::load_trace(Path::new(trace)) {
-                    Ok(items) => items,
-                    Err(e) => {
-                        self.fail_recorded(node, e.to_string());
-                        return log_pos;
-                    }
-                }
-            }
-            _ => Vec::new(),
+        let Some((samples, client, replay)) = self.prepare_run(&spec, engine, d).await else {
+            return log_pos;
         };
         let j = Journal::start(self.store, self.plan, node);
         let bar = self.progress.run_bar(
@@ -591,36 +580,21 @@ impl Executor<'_> {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as i64)
             .unwrap_or(0);
-        let mut new_pos = log_pos;
-        let written = self.write_object(&key, |tmp| {
-            let pq = table_io("write the run's Parquet traces");
-            let js = std_io("write the run's files");
-            crate::trace::write_requests(&tmp.join("requests.parquet"), &key, &spec.columns, utc_ns, &outcome.requests).map_err(&pq)?;
-            crate::trace::write_chunks(&tmp.join("chunks.parquet"), &key, &spec.columns, &outcome.chunks).map_err(&pq)?;
-            let outputs: Vec<String> = outcome
-                .requests
-                .iter()
-                .map(|q| json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output}).to_string())
-                .collect();
-            std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
-            if self.sweep.tasks[spec.config.task].synthetic.is_some() {
-                // What each synthetic request sent, with its targets.
-                let prompts: Vec<String> = samples.iter().enumerate().map(|(i, s)| json!({"sample": i, "sample_id": s.id, "target_prompt_tokens": s.extra.get("target_prompt_tokens").and_then(|v| v.parse::<u64>().ok()), "output_tokens": s.extra.get("output_tokens").and_then(|v| v.parse::<u64>().ok()), "system": s.system, "history": s.history, "prompt": s.prompt}).to_string()).collect();
-                std::fs::write(tmp.join("prompts.jsonl"), prompts.join("\n") + "\n").map_err(&js)?;
-            }
-            write_json(&tmp.join("stats.json"), &run_stats).map_err(&js)?;
-            if let Some(sat) = &outcome.saturation {
-                write_json(&tmp.join("saturation.json"), sat).map_err(&js)?;
-            }
-            write_json(&tmp.join("telemetry.json"), &tsum).map_err(&js)?;
-            crate::trace::write_telemetry(&tmp.join("telemetry.parquet"), &key, &spec.columns, &collected.samples).map_err(&pq)?;
-            if !collected.prom.is_empty() {
-                crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), &key, &spec.columns, &collected.prom).map_err(&pq)?;
-            }
-            write_json(&tmp.join("run.json"), &json!({"columns": spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(clock.utc_anchor).to_string(), "served_model": engine.served_model(), "stopped_early": outcome.stopped_early, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
-            new_pos = copy_log_since(log, log_pos, &tmp.join("engine.log"));
-            Ok(())
-        });
+        let files = RunFiles {
+            key: &key,
+            spec: &spec,
+            utc_ns,
+            outcome: &outcome,
+            samples: &samples,
+            stats: &run_stats,
+            telemetry: &tsum,
+            collected: &collected,
+            clock: &clock,
+            served_model: engine.served_model(),
+            log,
+            log_pos,
+        };
+        let (written, new_pos) = self.write_run(&files);
         let summary = json!({"ok": run_stats.ok, "failed": run_stats.failed, "ttft_p50_ms": run_stats.ttft_ms.p50, "output_tokens_per_s": run_stats.output_tokens_per_s, "energy_source": tsum.energy_source, "energy_j": tsum.energy_j});
         if run_stats.failed > 0 {
             self.progress.say(&format!(
@@ -641,6 +615,91 @@ impl Executor<'_> {
             }
         }
         new_pos
+    }
+
+    /// What a run needs before it starts: its task's samples (written with the engine's
+    /// tokenizer for a synthetic task), a client, the replay trace. None: the run failed (and
+    /// is recorded so) before it started.
+    async fn prepare_run<E: RunningEngine>(
+        &mut self,
+        spec: &plan::RunSpec,
+        engine: &E,
+        d: usize,
+    ) -> Option<(Arc<Vec<Sample>>, Arc<HttpClient>, Vec<workload::TraceItem>)> {
+        let node = spec.node;
+        let samples = match self.samples_for(spec.config.task, d, engine).await {
+            Ok(s) => s,
+            Err(e) => {
+                let e = e.to_string();
+                let j = Journal::start(self.store, self.plan, node);
+                j.failed(&e);
+                self.fail(node, e);
+                return None;
+            }
+        };
+        let mode = self.sweep.tasks[spec.config.task].mode;
+        let client = match self.client(engine, d, spec.config.sampling.clone(), mode) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                self.fail_recorded(node, e.to_string());
+                return None;
+            }
+        };
+        let replay = match &spec.config.instance {
+            crate::spec::expand::ScenarioInstance::Replay { trace, .. } => {
+                match workload::load_trace(Path::new(trace)) {
+                    Ok(items) => items,
+                    Err(e) => {
+                        self.fail_recorded(node, e.to_string());
+                        return None;
+                    }
+                }
+            }
+            _ => Vec::new(),
+        };
+        Some((samples, client, replay))
+    }
+
+    /// Writes a run's object (traces, outputs, stats, telemetry, run.json, its part of the
+    /// engine log): the files written, and how far the engine log has been copied.
+    fn write_run(
+        &self,
+        f: &RunFiles,
+    ) -> (
+        Result<std::collections::BTreeMap<String, crate::store::ObjectFile>, NodeError>,
+        u64,
+    ) {
+        let mut new_pos = f.log_pos;
+        let written = self.write_object(f.key, |tmp| {
+            let pq = table_io("write the run's Parquet traces");
+            let js = std_io("write the run's files");
+            crate::trace::write_requests(&tmp.join("requests.parquet"), f.key, &f.spec.columns, f.utc_ns, &f.outcome.requests).map_err(&pq)?;
+            crate::trace::write_chunks(&tmp.join("chunks.parquet"), f.key, &f.spec.columns, &f.outcome.chunks).map_err(&pq)?;
+            let outputs: Vec<String> = f.outcome
+                .requests
+                .iter()
+                .map(|q| json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output}).to_string())
+                .collect();
+            std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
+            if self.sweep.tasks[f.spec.config.task].synthetic.is_some() {
+                // What each synthetic request sent, with its targets.
+                let prompts: Vec<String> = f.samples.iter().enumerate().map(|(i, s)| json!({"sample": i, "sample_id": s.id, "target_prompt_tokens": s.extra.get("target_prompt_tokens").and_then(|v| v.parse::<u64>().ok()), "output_tokens": s.extra.get("output_tokens").and_then(|v| v.parse::<u64>().ok()), "system": s.system, "history": s.history, "prompt": s.prompt}).to_string()).collect();
+                std::fs::write(tmp.join("prompts.jsonl"), prompts.join("\n") + "\n").map_err(&js)?;
+            }
+            write_json(&tmp.join("stats.json"), f.stats).map_err(&js)?;
+            if let Some(sat) = &f.outcome.saturation {
+                write_json(&tmp.join("saturation.json"), sat).map_err(&js)?;
+            }
+            write_json(&tmp.join("telemetry.json"), f.telemetry).map_err(&js)?;
+            crate::trace::write_telemetry(&tmp.join("telemetry.parquet"), f.key, &f.spec.columns, &f.collected.samples).map_err(&pq)?;
+            if !f.collected.prom.is_empty() {
+                crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), f.key, &f.spec.columns, &f.collected.prom).map_err(&pq)?;
+            }
+            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
+            new_pos = copy_log_since(f.log, f.log_pos, &tmp.join("engine.log"));
+            Ok(())
+        });
+        (written, new_pos)
     }
 
     pub(super) fn score(&mut self, r: usize) {

@@ -74,7 +74,8 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// `report.md`: per run, latency percentiles, throughput, errors and accuracy.
+/// `report.md`: per run, latency percentiles, throughput, errors and accuracy; energy; format
+/// failures; cold starts; every failure.
 pub(crate) fn markdown(
     sweep: &str,
     coldstarts: &[(String, Option<ColdStart>)],
@@ -82,6 +83,24 @@ pub(crate) fn markdown(
 ) -> String {
     let mut out = format!("# bench360 report: {sweep}\n\n");
     out.push_str("Latencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first content token − send; TPOT = (last − first content token) / (completion tokens − 1); ITL = gap between content chunks; E2E = last token − scheduled.\n\n## Runs\n\n");
+    out.push_str(&runs_section(rows));
+    out.push_str(&energy_section(rows));
+    let format_notes: Vec<String> = rows.iter().filter_map(summary::format_note).collect();
+    if !format_notes.is_empty() {
+        out.push_str("\n## Format failures\n\n");
+        for n in format_notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
+    out.push_str("\n## Cold starts\n\n");
+    out.push_str(&coldstart_section(coldstarts));
+    out.push_str("\n## Failures\n\n");
+    out.push_str(&failures_section(rows));
+    out
+}
+
+/// One row per run: requests, errors, latency triples, throughput, quality, notes.
+fn runs_section(rows: &[Row]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| match &r.data.stats {
@@ -129,7 +148,7 @@ pub(crate) fn markdown(
             ],
         })
         .collect();
-    out.push_str(&table(
+    table(
         &[
             "run",
             "ok",
@@ -145,16 +164,11 @@ pub(crate) fn markdown(
             "notes",
         ],
         &body,
-    ));
-    out.push_str(&energy_section(rows));
-    let format_notes: Vec<String> = rows.iter().filter_map(summary::format_note).collect();
-    if !format_notes.is_empty() {
-        out.push_str("\n## Format failures\n\n");
-        for n in format_notes {
-            let _ = writeln!(out, "- {n}");
-        }
-    }
-    out.push_str("\n## Cold starts\n\n");
+    )
+}
+
+/// One row per deployment: the cold start's phases, model size, memory after load.
+fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
     let cs: Vec<Vec<String>> = coldstarts
         .iter()
         .map(|(d, c)| match c {
@@ -188,7 +202,7 @@ pub(crate) fn markdown(
             ],
         })
         .collect();
-    out.push_str(&table(
+    table(
         &[
             "deployment",
             "process start s",
@@ -199,7 +213,12 @@ pub(crate) fn markdown(
             "weights in HF cache",
         ],
         &cs,
-    ));
+    )
+}
+
+/// Every failure, never hidden: failed runs (an engine's last log lines in full) and failed
+/// requests by cause.
+fn failures_section(rows: &[Row]) -> String {
     let failures: Vec<String> = rows
         .iter()
         .filter_map(|r| {
@@ -227,14 +246,11 @@ pub(crate) fn markdown(
             (!lines.is_empty()).then(|| lines.join("\n"))
         })
         .collect();
-    out.push_str("\n## Failures\n\n");
     if failures.is_empty() {
-        out.push_str("None.\n");
+        "None.\n".into()
     } else {
-        out.push_str(&failures.join("\n"));
-        out.push('\n');
+        format!("{}\n", failures.join("\n"))
     }
-    out
 }
 
 fn num(v: Option<f64>, digits: usize) -> String {

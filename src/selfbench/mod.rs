@@ -51,52 +51,7 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
             (p.server_cpus.clone(), p.client_cpus.clone())
         };
     let log = std::env::temp_dir().join(format!("bench360-selfbench-{}.log", std::process::id()));
-    std::fs::write(&log, "")?;
-    let cpu_list = |c: &[usize]| {
-        c.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let mut server = std::process::Command::new(std::env::current_exe()?)
-        .args([
-            "selfbench",
-            "--serve",
-            &port.to_string(),
-            "--tokens",
-            &p.tokens.to_string(),
-        ])
-        .args([
-            "--ttft-ms",
-            &p.ttft_ms.to_string(),
-            "--itl-ms",
-            &p.itl_ms.to_string(),
-        ])
-        .arg("--serve-log")
-        .arg(&log)
-        .args(if p.reuse_connections {
-            vec!["--keep-alive"]
-        } else {
-            vec![]
-        })
-        .args(if server_cpus.is_empty() {
-            vec![]
-        } else {
-            vec!["--server-cpus".to_string(), cpu_list(&server_cpus)]
-        })
-        .stdout(std::process::Stdio::null())
-        .spawn()?;
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        anyhow::ensure!(
-            t.elapsed() < Duration::from_secs(10),
-            "scripted server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (mut server, port) = start_server(&p, &server_cpus, &log)?;
     let base = format!("http://127.0.0.1:{port}");
     // The client's threads (the runtime's workers) are created after this, on these CPUs.
     pin(&client_cpus)?;
@@ -142,6 +97,72 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
         client_threads,
         pins(&client_cpus),
     );
+    md.push_str(&client_tables(&results));
+    md.push_str(&pieces_table(&p)?);
+    Ok(md)
+}
+
+fn cpu_list(c: &[usize]) -> String {
+    c.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Starts the scripted server (`selfbench --serve`, a separate process, pinned apart) with an
+/// empty log, and waits until it accepts connections: the child and its port.
+fn start_server(
+    p: &Params,
+    server_cpus: &[usize],
+    log: &std::path::Path,
+) -> anyhow::Result<(std::process::Child, u16)> {
+    std::fs::write(log, "")?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let server = std::process::Command::new(std::env::current_exe()?)
+        .args([
+            "selfbench",
+            "--serve",
+            &port.to_string(),
+            "--tokens",
+            &p.tokens.to_string(),
+        ])
+        .args([
+            "--ttft-ms",
+            &p.ttft_ms.to_string(),
+            "--itl-ms",
+            &p.itl_ms.to_string(),
+        ])
+        .arg("--serve-log")
+        .arg(log)
+        .args(if p.reuse_connections {
+            vec!["--keep-alive"]
+        } else {
+            vec![]
+        })
+        .args(if server_cpus.is_empty() {
+            vec![]
+        } else {
+            vec!["--server-cpus".to_string(), cpu_list(server_cpus)]
+        })
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        anyhow::ensure!(
+            t.elapsed() < Duration::from_secs(10),
+            "scripted server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok((server, port))
+}
+
+/// The client's errors at each stream count: against the server's log, and against the
+/// schedule with the suspects measured apart.
+fn client_tables(results: &[measure::StreamResult]) -> String {
+    let mut md = String::new();
     let f = |d: &Dist| {
         format!(
             "{:.3} / {:.3}",
@@ -150,7 +171,7 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
         )
     };
     md.push_str("Against what the server did (its log of every event's send time):\n\n| streams | requests (failed) | in flight held | tokens/s | client CPU ms / 1000 tokens | client CPU cores | memory / stream KB | TTFT error p50 / p99 ms | TTFT error after the first wave p50 / p99 ms | ITL error p50 / p99 ms | event delay p50 / p99 ms | request setup p50 / p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for r in &results {
+    for r in results {
         let _ = writeln!(
             md,
             "| {} | {} ({}) | {:.1} | {:.0} | {:.2} | {:.2} | {:.1} | {} | {} | {} | {} | {} |",
@@ -170,7 +191,7 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
         );
     }
     md.push_str("\nAgainst the schedule (what a client that cannot see the server's log can check: it includes request setup and the server's own lateness), and the suspects measured apart:\n\n| streams | matched with the server log | TTFT − scheduled p50 / p99 ms | gap − scheduled ITL p50 / p99 ms | server lateness p50 / p99 ms | connections dropped at the accept queue |\n|---|---|---|---|---|---|\n");
-    for r in &results {
+    for r in results {
         let _ = writeln!(
             md,
             "| {} | {} of {} | {} | {} | {} | {} |",
@@ -183,6 +204,12 @@ pub(crate) fn run(p: Params) -> anyhow::Result<String> {
             r.listen_drops,
         );
     }
+    md
+}
+
+/// Planning, a cached apply and Parquet writing, timed without a server.
+fn pieces_table(p: &Params) -> anyhow::Result<String> {
+    let mut md = String::new();
     // The median (by total) of five plannings.
     let mut plans = (0..5)
         .map(|_| bench_plan(p.plan_nodes))

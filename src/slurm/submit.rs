@@ -180,10 +180,23 @@ impl Submit<'_> {
             source: Box::new(e),
             so_far: String::new(),
         })?;
-        let active = |id: &str| states.get(id).filter(|i| i.is_active());
-        let sweep_tag = dir_name(&plan.sweep);
         let mut out = Outcome::default();
-        // Deployments with the same key share the deployment lock: the second waits for the first.
+        self.deployments(sched, &dir, &states, &mut out)?;
+        self.report(sched, &dir, &states, &mut out)?;
+        Ok(out)
+    }
+
+    /// One job per deployment with work, unless its recorded job is still active (kept).
+    /// Deployments with the same key share the deployment lock: the second waits for the first.
+    fn deployments(
+        &self,
+        sched: &dyn Scheduler,
+        dir: &SweepDir,
+        states: &BTreeMap<String, JobInfo>,
+        out: &mut Outcome,
+    ) -> Result<(), SlurmError> {
+        let plan = self.plan;
+        let active = |id: &str| states.get(id).filter(|i| i.is_active());
         let mut by_key: BTreeMap<String, String> = BTreeMap::new();
         for (d, dep) in plan.deployments.iter().enumerate() {
             let nodes: Vec<_> = plan
@@ -205,19 +218,20 @@ impl Submit<'_> {
             }
             let key = plan.graph[dep.coldstart].key.clone();
             let previous = dir.deployment(&dep.label);
-            if let Some(p) = &previous {
-                if let Some(info) = active(&p.job_id) {
-                    out.kept.push((
-                        dep.label.clone(),
-                        p.job_id.clone(),
-                        info.state.to_string(),
-                        p.key.as_deref() != Some(key.as_str()),
-                    ));
-                    continue;
-                }
+            if let Some((p, info)) = previous
+                .as_ref()
+                .and_then(|p| Some((p, active(&p.job_id)?)))
+            {
+                out.kept.push((
+                    dep.label.clone(),
+                    p.job_id.clone(),
+                    info.state.to_string(),
+                    p.key.as_deref() != Some(key.as_str()),
+                ));
+                continue;
             }
             let after: Vec<String> = by_key.get(&key).cloned().into_iter().collect();
-            let job_name = format!("b360-{sweep_tag}-{}", &key[..8]);
+            let job_name = format!("b360-{}-{}", dir_name(&plan.sweep), &key[..8]);
             let args = self.deployment_args(d, &job_name, &after);
             let mut argv = self.base_argv();
             argv.extend([
@@ -230,36 +244,19 @@ impl Submit<'_> {
             let job_id = sched.submit(&args, &script).map_err(|e| SlurmError::Step {
                 step: format!("cannot submit deployment {}", dep.label),
                 source: Box::new(e),
-                so_far: submitted_so_far(&out),
+                so_far: submitted_so_far(out),
             })?;
             by_key.insert(key.clone(), job_id.clone());
-            let mut previous_jobs = previous
-                .map(|p| {
-                    let mut v = p.previous_jobs;
-                    v.push(p.job_id);
-                    v
-                })
-                .unwrap_or_default();
-            previous_jobs.dedup();
             let rec = JobRecord {
-                sweep: plan.sweep.clone(),
                 what: dep.label.clone(),
                 key: Some(key),
-                job_id: job_id.clone(),
-                job_name,
-                submitted_at: now_rfc3339(),
-                submitted_by: format!("pid {} on {}", std::process::id(), host::hostname()),
-                command: argv,
-                sbatch_args: args,
-                log: dir.log_path(&job_id),
                 nodes_to_run: to_run,
-                after: after.clone(),
-                previous_jobs,
+                ..self.record(dir, &job_id, job_name, argv, args, after.clone(), previous)
             };
             dir.write(&rec).map_err(|e| SlurmError::Step {
                 step: format!("deployment {}", dep.label),
                 source: Box::new(e),
-                so_far: submitted_so_far(&out),
+                so_far: submitted_so_far(out),
             })?;
             out.submitted.push(Submitted {
                 what: dep.label.clone(),
@@ -269,8 +266,20 @@ impl Submit<'_> {
                 log: rec.log,
             });
         }
+        Ok(())
+    }
 
-        // The report: after every job that may still change the cache.
+    /// The report job: after every job that may still change the cache. A pending report
+    /// job is replaced by one that also waits for the new jobs; a running one is kept.
+    fn report(
+        &self,
+        sched: &dyn Scheduler,
+        dir: &SweepDir,
+        states: &BTreeMap<String, JobInfo>,
+        out: &mut Outcome,
+    ) -> Result<(), SlurmError> {
+        let plan = self.plan;
+        let active = |id: &str| states.get(id).filter(|i| i.is_active());
         let old_report = dir.report();
         let old_active = old_report
             .as_ref()
@@ -287,7 +296,7 @@ impl Submit<'_> {
         };
         if !submit_report {
             out.report_kept = old_active;
-            return Ok(out);
+            return Ok(());
         }
         if let Some((id, state)) = &old_active {
             // A pending report job would report before the new jobs end: replace it. A running
@@ -298,7 +307,7 @@ impl Submit<'_> {
                     .map_err(|e| SlurmError::Step {
                         step: format!("cannot cancel the superseded report job {id}"),
                         source: Box::new(e),
-                        so_far: submitted_so_far(&out),
+                        so_far: submitted_so_far(out),
                     })?;
                 out.superseded.push(id.clone());
             }
@@ -309,7 +318,7 @@ impl Submit<'_> {
             .map(|s| s.job_id.clone())
             .chain(out.kept.iter().map(|k| k.1.clone()))
             .collect();
-        let job_name = format!("b360-{sweep_tag}-report");
+        let job_name = format!("b360-{}-report", dir_name(&plan.sweep));
         let args = self.report_args(&job_name, &after);
         let mut argv = self.base_argv();
         argv.extend(["report".into(), self.sweep_file.display().to_string()]);
@@ -317,30 +326,21 @@ impl Submit<'_> {
         let job_id = sched.submit(&args, &script).map_err(|e| SlurmError::Step {
             step: "cannot submit the report job".into(),
             source: Box::new(e),
-            so_far: submitted_so_far(&out),
+            so_far: submitted_so_far(out),
         })?;
-        let mut previous_jobs = old_report
-            .map(|p| {
-                let mut v = p.previous_jobs;
-                v.push(p.job_id);
-                v
-            })
-            .unwrap_or_default();
-        previous_jobs.dedup();
         let rec = JobRecord {
-            sweep: plan.sweep.clone(),
             what: "report".into(),
             key: Some(plan.graph[plan.report].key.clone()),
-            job_id: job_id.clone(),
-            job_name,
-            submitted_at: now_rfc3339(),
-            submitted_by: format!("pid {} on {}", std::process::id(), host::hostname()),
-            command: argv,
-            sbatch_args: args,
-            log: dir.log_path(&job_id),
             nodes_to_run: 0,
-            after: after.clone(),
-            previous_jobs,
+            ..self.record(
+                dir,
+                &job_id,
+                job_name,
+                argv,
+                args,
+                after.clone(),
+                old_report,
+            )
         };
         dir.write(&rec)?;
         out.report = Some(Submitted {
@@ -350,7 +350,45 @@ impl Submit<'_> {
             after,
             log: rec.log,
         });
-        Ok(out)
+        Ok(())
+    }
+
+    /// The record of a job just submitted (its `what`, `key` and node count set by the
+    /// caller), carrying the earlier jobs of the same deployment.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        dir: &SweepDir,
+        job_id: &str,
+        job_name: String,
+        command: Vec<String>,
+        sbatch_args: Vec<String>,
+        after: Vec<String>,
+        previous: Option<JobRecord>,
+    ) -> JobRecord {
+        let mut previous_jobs = previous
+            .map(|p| {
+                let mut v = p.previous_jobs;
+                v.push(p.job_id);
+                v
+            })
+            .unwrap_or_default();
+        previous_jobs.dedup();
+        JobRecord {
+            sweep: self.plan.sweep.clone(),
+            what: String::new(),
+            key: None,
+            job_id: job_id.to_string(),
+            job_name,
+            submitted_at: now_rfc3339(),
+            submitted_by: format!("pid {} on {}", std::process::id(), host::hostname()),
+            command,
+            sbatch_args,
+            log: dir.log_path(job_id),
+            nodes_to_run: 0,
+            after,
+            previous_jobs,
+        }
     }
 }
 

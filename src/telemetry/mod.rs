@@ -157,18 +157,40 @@ where
         .expect("spawning a sampler thread")
 }
 
-impl Collector {
-    pub fn start(cfg: &Config, clock: RunClock, targets: &Targets) -> Collector {
-        let stop = Arc::new(AtomicBool::new(false));
-        let notes = Arc::new(Mutex::new(Vec::new()));
-        let note = |s: String| notes.lock().expect("notes lock").push(s);
-        let mut threads = Vec::new();
-        let (started, first_samples) = std::sync::mpsc::channel();
-        let engine_pids = Arc::new(Mutex::new(Vec::<u32>::new()));
+/// What the sampler threads share while [`Collector::start`] sets them up.
+struct Samplers {
+    interval: Duration,
+    clock: RunClock,
+    stop: Arc<AtomicBool>,
+    notes: Arc<Mutex<Vec<String>>>,
+    started: std::sync::mpsc::Sender<()>,
+    threads: Vec<JoinHandle<Output>>,
+    /// The engine's processes, found by the procfs sampler, whose GPU memory NVML reports.
+    engine_pids: Arc<Mutex<Vec<u32>>>,
+}
 
-        match gpu::nvml().and_then(|n| gpu::devices(&n, targets.gpus.as_deref()).map(|d| (n, d))) {
+impl Samplers {
+    fn note(&self, s: String) {
+        self.notes.lock().expect("notes lock").push(s);
+    }
+
+    fn spawn<F: FnMut(i64, &mut Output) + Send + 'static>(&mut self, name: &str, f: F) {
+        self.threads.push(periodic(
+            name,
+            self.interval,
+            self.clock,
+            self.stop.clone(),
+            self.started.clone(),
+            f,
+        ));
+    }
+
+    /// NVML: the energy counter in its own thread (a read costs ~4 ms on an H200), the fast
+    /// fields in another; or a note saying why there is no GPU.
+    fn gpu(&mut self, gpus: Option<&[u32]>) {
+        match gpu::nvml().and_then(|n| gpu::devices(&n, gpus).map(|d| (n, d))) {
             Ok((nvml, devs)) => {
-                note(format!(
+                self.note(format!(
                     "GPUs sampled: {}",
                     devs.iter()
                         .map(|(i, n)| format!("gpu{i} ({n})"))
@@ -177,20 +199,13 @@ impl Collector {
                 ));
                 let idx: Vec<u32> = devs.iter().map(|(i, _)| *i).collect();
                 let (n2, idx2) = (nvml.clone(), idx.clone());
-                threads.push(periodic(
-                    "gpu-energy",
-                    cfg.interval,
-                    clock,
-                    stop.clone(),
-                    started.clone(),
-                    move |t, out| {
-                        out.samples.extend(gpu::energy_sample(&n2, &idx2, t));
-                    },
-                ));
-                let pids = engine_pids.clone();
-                let notes2 = notes.clone();
+                self.spawn("gpu-energy", move |t, out| {
+                    out.samples.extend(gpu::energy_sample(&n2, &idx2, t));
+                });
+                let pids = self.engine_pids.clone();
+                let notes2 = self.notes.clone();
                 let mut warned = false;
-                threads.push(periodic("gpu", cfg.interval, clock, stop.clone(), started.clone(), move |t, out| {
+                self.spawn("gpu", move |t, out| {
                     let p = pids.lock().expect("pids lock").clone();
                     let (s, averaged) = gpu::fast_sample(&nvml, &idx, &p, t);
                     if averaged && !warned {
@@ -200,105 +215,101 @@ impl Collector {
                         );
                     }
                     out.samples.extend(s);
-                }));
+                });
             }
-            Err(why) => note(why.to_string()),
+            Err(why) => self.note(why.to_string()),
         }
+    }
 
+    /// procfs and RAPL: the engine's process tree, the host, bench360 itself, the CPU
+    /// packages' energy counters. Returns the RAPL counters' ranges, for unwrapping.
+    fn procfs(&mut self, engine_pid: Option<u32>) -> Vec<(String, f64)> {
         let rapl = procfs::rapl_domains();
         match &rapl {
-            Ok(d) => note(format!(
+            Ok(d) => self.note(format!(
                 "CPU energy from RAPL: {}",
                 d.iter()
                     .map(|x| x.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             )),
-            Err(why) => note(format!("no CPU energy: RAPL unavailable ({why})")),
+            Err(why) => self.note(format!("no CPU energy: RAPL unavailable ({why})")),
         }
         let rapl = rapl.unwrap_or_default();
         let wraps = rapl
             .iter()
             .filter_map(|d| d.wrap_mj.map(|w| (d.name.clone(), w)))
             .collect();
-        let mut tree = targets.engine_pid.map(procfs::ProcessTreeMeter::new);
+        let mut tree = engine_pid.map(procfs::ProcessTreeMeter::new);
         if tree.is_none() {
-            note("engine CPU/RAM not sampled: the engine is not a local process".into());
+            self.note("engine CPU/RAM not sampled: the engine is not a local process".into());
         }
         let mut host = procfs::HostMeter::new();
         let mut me = procfs::ProcessTreeMeter::single(std::process::id());
-        let pids = engine_pids.clone();
-        threads.push(periodic(
-            "procfs",
-            cfg.interval,
-            clock,
-            stop.clone(),
-            started.clone(),
-            move |t, out| {
-                if let Some(m) = tree.as_mut() {
-                    if let Some((cpu, rss, p)) = m.sample(t) {
-                        *pids.lock().expect("pids lock") = p;
-                        out.samples.push(Sample {
-                            t_ns: t,
-                            source: Source::Process,
-                            device: "engine".into(),
-                            cpu_pct: cpu,
-                            rss_mb: Some(rss),
-                            ..Default::default()
-                        });
-                    }
-                }
-                let (cpu, used, total) = host.sample();
-                out.samples.push(Sample {
-                    t_ns: t,
-                    source: Source::Host,
-                    device: "host".into(),
-                    cpu_pct: cpu,
-                    mem_used_mb: used,
-                    mem_total_mb: total,
-                    ..Default::default()
-                });
-                if let Some((cpu, rss, _)) = me.sample(t) {
+        let pids = self.engine_pids.clone();
+        self.spawn("procfs", move |t, out| {
+            if let Some(m) = tree.as_mut() {
+                if let Some((cpu, rss, p)) = m.sample(t) {
+                    *pids.lock().expect("pids lock") = p;
                     out.samples.push(Sample {
                         t_ns: t,
-                        source: Source::Bench360,
-                        device: "bench360".into(),
+                        source: Source::Process,
+                        device: "engine".into(),
                         cpu_pct: cpu,
                         rss_mb: Some(rss),
                         ..Default::default()
                     });
                 }
-                for d in &rapl {
-                    if let Some(mj) = d.read_mj() {
-                        out.samples.push(Sample {
-                            t_ns: t,
-                            source: Source::Rapl,
-                            device: d.name.clone(),
-                            energy_mj: Some(mj),
-                            ..Default::default()
-                        });
-                    }
+            }
+            let (cpu, used, total) = host.sample();
+            out.samples.push(Sample {
+                t_ns: t,
+                source: Source::Host,
+                device: "host".into(),
+                cpu_pct: cpu,
+                mem_used_mb: used,
+                mem_total_mb: total,
+                ..Default::default()
+            });
+            if let Some((cpu, rss, _)) = me.sample(t) {
+                out.samples.push(Sample {
+                    t_ns: t,
+                    source: Source::Bench360,
+                    device: "bench360".into(),
+                    cpu_pct: cpu,
+                    rss_mb: Some(rss),
+                    ..Default::default()
+                });
+            }
+            for d in &rapl {
+                if let Some(mj) = d.read_mj() {
+                    out.samples.push(Sample {
+                        t_ns: t,
+                        source: Source::Rapl,
+                        device: d.name.clone(),
+                        energy_mj: Some(mj),
+                        ..Default::default()
+                    });
                 }
-            },
-        ));
+            }
+        });
+        wraps
+    }
 
-        match &targets.metrics_url {
+    /// The engine's Prometheus metrics, when it serves them.
+    fn metrics(&mut self, metrics_url: Option<&str>, auth: Option<String>) {
+        match metrics_url {
             Some(url) => {
-                let url = url.clone();
-                let notes2 = notes.clone();
+                let url = url.to_string();
+                let notes2 = self.notes.clone();
                 let mut first_error = None::<Unavailable>;
-                let timeout = cfg
+                let timeout = self
                     .interval
                     .max(Duration::from_millis(500))
                     .min(Duration::from_secs(2));
-                let scraper = Scraper::new(timeout, targets.metrics_auth.clone());
-                threads.push(periodic(
-                    "metrics",
-                    cfg.interval,
-                    clock,
-                    stop.clone(),
-                    started.clone(),
-                    move |t, out| match scraper
+                let scraper = Scraper::new(timeout, auth);
+                self.spawn("metrics", move |t, out| {
+                    match scraper
                         .as_ref()
                         .map_err(|e| e.clone())
                         .and_then(|s| s.get(&url))
@@ -327,23 +338,43 @@ impl Collector {
                                     .push(format!("engine metrics {url}: {e}"));
                             }
                         }
-                    },
-                ));
+                    }
+                });
             }
-            None => note("engine metrics not scraped: the engine has no metrics endpoint".into()),
+            None => {
+                self.note("engine metrics not scraped: the engine has no metrics endpoint".into())
+            }
         }
+    }
+}
+
+impl Collector {
+    pub fn start(cfg: &Config, clock: RunClock, targets: &Targets) -> Collector {
+        let (started, first_samples) = std::sync::mpsc::channel();
+        let mut s = Samplers {
+            interval: cfg.interval,
+            clock,
+            stop: Arc::new(AtomicBool::new(false)),
+            notes: Arc::new(Mutex::new(Vec::new())),
+            started,
+            threads: Vec::new(),
+            engine_pids: Arc::new(Mutex::new(Vec::new())),
+        };
+        s.gpu(targets.gpus.as_deref());
+        let wraps = s.procfs(targets.engine_pid);
+        s.metrics(targets.metrics_url.as_deref(), targets.metrics_auth.clone());
         // Return once every sampler has its first sample, so that a window starting now is
         // bracketed by samples (a slow first read, like NVML's energy counter, is waited for).
-        for _ in 0..threads.len() {
+        for _ in 0..s.threads.len() {
             if first_samples.recv_timeout(Duration::from_secs(5)).is_err() {
                 break;
             }
         }
         Collector {
             wraps,
-            stop,
-            threads,
-            notes,
+            stop: s.stop,
+            threads: s.threads,
+            notes: s.notes,
         }
     }
 
