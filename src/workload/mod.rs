@@ -163,65 +163,32 @@ pub(crate) async fn run<C: InferenceClient>(
 ) -> Outcome {
     let mut out = Outcome::default();
     let n = samples.len();
-    let keep = |out: &mut Outcome, (r, c): (RequestRecord, Vec<ChunkRecord>)| {
-        progress.inc(1);
-        out.requests.push(r);
-        out.parts.push(c);
+    let d = Driver {
+        client: &client,
+        samples: &samples,
+        clock,
+        cancel: &cancel,
+        progress: &progress,
     };
     match instance {
         ScenarioInstance::Single {
             requests,
             early_stop,
         } => {
-            let total = requests.unwrap_or(n as u64);
-            for i in 0..total {
-                let req = request(i as u32, None, i as usize % n, &samples);
-                tokio::select! {
-                    res = client.stream(req, Instant::now(), clock) => keep(&mut out, res),
-                    _ = cancel.cancelled() => { out.cancelled = true; break; }
-                }
-                if early_stop.is_some_and(|w| tight_enough(&out.requests, w)) {
-                    out.stopped_early = true;
-                    break;
-                }
-            }
+            d.single(requests.unwrap_or(n as u64), *early_stop, &mut out)
+                .await
         }
         ScenarioInstance::Batch {
             batch_size,
             batches,
-        } => {
-            let mut id = 0u32;
-            'batches: for _ in 0..*batches {
-                let scheduled = Instant::now();
-                let mut set = JoinSet::new();
-                for _ in 0..*batch_size {
-                    let req = request(id, None, id as usize % n, &samples);
-                    id += 1;
-                    let c = client.clone();
-                    set.spawn(async move { c.stream(req, scheduled, clock).await });
-                }
-                loop {
-                    tokio::select! {
-                        next = set.join_next() => match next {
-                            Some(Ok(res)) => keep(&mut out, res),
-                            Some(Err(e)) => panic!("request task failed: {e}"),
-                            None => break,
-                        },
-                        _ = cancel.cancelled() => { out.cancelled = true; break 'batches; }
-                    }
-                }
-            }
-        }
+        } => d.batch(*batch_size, *batches, &mut out).await,
         ScenarioInstance::Server {
             users,
             rate,
             duration_s,
         } => {
             let plan = server_schedule(*users, *rate, *duration_s, n, seed);
-            open_loop(
-                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
-            )
-            .await;
+            d.open(0, plan, &mut out).await;
         }
         ScenarioInstance::Rate {
             rate,
@@ -230,10 +197,7 @@ pub(crate) async fn run<C: InferenceClient>(
             ramp_from,
         } => {
             let plan = rate_schedule(*rate, *burstiness, *duration_s, *ramp_from, n, seed);
-            open_loop(
-                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
-            )
-            .await;
+            d.open(0, plan, &mut out).await;
         }
         ScenarioInstance::Offline { requests } => {
             let plan = (0..requests.unwrap_or(n as u64) as usize)
@@ -244,10 +208,7 @@ pub(crate) async fn run<C: InferenceClient>(
                     max_tokens: None,
                 })
                 .collect();
-            open_loop(
-                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
-            )
-            .await;
+            d.open(0, plan, &mut out).await;
         }
         ScenarioInstance::Replay { speed, .. } => {
             // Arrival times scaled by the speed; prompts from the task, in a seeded order.
@@ -263,89 +224,178 @@ pub(crate) async fn run<C: InferenceClient>(
                     max_tokens: it.output_tokens,
                 })
                 .collect();
-            open_loop(
-                &client, 0, plan, &samples, clock, &cancel, &progress, &mut out,
-            )
-            .await;
+            d.open(0, plan, &mut out).await;
         }
-        ScenarioInstance::Saturation(x) => {
-            let mut sat = Saturation {
-                ttft_p95_s: x.ttft_p95,
-                e2e_p95_s: x.e2e_p95,
-                max_error_rate: x.max_error_rate,
-                ..Saturation::default()
-            };
-            while let Some(rate) = next_rate(&sat.probes, x) {
-                let first = out.requests.len();
-                let first_id = first as u32;
-                // Each probe its own seeded arrivals; the next starts once this one drained.
-                let probe_seed = seed ^ (sat.probes.len() as u64).wrapping_mul(0x9E37_79B9);
-                let plan = rate_schedule(rate, x.burstiness, x.step_s, None, n, probe_seed);
-                progress.set_message(format!("probe {rate:.3} req/s"));
-                open_loop(
-                    &client, first_id, plan, &samples, clock, &cancel, &progress, &mut out,
-                )
-                .await;
-                if out.cancelled {
-                    break;
-                }
-                out.requests[first..].sort_by_key(|r| r.id);
-                sat.probes.push(judge_probe(
-                    rate,
-                    first_id,
-                    &out.requests[first..],
-                    x.ttft_p95,
-                    x.e2e_p95,
-                    x.max_error_rate,
-                ));
-            }
-            (sat.rate, sat.failed_at) = bracket(&sat.probes);
-            out.saturation = Some(sat);
-        }
+        ScenarioInstance::Saturation(x) => d.saturation(x, seed, &mut out).await,
         ScenarioInstance::Concurrency {
             concurrency,
             requests,
             early_stop,
         } => {
-            // Closed loop: start N, and start the next one each time one returns.
             let total = requests.unwrap_or(n as u64);
-            let mut next = 0u64;
-            let mut set = JoinSet::new();
-            let launch = |set: &mut JoinSet<_>, next: &mut u64| {
-                let req = request(*next as u32, None, *next as usize % n, &samples);
-                let c = client.clone();
-                *next += 1;
-                set.spawn(async move { c.stream(req, Instant::now(), clock).await });
-            };
-            while next < total.min(*concurrency) {
-                launch(&mut set, &mut next);
-            }
-            loop {
-                tokio::select! {
-                    done = set.join_next() => match done {
-                        Some(Ok(res)) => {
-                            keep(&mut out, res);
-                            if !out.stopped_early
-                                && early_stop.is_some_and(|w| tight_enough(&out.requests, w))
-                            {
-                                // No new requests; those in flight finish and count.
-                                out.stopped_early = true;
-                            }
-                            if next < total && !out.stopped_early {
-                                launch(&mut set, &mut next);
-                            }
-                        }
-                        Some(Err(e)) => panic!("request task failed: {e}"),
-                        None => break,
-                    },
-                    _ = cancel.cancelled() => { out.cancelled = true; set.abort_all(); break; }
-                }
-            }
+            d.concurrency(*concurrency, total, *early_stop, &mut out)
+                .await
         }
     }
     out.requests.sort_by_key(|r| r.id);
     out.chunks = std::mem::take(&mut out.parts).concat();
     out
+}
+
+/// What every scenario kind drives its requests with.
+struct Driver<'a, C> {
+    client: &'a Arc<C>,
+    samples: &'a Arc<Vec<Sample>>,
+    clock: RunClock,
+    cancel: &'a Cancel,
+    progress: &'a ProgressBar,
+}
+
+impl<C: InferenceClient> Driver<'_, C> {
+    fn keep(&self, out: &mut Outcome, (r, c): (RequestRecord, Vec<ChunkRecord>)) {
+        self.progress.inc(1);
+        out.requests.push(r);
+        out.parts.push(c);
+    }
+
+    fn request(&self, id: u64) -> GenRequest {
+        request(
+            id as u32,
+            None,
+            id as usize % self.samples.len(),
+            self.samples,
+        )
+    }
+
+    /// Planned arrivals, open loop.
+    async fn open(&self, first_id: u32, plan: Vec<Planned>, out: &mut Outcome) {
+        open_loop(
+            self.client,
+            first_id,
+            plan,
+            self.samples,
+            self.clock,
+            self.cancel,
+            self.progress,
+            out,
+        )
+        .await;
+    }
+
+    /// One request at a time.
+    async fn single(&self, total: u64, early_stop: Option<f64>, out: &mut Outcome) {
+        for i in 0..total {
+            tokio::select! {
+                res = self.client.stream(self.request(i), Instant::now(), self.clock) => self.keep(out, res),
+                _ = self.cancel.cancelled() => { out.cancelled = true; break; }
+            }
+            if early_stop.is_some_and(|w| tight_enough(&out.requests, w)) {
+                out.stopped_early = true;
+                break;
+            }
+        }
+    }
+
+    /// `batch_size` requests at once, the next batch after all of them returned.
+    async fn batch(&self, batch_size: u64, batches: u64, out: &mut Outcome) {
+        let mut id = 0u64;
+        'batches: for _ in 0..batches {
+            let scheduled = Instant::now();
+            let mut set = JoinSet::new();
+            for _ in 0..batch_size {
+                let req = self.request(id);
+                id += 1;
+                let (c, clock) = (self.client.clone(), self.clock);
+                set.spawn(async move { c.stream(req, scheduled, clock).await });
+            }
+            loop {
+                tokio::select! {
+                    next = set.join_next() => match next {
+                        Some(Ok(res)) => self.keep(out, res),
+                        Some(Err(e)) => panic!("request task failed: {e}"),
+                        None => break,
+                    },
+                    _ = self.cancel.cancelled() => { out.cancelled = true; break 'batches; }
+                }
+            }
+        }
+    }
+
+    /// Closed loop: start `concurrency`, and start the next one each time one returns.
+    async fn concurrency(
+        &self,
+        concurrency: u64,
+        total: u64,
+        early_stop: Option<f64>,
+        out: &mut Outcome,
+    ) {
+        let mut next = 0u64;
+        let mut set = JoinSet::new();
+        let launch = |set: &mut JoinSet<_>, next: &mut u64| {
+            let req = self.request(*next);
+            let (c, clock) = (self.client.clone(), self.clock);
+            *next += 1;
+            set.spawn(async move { c.stream(req, Instant::now(), clock).await });
+        };
+        while next < total.min(concurrency) {
+            launch(&mut set, &mut next);
+        }
+        loop {
+            tokio::select! {
+                done = set.join_next() => match done {
+                    Some(Ok(res)) => {
+                        self.keep(out, res);
+                        if !out.stopped_early
+                            && early_stop.is_some_and(|w| tight_enough(&out.requests, w))
+                        {
+                            // No new requests; those in flight finish and count.
+                            out.stopped_early = true;
+                        }
+                        if next < total && !out.stopped_early {
+                            launch(&mut set, &mut next);
+                        }
+                    }
+                    Some(Err(e)) => panic!("request task failed: {e}"),
+                    None => break,
+                },
+                _ = self.cancel.cancelled() => { out.cancelled = true; set.abort_all(); break; }
+            }
+        }
+    }
+
+    /// Probes of open-loop traffic, ramped then bisected, each judged against the thresholds.
+    async fn saturation(&self, x: &crate::spec::SaturationSpec, seed: u64, out: &mut Outcome) {
+        let n = self.samples.len();
+        let mut sat = Saturation {
+            ttft_p95_s: x.ttft_p95,
+            e2e_p95_s: x.e2e_p95,
+            max_error_rate: x.max_error_rate,
+            ..Saturation::default()
+        };
+        while let Some(rate) = next_rate(&sat.probes, x) {
+            let first = out.requests.len();
+            let first_id = first as u32;
+            // Each probe its own seeded arrivals; the next starts once this one drained.
+            let probe_seed = seed ^ (sat.probes.len() as u64).wrapping_mul(0x9E37_79B9);
+            let plan = rate_schedule(rate, x.burstiness, x.step_s, None, n, probe_seed);
+            self.progress.set_message(format!("probe {rate:.3} req/s"));
+            self.open(first_id, plan, out).await;
+            if out.cancelled {
+                break;
+            }
+            out.requests[first..].sort_by_key(|r| r.id);
+            sat.probes.push(judge_probe(
+                rate,
+                first_id,
+                &out.requests[first..],
+                x.ttft_p95,
+                x.e2e_p95,
+                x.max_error_rate,
+            ));
+        }
+        (sat.rate, sat.failed_at) = bracket(&sat.probes);
+        out.saturation = Some(sat);
+    }
 }
 
 #[cfg(test)]

@@ -270,27 +270,7 @@ pub(super) fn resolve(
         }
     }
 
-    check_unique(
-        &mut ctx,
-        "model",
-        &models.iter().map(|m| &m.name).collect::<Vec<_>>(),
-    );
-    check_unique(
-        &mut ctx,
-        "engine",
-        &engines.iter().map(|m| &m.name).collect::<Vec<_>>(),
-    );
-    check_unique(
-        &mut ctx,
-        "task",
-        &tasks.iter().map(|m| &m.name).collect::<Vec<_>>(),
-    );
-    check_unique(
-        &mut ctx,
-        "scenario",
-        &scenarios.iter().map(|m| &m.name).collect::<Vec<_>>(),
-    );
-
+    check_names(&mut ctx, &models, &engines, &tasks, &scenarios);
     let name = match name {
         Some(n) => n.value,
         None => {
@@ -317,16 +297,7 @@ pub(super) fn resolve(
             })
             .collect()
     };
-    for what in ["model", "engine", "task", "scenario"] {
-        if !nodes.iter().any(|n| n.name.value == what) {
-            ctx.err_help(
-                SourceSpan::from(0..0),
-                format!("no `{what}` is defined"),
-                "here",
-                format!("a sweep needs at least one `{what}` block"),
-            );
-        }
-    }
+    check_every_kind_defined(&mut ctx, nodes);
 
     let matrix = match matrix_node {
         Some(node) => resolve_matrix(
@@ -362,27 +333,76 @@ pub(super) fn resolve(
             source: Default::default(),
         };
         check_compatibility(&mut ctx, &sweep);
-        for s in &sweep.scenarios {
-            if let ScenarioSpec::Saturation(SaturationSpec {
-                ttft_p95: None,
-                e2e_p95: None,
-                ..
-            }) = s.spec
-            {
-                if sweep.slo.ttft_p95.is_none() && sweep.slo.e2e_p95.is_none() {
-                    ctx.err_help(
-                        s.name.span,
-                        "a `saturation` scenario needs latency thresholds",
-                        "no `ttft-p95` or `e2e-p95` here or in `slo`",
-                        "add `ttft-p95 2.0` (seconds) to the scenario, or an `slo` block",
-                    );
-                }
-            }
-        }
+        check_saturation_thresholds(&mut ctx, &sweep);
         if ctx.problems.is_empty() {
             return Ok(sweep);
         }
     }
     ctx.problems.sort_by_key(|p| p.span.offset());
     Err(ctx.problems)
+}
+
+/// Two blocks of one kind may not share a name.
+fn check_names(
+    ctx: &mut Ctx,
+    models: &[Model],
+    engines: &[Engine],
+    tasks: &[Task],
+    scenarios: &[Scenario],
+) {
+    check_unique(
+        ctx,
+        "model",
+        &models.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+    check_unique(
+        ctx,
+        "engine",
+        &engines.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+    check_unique(
+        ctx,
+        "task",
+        &tasks.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+    check_unique(
+        ctx,
+        "scenario",
+        &scenarios.iter().map(|m| &m.name).collect::<Vec<_>>(),
+    );
+}
+
+/// A sweep needs at least one model, engine, task and scenario.
+fn check_every_kind_defined(ctx: &mut Ctx, nodes: &[RawNode]) {
+    for what in ["model", "engine", "task", "scenario"] {
+        if !nodes.iter().any(|n| n.name.value == what) {
+            ctx.err_help(
+                SourceSpan::from(0..0),
+                format!("no `{what}` is defined"),
+                "here",
+                format!("a sweep needs at least one `{what}` block"),
+            );
+        }
+    }
+}
+
+/// A saturation search needs latency thresholds: its own, or the sweep's `slo`.
+fn check_saturation_thresholds(ctx: &mut Ctx, sweep: &Sweep) {
+    for s in &sweep.scenarios {
+        if let ScenarioSpec::Saturation(SaturationSpec {
+            ttft_p95: None,
+            e2e_p95: None,
+            ..
+        }) = s.spec
+        {
+            if sweep.slo.ttft_p95.is_none() && sweep.slo.e2e_p95.is_none() {
+                ctx.err_help(
+                    s.name.span,
+                    "a `saturation` scenario needs latency thresholds",
+                    "no `ttft-p95` or `e2e-p95` here or in `slo`",
+                    "add `ttft-p95 2.0` (seconds) to the scenario, or an `slo` block",
+                );
+            }
+        }
+    }
 }
