@@ -96,30 +96,52 @@ fn run_data(
             r.cause.as_deref().unwrap_or("no cause recorded")
         ));
     }
-    let num = |file: &str, cols: &[&str]| {
-        crate::trace::read_numeric(&dir.join(file), cols).unwrap_or_default()
-    };
-    let req = num(
-        "requests.parquet",
-        &[
-            "ok",
-            "ttft_ms",
-            "tpot_ms",
-            "e2e_ms",
-            "scheduled_ns",
-            "sent_ns",
-            "end_ns",
-            "request_id",
-        ],
-    );
-    let col = |m: &std::collections::BTreeMap<String, Vec<Option<f64>>>, k: &str| {
-        m.get(k).cloned().unwrap_or_default()
-    };
+    let req = numeric(&dir.join("requests.parquet"), REQUEST_COLUMNS);
     let ok = col(&req, "ok");
+    let start = request_series(&mut data, &req, &ok, &dir);
+    itl(&mut data, &req, &ok, &dir);
+    scores(
+        &mut data,
+        &store.object_dir(&score_key).join("scores.parquet"),
+    );
+    gpu_series(&mut data, &dir, start);
+    data
+}
+
+/// The columns of requests.parquet the report reads.
+const REQUEST_COLUMNS: &[&str] = &[
+    "ok",
+    "ttft_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "scheduled_ns",
+    "sent_ns",
+    "end_ns",
+    "request_id",
+];
+
+type Columns = std::collections::BTreeMap<String, Vec<Option<f64>>>;
+
+fn numeric(file: &std::path::Path, cols: &[&str]) -> Columns {
+    crate::trace::read_numeric(file, cols).unwrap_or_default()
+}
+
+fn col(m: &Columns, k: &str) -> Vec<Option<f64>> {
+    m.get(k).cloned().unwrap_or_default()
+}
+
+/// Latencies of the successful requests, requests in flight over time, sentences in the
+/// outputs. Returns the first scheduled time (ns), the origin of the time series.
+fn request_series(
+    data: &mut RunData,
+    req: &Columns,
+    ok: &[Option<f64>],
+    dir: &std::path::Path,
+) -> f64 {
     let pick = |k: &str| -> Vec<f64> {
-        col(&req, k)
+        col(req, k)
             .iter()
-            .zip(&ok)
+            .zip(ok)
             .filter(|(_, o)| **o == Some(1.0))
             .filter_map(|(v, _)| *v)
             .collect()
@@ -127,14 +149,14 @@ fn run_data(
     data.ttft_ms = pick("ttft_ms");
     data.tpot_ms = pick("tpot_ms");
     data.e2e_ms = pick("e2e_ms");
-    let start = col(&req, "scheduled_ns")
+    let start = col(req, "scheduled_ns")
         .iter()
         .flatten()
         .fold(f64::INFINITY, |a, b| a.min(*b));
     // Requests in flight: +1 at send, −1 at end.
-    let mut events: Vec<(f64, f64)> = col(&req, "sent_ns")
+    let mut events: Vec<(f64, f64)> = col(req, "sent_ns")
         .iter()
-        .zip(col(&req, "end_ns"))
+        .zip(col(req, "end_ns"))
         .filter_map(|(s, e)| Some([(s.as_ref()? - start, 1.0), (e? - start, -1.0)]))
         .flatten()
         .collect();
@@ -149,19 +171,23 @@ fn run_data(
     if let Ok(outputs) = crate::trace::read_strings(&dir.join("requests.parquet"), &["output"]) {
         data.sentences = outputs["output"]
             .iter()
-            .zip(&ok)
+            .zip(ok)
             .filter(|(_, o)| **o == Some(1.0))
             .map(|(t, _)| crate::telemetry::energy::sentences(t.as_deref().unwrap_or("")))
             .sum();
     }
-    // ITL: gaps between content chunks of successful requests.
-    let ok_ids: std::collections::HashSet<i64> = col(&req, "request_id")
+    start
+}
+
+/// Inter-token latencies: gaps between content chunks of successful requests.
+fn itl(data: &mut RunData, req: &Columns, ok: &[Option<f64>], dir: &std::path::Path) {
+    let ok_ids: std::collections::HashSet<i64> = col(req, "request_id")
         .iter()
-        .zip(&ok)
+        .zip(ok)
         .filter(|(_, o)| **o == Some(1.0))
         .filter_map(|(i, _)| i.map(|x| x as i64))
         .collect();
-    let chunks = num("chunks.parquet", &["request_id", "t_ns"]);
+    let chunks = numeric(&dir.join("chunks.parquet"), &["request_id", "t_ns"]);
     let kinds =
         crate::trace::read_strings(&dir.join("chunks.parquet"), &["kind"]).unwrap_or_default();
     let mut last: std::collections::HashMap<i64, f64> = std::collections::HashMap::new();
@@ -180,11 +206,14 @@ fn run_data(
             data.itl_ms.push((t - prev) / 1e6);
         }
     }
-    let scores_file = store.object_dir(&score_key).join("scores.parquet");
-    let scores: Vec<Option<f64>> = crate::trace::read_numeric(&scores_file, &["score"])
+}
+
+/// Per-request scores and the dataset item each scored (quality's interval resamples items).
+fn scores(data: &mut RunData, scores_file: &std::path::Path) {
+    let scores: Vec<Option<f64>> = crate::trace::read_numeric(scores_file, &["score"])
         .map(|mut m| m.remove("score").unwrap_or_default())
         .unwrap_or_default();
-    let ids: Vec<Option<String>> = crate::trace::read_strings(&scores_file, &["sample_id"])
+    let ids: Vec<Option<String>> = crate::trace::read_strings(scores_file, &["sample_id"])
         .map(|mut m| m.remove("sample_id").unwrap_or_default())
         .unwrap_or_default();
     data.scores = scores.iter().flatten().copied().collect();
@@ -196,9 +225,12 @@ fn run_data(
             .map(|(_, id)| id.unwrap_or_default())
             .collect();
     }
-    // GPU power and memory over the window, summed over devices per sample time.
-    let tele = num(
-        "telemetry.parquet",
+}
+
+/// GPU power, memory and utilization over the window, summed over devices per sample time.
+fn gpu_series(data: &mut RunData, dir: &std::path::Path, start: f64) {
+    let tele = numeric(
+        &dir.join("telemetry.parquet"),
         &["t_ns", "power_w", "mem_used_mb", "util_pct"],
     );
     let sources =
@@ -242,7 +274,6 @@ fn run_data(
         .into_iter()
         .map(|(b, (sum, k))| (b as f64 / 100.0, sum / k))
         .collect();
-    data
 }
 
 /// Builds the report from the cache alone: for every run of the plan, its recorded results

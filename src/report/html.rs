@@ -158,8 +158,9 @@ struct Failure {
 
 #[derive(Serialize)]
 struct CostNote {
-    energy: f64,
-    hardware: f64,
+    /// Prices as Rust writes them (`0`, `0.1`), not as the template would (`0.0`).
+    energy: String,
+    hardware: String,
     currency: String,
 }
 
@@ -179,8 +180,8 @@ pub(crate) fn page(sweep: &str, rows: &[Row], slo: &Slo, cost: Option<&Cost>) ->
         per_run: per_run(rows),
         failures: failures(rows),
         cost: cost.map(|c| CostNote {
-            energy: c.energy_per_kwh,
-            hardware: c.hardware_per_hour,
+            energy: c.energy_per_kwh.to_string(),
+            hardware: c.hardware_per_hour.to_string(),
             currency: c.currency.clone(),
         }),
     };
