@@ -323,28 +323,7 @@ impl Launcher for DockerLauncher {
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free loopback port: {e}"))?
             .port();
-        let mut env: Vec<String> = recipe_env
-            .into_iter()
-            .chain(spec.engine.env.iter().cloned())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        for var in env_pass {
-            // Passed by name: the value goes to the container only, never to records or logs.
-            if let Ok(v) = std::env::var(var) {
-                env.push(format!("{var}={v}"));
-            }
-        }
-        let mut binds = Vec::new();
-        if let Some(p) = &spec.model_path {
-            let abs =
-                std::fs::canonicalize(p).map_err(|e| format!("cannot mount weights {p}: {e}"))?;
-            binds.push(format!("{}:{}:ro", abs.display(), container_model_path(p)));
-        }
-        if let Some(h) = hf_cache {
-            std::fs::create_dir_all(h)
-                .map_err(|e| format!("cannot create the Hugging Face cache {h}: {e}"))?;
-            binds.push(format!("{h}:/root/.cache/huggingface"));
-        }
+        let (env, binds) = env_and_binds(spec, recipe_env, env_pass, hf_cache.as_deref())?;
         let entry = spec.engine.catalog;
         let recipe = entry.docker.as_ref().expect("checked by container_command");
         let device_ids =
@@ -407,31 +386,7 @@ impl Launcher for DockerLauncher {
             .filter(|p| *p > 0)
             .map(|p| p as u32);
 
-        // The container's log, streamed into the node's engine log.
-        let mut logs = d.logs(
-            &name,
-            Some(
-                LogsOptionsBuilder::default()
-                    .follow(true)
-                    .stdout(true)
-                    .stderr(true)
-                    .build(),
-            ),
-        );
-        let mut file = tokio::fs::File::create(log)
-            .await
-            .map_err(|e| format!("cannot create engine log: {e}"))?;
-        let exit = Arc::new(Mutex::new(None::<String>));
-        let (d2, n2, exit2) = (d.clone(), name.clone(), exit.clone());
-        let log_task = tokio::spawn(async move {
-            while let Some(Ok(chunk)) = logs.next().await {
-                let _ = file.write_all(&chunk.into_bytes()).await;
-                let _ = file.flush().await;
-            }
-            // The log stream ends when the container stops.
-            let cause = exit_cause(&d2, &n2).await;
-            *exit2.lock().expect("exit lock") = Some(cause);
-        });
+        let (exit, log_task) = stream_logs(d, &name, log).await?;
         let engine = DockerEngine {
             docker: d.clone(),
             name: name.clone(),
@@ -449,38 +404,117 @@ impl Launcher for DockerLauncher {
             log_task,
         };
         let health = format!("{}{}", engine.base_url, entry.health_path);
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .build()
-            .map_err(|e| e.to_string())?;
-        let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s);
-        let mut engine = engine;
-        loop {
-            if let Some(cause) = engine.exited() {
-                let tail = tail_of(log, 15);
-                engine.stop().await;
-                return Err(EngineError::Exited {
-                    cause: format!("{cause} during startup"),
-                    tail,
-                });
-            }
-            if super::healthy(&http, &health, None).await {
-                break;
-            }
-            if Instant::now() > deadline {
-                let tail = tail_of(log, 15);
-                engine.stop().await;
-                return Err(EngineError::Unhealthy {
-                    health,
-                    after_s: spec.engine.startup_timeout_s,
-                    tail,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let mut engine = wait_healthy(engine, spec, &health, log, t0).await?;
         engine.phases.healthy_s = t0.elapsed().as_secs_f64();
         Ok(engine)
     }
+}
+
+/// The container's environment (the recipe's, the sweep's, the variables passed by name) and
+/// its mounts (the weights read-only, a Hugging Face cache).
+fn env_and_binds(
+    spec: &LaunchSpec,
+    recipe_env: Vec<(String, String)>,
+    env_pass: &[String],
+    hf_cache: Option<&str>,
+) -> Result<(Vec<String>, Vec<String>), EngineError> {
+    let mut env: Vec<String> = recipe_env
+        .into_iter()
+        .chain(spec.engine.env.iter().cloned())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    for var in env_pass {
+        // Passed by name: the value goes to the container only, never to records or logs.
+        if let Ok(v) = std::env::var(var) {
+            env.push(format!("{var}={v}"));
+        }
+    }
+    let mut binds = Vec::new();
+    if let Some(p) = &spec.model_path {
+        let abs = std::fs::canonicalize(p).map_err(|e| format!("cannot mount weights {p}: {e}"))?;
+        binds.push(format!("{}:{}:ro", abs.display(), container_model_path(p)));
+    }
+    if let Some(h) = hf_cache {
+        std::fs::create_dir_all(h)
+            .map_err(|e| format!("cannot create the Hugging Face cache {h}: {e}"))?;
+        binds.push(format!("{h}:/root/.cache/huggingface"));
+    }
+    Ok((env, binds))
+}
+
+/// Streams the container's log into the node's engine log; when the stream ends (the
+/// container stopped), records why it exited.
+async fn stream_logs(
+    d: &Docker,
+    name: &str,
+    log: &Path,
+) -> Result<(Arc<Mutex<Option<String>>>, tokio::task::JoinHandle<()>), EngineError> {
+    // The container's log, streamed into the node's engine log.
+    let mut logs = d.logs(
+        name,
+        Some(
+            LogsOptionsBuilder::default()
+                .follow(true)
+                .stdout(true)
+                .stderr(true)
+                .build(),
+        ),
+    );
+    let mut file = tokio::fs::File::create(log)
+        .await
+        .map_err(|e| format!("cannot create engine log: {e}"))?;
+    let exit = Arc::new(Mutex::new(None::<String>));
+    let (d2, n2, exit2) = (d.clone(), name.to_string(), exit.clone());
+    let log_task = tokio::spawn(async move {
+        while let Some(Ok(chunk)) = logs.next().await {
+            let _ = file.write_all(&chunk.into_bytes()).await;
+            let _ = file.flush().await;
+        }
+        // The log stream ends when the container stops.
+        let cause = exit_cause(&d2, &n2).await;
+        *exit2.lock().expect("exit lock") = Some(cause);
+    });
+    Ok((exit, log_task))
+}
+
+/// Polls the health endpoint until it answers, the container exits (its cause and last log
+/// lines), or the startup timeout passes; a container that never became healthy is stopped.
+async fn wait_healthy(
+    mut engine: DockerEngine,
+    spec: &LaunchSpec,
+    health: &str,
+    log: &Path,
+    t0: Instant,
+) -> Result<DockerEngine, EngineError> {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s);
+    loop {
+        if let Some(cause) = engine.exited() {
+            let tail = tail_of(log, 15);
+            engine.stop().await;
+            return Err(EngineError::Exited {
+                cause: format!("{cause} during startup"),
+                tail,
+            });
+        }
+        if super::healthy(&http, health, None).await {
+            break;
+        }
+        if Instant::now() > deadline {
+            let tail = tail_of(log, 15);
+            engine.stop().await;
+            return Err(EngineError::Unhealthy {
+                health: health.to_string(),
+                after_s: spec.engine.startup_timeout_s,
+                tail,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(engine)
 }
 
 impl RunningEngine for DockerEngine {
