@@ -320,3 +320,81 @@ fn anyhow_stays_at_the_command_line_edge() {
         found.join("\n")
     );
 }
+
+/// The longest a function may be without a reason written above it.
+const MAX_FN_LINES: usize = 150;
+
+/// Functions short enough to hold in one's head: one over [`MAX_FN_LINES`] lines must say
+/// why in its doc comment ("Long on purpose: …"). Measured from its `fn` line to its closing
+/// brace, on the code without comments, strings and character literals; unit tests (files
+/// named `tests.rs`, `mod tests` blocks) are not measured.
+#[test]
+fn no_function_is_long_without_a_written_reason() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rs_files(&root.join("src"), &mut files);
+    let fn_start = regex::Regex::new(r"^\s*(pub(\([^)]*\))?\s+)?(async\s+)?fn\s+(\w+)").unwrap();
+    let chars = regex::Regex::new(r"'(\\.|[^'\\])'").unwrap();
+    let mut long = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        if rel.ends_with("/tests.rs") || rel == "src/fuzz.rs" {
+            continue;
+        }
+        let raw = std::fs::read_to_string(&f).unwrap();
+        let raw = raw.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        let raw_lines: Vec<&str> = raw.lines().collect();
+        let code: Vec<String> = code_only(raw)
+            .lines()
+            .map(|l| chars.replace_all(l, "").into_owned())
+            .collect();
+        for (i, line) in code.iter().enumerate() {
+            let Some(m) = fn_start.captures(line) else {
+                continue;
+            };
+            let (mut depth, mut opened, mut end) = (0i64, false, i);
+            for (j, l) in code.iter().enumerate().skip(i) {
+                if !opened && l.trim_end().ends_with(';') && !l.contains('{') {
+                    break; // a declaration without a body
+                }
+                for c in l.chars() {
+                    match c {
+                        '{' => {
+                            depth += 1;
+                            opened = true;
+                        }
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                if opened && depth <= 0 {
+                    end = j;
+                    break;
+                }
+            }
+            let n = end + 1 - i;
+            if !opened || n <= MAX_FN_LINES {
+                continue;
+            }
+            let doc: String = raw_lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| {
+                    let t = l.trim_start();
+                    t.starts_with("///") || t.starts_with("//") || t.starts_with("#[")
+                })
+                .copied()
+                .collect::<Vec<_>>()
+                .join("\n");
+            if !doc.contains("Long on purpose") {
+                long.push(format!("{rel}:{}: fn {} has {n} lines", i + 1, &m[4]));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines without a reason (split them by step, or say \
+         \"Long on purpose: …\" in the doc comment):\n{}",
+        long.join("\n")
+    );
+}

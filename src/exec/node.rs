@@ -301,6 +301,67 @@ impl Executor<'_> {
         .map_err(|e| NodeError::Failed(format!("cannot build HTTP client: {e}")))
     }
 
+    /// The warmup requests, never measured, before the runs of this engine lifetime (at
+    /// least one when the cold start is recorded). Returns the first token's time since the
+    /// launch, for the cold start; failed warmup requests are said, not hidden.
+    async fn warm_up<E: RunningEngine>(
+        &mut self,
+        engine: &E,
+        d: usize,
+        runs: &[usize],
+        need_cold: bool,
+        t_launch: Instant,
+    ) -> Option<f64> {
+        let first_task = runs
+            .first()
+            .map(|&r| self.plan.runs[r].config.task)
+            .unwrap_or(0);
+        let warm_samples = self.samples_for(first_task, d, engine).await.ok();
+        let mut first_token_s = None;
+        let mut warm_failures = Vec::new();
+        if let Some(samples) = &warm_samples {
+            let sampling = self.sweep.defaults.sampling.clone();
+            let mode = self.sweep.tasks[first_task].mode;
+            if let Ok(client) = self.client(engine, d, sampling, mode) {
+                let n = self.sweep.defaults.warmup.max(u32::from(need_cold));
+                for w in 0..n {
+                    if self.cancel.is_cancelled() {
+                        break;
+                    }
+                    let s = &samples[w as usize % samples.len()];
+                    let clock = RunClock::start();
+                    let req = GenRequest {
+                        id: w,
+                        user: None,
+                        sample: 0,
+                        sample_id: s.id.clone(),
+                        system: s.system.clone(),
+                        history: s.history.clone(),
+                        prompt: s.prompt.clone(),
+                        max_tokens: s.max_tokens,
+                    };
+                    let (rec, _) = client.stream(req, Instant::now(), clock).await;
+                    if w == 0 {
+                        first_token_s = rec
+                            .first_token_ns
+                            .map(|ns| (clock.at(ns) - t_launch).as_secs_f64());
+                    }
+                    if let Some(e) = rec.error {
+                        warm_failures.push(e);
+                    }
+                }
+            }
+        }
+        if !warm_failures.is_empty() {
+            self.progress.say(&format!(
+                "  warmup: {} of its requests failed: {}",
+                warm_failures.len(),
+                warm_failures[0]
+            ));
+        }
+        first_token_s
+    }
+
     /// Starts the engine, records its cold start if needed, warms it up, runs every run of
     /// this deployment that must run, and stops it.
     pub(super) async fn engine_lifetime<L: Launcher>(
@@ -382,53 +443,7 @@ impl Executor<'_> {
             crate::telemetry::gpu::memory_used_mb(spec.engine.gpus.as_deref());
 
         // Warmup: the first request also times the cold start's first token.
-        let first_task = runs
-            .first()
-            .map(|&r| self.plan.runs[r].config.task)
-            .unwrap_or(0);
-        let warm_samples = self.samples_for(first_task, d, &engine).await.ok();
-        let mut first_token_s = None;
-        let mut warm_failures = Vec::new();
-        if let Some(samples) = &warm_samples {
-            let sampling = self.sweep.defaults.sampling.clone();
-            let mode = self.sweep.tasks[first_task].mode;
-            if let Ok(client) = self.client(&engine, d, sampling, mode) {
-                let n = self.sweep.defaults.warmup.max(u32::from(need_cold));
-                for w in 0..n {
-                    if self.cancel.is_cancelled() {
-                        break;
-                    }
-                    let s = &samples[w as usize % samples.len()];
-                    let clock = RunClock::start();
-                    let req = GenRequest {
-                        id: w,
-                        user: None,
-                        sample: 0,
-                        sample_id: s.id.clone(),
-                        system: s.system.clone(),
-                        history: s.history.clone(),
-                        prompt: s.prompt.clone(),
-                        max_tokens: s.max_tokens,
-                    };
-                    let (rec, _) = client.stream(req, Instant::now(), clock).await;
-                    if w == 0 {
-                        first_token_s = rec
-                            .first_token_ns
-                            .map(|ns| (clock.at(ns) - t_launch).as_secs_f64());
-                    }
-                    if let Some(e) = rec.error {
-                        warm_failures.push(e);
-                    }
-                }
-            }
-        }
-        if !warm_failures.is_empty() {
-            self.progress.say(&format!(
-                "  warmup: {} of its requests failed: {}",
-                warm_failures.len(),
-                warm_failures[0]
-            ));
-        }
+        let first_token_s = self.warm_up(&engine, d, runs, need_cold, t_launch).await;
         let mut log_pos = 0u64;
         if let Some(j) = cold_journal {
             let cs = ColdStart {

@@ -272,6 +272,9 @@ pub(crate) fn recommend(rows: &[Row]) -> BTreeMap<String, Vec<Pick>> {
 }
 
 /// summary.parquet / summary.csv rows: configuration columns and every aggregate.
+///
+/// Long on purpose: one line per column, in the file's column order — the schema of
+/// summary.parquet (docs/report.md lists the same) in one place.
 pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
     rows.iter()
         .map(|r| {

@@ -116,6 +116,10 @@ fn text_px(chars: usize, size: f64) -> f64 {
 }
 
 impl Chart {
+    /// The chart as inline SVG: axes and ticks, series with error bars and labels, legend,
+    /// horizontal threshold lines.
+    ///
+    /// Long on purpose: one drawing pass whose parts share the scales and the plot area.
     pub fn svg(&self) -> String {
         let xs = self
             .series

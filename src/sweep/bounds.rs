@@ -265,6 +265,10 @@ fn multi_line_opener(at: usize, len: usize) -> Problem {
 /// closing quote (a backslash before whitespace or a newline continues it on the next line),
 /// a raw string at its quote and as many `#` as it opened with, comments at their ends;
 /// braces inside strings and comments do not count.
+///
+/// Long on purpose: one hand-written lexer loop whose states (string, raw string, comment,
+/// multi-line string) share the position and the nesting counters; split apart, each piece
+/// would have to hand all of them back and forth.
 pub(crate) fn check_before_parse(text: &str) -> Option<Problem> {
     let b = text.as_bytes();
     let mut i = 0;

@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// An `engine` block: kind and launcher, then every field with its check against the
+/// catalog row.
+///
+/// Long on purpose: a flat list of `field → check` over the engine's fields (docs/sweep.md's
+/// table in code); each check is a few lines and depends on the kind and launcher above it.
 pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
     let name = ctx.block_name(node);
     let f = ctx.fields(node, ENGINE_FIELDS, &["env"]);

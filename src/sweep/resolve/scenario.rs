@@ -2,6 +2,10 @@
 
 use super::*;
 
+/// A `scenario` block: its kind's allowed fields, then each kind's fields, each with its range.
+///
+/// Long on purpose: one arm per scenario kind, each a short list of `field → check`; split
+/// apart, a field's name would sit far from its bounds and its message.
 pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario> {
     let name = ctx.block_name(node);
     let kind_node = node.children.iter().find(|c| c.name.value == "kind");

@@ -2,6 +2,10 @@
 
 use super::*;
 
+/// A `task` block: kind and dataset, then the fields each kind takes.
+///
+/// Long on purpose: a flat list of `field → check` (docs/sweep.md's task rows in code), each
+/// depending on the kind resolved first.
 pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     let name = ctx.block_name(node);
     let f = ctx.fields(node, TASK_FIELDS, &[]);
@@ -229,6 +233,9 @@ fn resolve_synthetic(
 
 /// `N`, `"uniform" min=A max=B`, `"normal" mean=M stddev=S [min=A] [max=B]` or
 /// `"histogram" "TOKENS:WEIGHT"…`.
+///
+/// Long on purpose: one arm per distribution, each checking its own properties at their
+/// spans, so that every message points at the value it is about.
 fn resolve_lengths(ctx: &mut Ctx, node: &RawNode) -> Option<Lengths> {
     const MAX: u64 = 10_000_000;
     ctx.no_children(node);
