@@ -21,15 +21,23 @@ fn validate(path: &str) -> (i32, String, String) {
     )
 }
 
-#[test]
-fn every_invalid_fixture_is_rejected_with_a_pointed_diagnostic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/invalid");
+/// The sweep files of `tests/fixtures/<dir>/`, by name.
+fn fixtures(dir: &str) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".kdl"))
         .collect();
     names.sort();
+    names
+}
+
+#[test]
+fn every_invalid_fixture_is_rejected_with_a_pointed_diagnostic() {
+    let names = fixtures("invalid");
     assert!(names.len() >= 20, "only {} invalid fixtures", names.len());
     for name in names {
         let rel = format!("tests/fixtures/invalid/{name}");
@@ -241,13 +249,7 @@ scenario "r" {{ kind "replay"; trace "trace.jsonl"; }}
 /// messages.
 #[test]
 fn input_problems_are_shown_at_the_sweep_span_that_names_them() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inputs");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".kdl"))
-        .collect();
-    names.sort();
+    let names = fixtures("inputs");
     assert!(names.len() >= 4, "only {} input fixtures", names.len());
     for name in names {
         let rel = format!("tests/fixtures/inputs/{name}");

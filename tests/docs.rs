@@ -139,18 +139,7 @@ fn every_page_of_the_book_is_in_its_table_of_contents() {
 /// exist, and nothing cites the README for reference material any more.
 #[test]
 fn the_codes_citations_point_at_pages_that_exist() {
-    let mut files = Vec::new();
-    let mut dirs = vec![root().join("src")];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                files.push(p);
-            }
-        }
-    }
+    let files = common::files_under(&root().join("src"), "rs");
     let cite = regex::Regex::new(r"docs/([A-Za-z0-9_./-]+\.md)").unwrap();
     let mut bad = Vec::new();
     for f in files {

@@ -4,11 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::analyze::{analyze, Observed};
+use super::analyze::{analyze, Analysis, Observed};
 use super::server::{listen_drops, mono_ns, read_truth};
 use super::Params;
 use crate::client::HttpClient;
-use crate::record::stats::Dist;
 use crate::record::RunClock;
 use crate::spec::expand::ScenarioInstance;
 
@@ -20,22 +19,8 @@ pub(super) struct StreamResult {
     pub wall_s: f64,
     pub cpu_s: f64,
     pub rss_per_stream_kb: f64,
-    pub ttft_err: Dist,
-    pub itl_err: Dist,
-    /// Against what the server did: first content event's arrival (client stamp) − its send
-    /// (server stamp); gap between events at the client − the same gap at the server; every
-    /// event's delivery delay; request setup (client `sent` → server has the whole request).
-    pub truth_ttft_err: Dist,
-    pub truth_ttft_steady: Dist,
-    pub truth_itl_err: Dist,
-    pub event_delay: Dist,
-    pub setup: Dist,
-    /// Requests matched with the server's log, and the mean number of requests the server had
-    /// in flight (time-weighted, middle 80 % of the run).
-    pub matched: usize,
-    pub in_flight: f64,
-    /// The server's own lateness: each send − its scheduled time (arrival + ttft + k·itl).
-    pub server_late: Dist,
+    /// The client's errors against the schedule and against the server's log.
+    pub a: Analysis,
     /// Connections the kernel refused at a full accept queue during the run.
     pub listen_drops: u64,
 }
@@ -134,16 +119,7 @@ pub(super) async fn measure(
         wall_s,
         cpu_s: cpu,
         rss_per_stream_kb: (peak_rss - base_rss).max(0.0) * 1000.0 / streams as f64,
-        ttft_err: a.ttft_err,
-        itl_err: a.itl_err,
-        truth_ttft_err: a.truth_ttft_err,
-        truth_ttft_steady: a.truth_ttft_steady,
-        truth_itl_err: a.truth_itl_err,
-        event_delay: a.event_delay,
-        setup: a.setup,
-        matched: a.matched,
-        in_flight: a.in_flight,
-        server_late: a.server_late,
+        a,
         listen_drops: listen_drops().saturating_sub(drops0),
     })
 }

@@ -178,16 +178,16 @@ fn client_tables(results: &[measure::StreamResult]) -> String {
             r.streams,
             r.requests,
             r.failed,
-            r.in_flight,
+            r.a.in_flight,
             r.chunks as f64 / r.wall_s,
             r.cpu_s * 1000.0 / (r.chunks.max(1) as f64 / 1000.0),
             r.cpu_s / r.wall_s,
             r.rss_per_stream_kb,
-            f(&r.truth_ttft_err),
-            f(&r.truth_ttft_steady),
-            f(&r.truth_itl_err),
-            f(&r.event_delay),
-            f(&r.setup),
+            f(&r.a.truth_ttft_err),
+            f(&r.a.truth_ttft_steady),
+            f(&r.a.truth_itl_err),
+            f(&r.a.event_delay),
+            f(&r.a.setup),
         );
     }
     md.push_str("\nAgainst the schedule (what a client that cannot see the server's log can check: it includes request setup and the server's own lateness), and the suspects measured apart:\n\n| streams | matched with the server log | TTFT − scheduled p50 / p99 ms | gap − scheduled ITL p50 / p99 ms | server lateness p50 / p99 ms | connections dropped at the accept queue |\n|---|---|---|---|---|---|\n");
@@ -196,11 +196,11 @@ fn client_tables(results: &[measure::StreamResult]) -> String {
             md,
             "| {} | {} of {} | {} | {} | {} | {} |",
             r.streams,
-            r.matched,
+            r.a.matched,
             r.requests - r.failed,
-            f(&r.ttft_err),
-            f(&r.itl_err),
-            f(&r.server_late),
+            f(&r.a.ttft_err),
+            f(&r.a.itl_err),
+            f(&r.a.server_late),
             r.listen_drops,
         );
     }

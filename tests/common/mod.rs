@@ -309,17 +309,7 @@ pub fn wait_healthy(port: u16) {
 pub fn book() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut pages = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
-    let mut dirs = vec![root.join("docs")];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "md") {
-                pages.push(p);
-            }
-        }
-    }
+    pages.extend(files_under(&root.join("docs"), "md"));
     pages.sort();
     pages
         .into_iter()
@@ -329,4 +319,21 @@ pub fn book() -> Vec<(String, String)> {
             (p.strip_prefix(root).unwrap().display().to_string(), text)
         })
         .collect()
+}
+
+/// Every file under `dir` (recursively) whose name ends in `.ext`.
+pub fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
