@@ -8,6 +8,7 @@ mod journal;
 mod node;
 pub(crate) mod preflight;
 pub(crate) mod progress;
+mod run;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -12,41 +12,23 @@ use serde_json::json;
 
 use super::journal::*;
 
-/// What a finished run writes into its object.
-struct RunFiles<'a> {
-    key: &'a str,
-    spec: &'a plan::RunSpec,
-    utc_ns: i64,
-    outcome: &'a workload::Outcome,
-    samples: &'a [Sample],
-    stats: &'a stats::RunStats,
-    telemetry: &'a telemetry::Summary,
-    collected: &'a telemetry::Collected,
-    clock: &'a RunClock,
-    served_model: &'a str,
-    log: &'a Path,
-    log_pos: u64,
-}
 use super::Executor;
 use crate::client::{GenRequest, HttpClient, InferenceClient};
 use crate::engine::{LaunchSpec, Launcher, RunningEngine};
 use crate::plan::facts;
 use crate::plan::{self, Plan, Status};
-use crate::record::stats;
 use crate::record::RunClock;
 use crate::record::{Sample, Score};
 use crate::report::{build_report, publish_report, write_report_files, ColdStart, ReportFiles};
 use crate::spec::{Launch, ModelSource};
 use crate::store::Store;
 use crate::task;
-use crate::telemetry;
-use crate::workload;
 
-fn write_json(path: &Path, v: &impl serde::Serialize) -> std::io::Result<()> {
+pub(super) fn write_json(path: &Path, v: &impl serde::Serialize) -> std::io::Result<()> {
     std::fs::write(path, serde_json::to_vec_pretty(v).expect("serializable"))
 }
 
-fn bytes_of(path: &Path) -> Option<u64> {
+pub(super) fn bytes_of(path: &Path) -> Option<u64> {
     let meta = std::fs::metadata(path).ok()?;
     if meta.is_file() {
         return Some(meta.len());
@@ -59,7 +41,7 @@ fn bytes_of(path: &Path) -> Option<u64> {
 }
 
 /// Copies the part of the engine log written since `from` into `dest`; returns the new end.
-fn copy_log_since(log: &Path, from: u64, dest: &Path) -> u64 {
+pub(super) fn copy_log_since(log: &Path, from: u64, dest: &Path) -> u64 {
     let Ok(mut f) = std::fs::File::open(log) else {
         return from;
     };
@@ -74,7 +56,7 @@ impl Executor<'_> {
     /// Writes a node's object: `fill` writes its files into a fresh temp folder; then every
     /// file and folder is fsynced and hashed and the folder renamed into `objects/<key>/`. On
     /// any failure the temp folder is removed and nothing is left half-written.
-    fn write_object(
+    pub(super) fn write_object(
         &self,
         key: &str,
         fill: impl FnOnce(&Path) -> Result<(), NodeError>,
@@ -83,7 +65,7 @@ impl Executor<'_> {
     }
 
     /// Ends a node: `finished` with its object's file list, or `failed` with the cause.
-    fn conclude(
+    pub(super) fn conclude(
         &mut self,
         i: NodeIndex,
         mut j: Journal,
@@ -222,7 +204,7 @@ impl Executor<'_> {
 
     /// The samples a run sends: the task's, or for a synthetic task, their text written with
     /// this deployment's tokenizer (once per deployment).
-    async fn samples_for(
+    pub(super) async fn samples_for(
         &mut self,
         task: usize,
         d: usize,
@@ -279,7 +261,7 @@ impl Executor<'_> {
         }
     }
 
-    fn client(
+    pub(super) fn client(
         &self,
         engine: &impl RunningEngine,
         d: usize,
@@ -492,229 +474,6 @@ impl Executor<'_> {
         self.progress
             .say(&format!("  engine {}: {how}", spec.engine.name.value));
         let _ = std::fs::remove_dir_all(&engine_dir);
-    }
-
-    async fn run<E: RunningEngine>(
-        &mut self,
-        r: usize,
-        engine: &mut E,
-        d: usize,
-        log: &Path,
-        log_pos: u64,
-    ) -> u64 {
-        let spec = self.plan.runs[r].clone();
-        let node = spec.node;
-        let key = self.plan.graph[node].key.clone();
-        let label = self.plan.graph[node].label.clone();
-        let t0 = Instant::now();
-        let Some((samples, client, replay)) = self.prepare_run(&spec, engine, d).await else {
-            return log_pos;
-        };
-        let j = Journal::start(self.store, self.plan, node);
-        let bar = self.progress.run_bar(
-            &label,
-            workload::expected_requests(&spec.config.instance, samples.len()),
-        );
-        let clock = RunClock::start();
-        let engine_def = &self.sweep.engines[self.plan.deployments[d].at.engine];
-        let targets = telemetry::Targets {
-            engine_pid: engine.pid(),
-            gpus: engine_def.gpus.clone(),
-            metrics_url: engine_def
-                .catalog
-                .metrics_path
-                .map(|p| format!("{}{p}", engine.base_url())),
-            metrics_auth: engine.api_key(),
-        };
-        let tcfg = self.sweep.telemetry;
-        let collector = telemetry::Collector::start(&tcfg, clock, &targets);
-        // Idle baseline: the engine loaded, no request in flight.
-        let idle_start = clock.ns(Instant::now());
-        let cancelled_in_idle = tokio::select! {
-            _ = tokio::time::sleep(tcfg.idle) => false,
-            _ = self.cancel.cancelled() => true,
-        };
-        let idle_end = clock.ns(Instant::now());
-        let outcome = if cancelled_in_idle {
-            workload::Outcome {
-                cancelled: true,
-                ..Default::default()
-            }
-        } else {
-            workload::run(
-                client,
-                &spec.config.instance,
-                samples.clone(),
-                self.sweep.seed ^ u64::from(spec.config.repeat),
-                clock,
-                self.cancel.clone(),
-                bar.clone(),
-                &replay,
-            )
-            .await
-        };
-        let collected = tokio::task::spawn_blocking(move || collector.stop())
-            .await
-            .unwrap_or_default();
-        bar.finish_and_clear();
-        if outcome.cancelled {
-            // Nothing half-recorded: the `started` record stays, so the next apply reruns it.
-            self.progress
-                .say(&format!("■ {label}: interrupted, not recorded"));
-            return log_pos;
-        }
-        if let Some(cause) = engine.exited() {
-            let cause = format!(
-                "{cause} during the run; last log lines:\n{}",
-                crate::engine::tail_of(log, 10)
-            );
-            j.failed(&cause);
-            self.fail(node, cause);
-            return log_pos;
-        }
-        let run_stats = stats::run_stats(&outcome.requests, &outcome.chunks);
-        let window = match (
-            outcome.requests.iter().map(|r| r.scheduled_ns).min(),
-            outcome.requests.iter().map(|r| r.end_ns).max(),
-        ) {
-            (Some(a), Some(b)) if b > a => (a, b),
-            _ => (idle_end, clock.ns(Instant::now())),
-        };
-        let model_bytes =
-            plan::weights_path(self.sweep, self.plan.deployments[d].at).and_then(|p| bytes_of(&p));
-        let tsum = telemetry::summarize(
-            &collected,
-            &tcfg,
-            (idle_end > idle_start && !tcfg.idle.is_zero()).then_some((idle_start, idle_end)),
-            window,
-            &outcome.requests,
-            model_bytes,
-        );
-        let utc_ns = clock
-            .utc_anchor
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i64)
-            .unwrap_or(0);
-        let files = RunFiles {
-            key: &key,
-            spec: &spec,
-            utc_ns,
-            outcome: &outcome,
-            samples: &samples,
-            stats: &run_stats,
-            telemetry: &tsum,
-            collected: &collected,
-            clock: &clock,
-            served_model: engine.served_model(),
-            log,
-            log_pos,
-        };
-        let (written, new_pos) = self.write_run(&files);
-        let summary = json!({"ok": run_stats.ok, "failed": run_stats.failed, "ttft_p50_ms": run_stats.ttft_ms.p50, "output_tokens_per_s": run_stats.output_tokens_per_s, "energy_source": tsum.energy_source, "energy_j": tsum.energy_j});
-        if run_stats.failed > 0 {
-            self.progress.say(&format!(
-                "  {label}: {} of {} requests failed",
-                run_stats.failed, run_stats.requests
-            ));
-        }
-        match (
-            written,
-            over_budget(&run_stats, self.sweep.error_budget(spec.config.scenario)),
-        ) {
-            (Ok(objects), Some(cause)) => {
-                j.failed_with_evidence(&cause, summary, objects);
-                self.fail(node, cause);
-            }
-            (written, _) => {
-                self.conclude(node, j, t0, written.map(|objects| (summary, objects)));
-            }
-        }
-        new_pos
-    }
-
-    /// What a run needs before it starts: its task's samples (written with the engine's
-    /// tokenizer for a synthetic task), a client, the replay trace. None: the run failed (and
-    /// is recorded so) before it started.
-    async fn prepare_run<E: RunningEngine>(
-        &mut self,
-        spec: &plan::RunSpec,
-        engine: &E,
-        d: usize,
-    ) -> Option<(Arc<Vec<Sample>>, Arc<HttpClient>, Vec<workload::TraceItem>)> {
-        let node = spec.node;
-        let samples = match self.samples_for(spec.config.task, d, engine).await {
-            Ok(s) => s,
-            Err(e) => {
-                let e = e.to_string();
-                let j = Journal::start(self.store, self.plan, node);
-                j.failed(&e);
-                self.fail(node, e);
-                return None;
-            }
-        };
-        let mode = self.sweep.tasks[spec.config.task].mode;
-        let client = match self.client(engine, d, spec.config.sampling.clone(), mode) {
-            Ok(c) => Arc::new(c),
-            Err(e) => {
-                self.fail_recorded(node, e.to_string());
-                return None;
-            }
-        };
-        let replay = match &spec.config.instance {
-            crate::spec::expand::ScenarioInstance::Replay { trace, .. } => {
-                match workload::load_trace(Path::new(trace)) {
-                    Ok(items) => items,
-                    Err(e) => {
-                        self.fail_recorded(node, e.to_string());
-                        return None;
-                    }
-                }
-            }
-            _ => Vec::new(),
-        };
-        Some((samples, client, replay))
-    }
-
-    /// Writes a run's object (traces, outputs, stats, telemetry, run.json, its part of the
-    /// engine log): the files written, and how far the engine log has been copied.
-    fn write_run(
-        &self,
-        f: &RunFiles,
-    ) -> (
-        Result<std::collections::BTreeMap<String, crate::store::ObjectFile>, NodeError>,
-        u64,
-    ) {
-        let mut new_pos = f.log_pos;
-        let written = self.write_object(f.key, |tmp| {
-            let pq = table_io("write the run's Parquet traces");
-            let js = std_io("write the run's files");
-            crate::trace::write_requests(&tmp.join("requests.parquet"), f.key, &f.spec.columns, f.utc_ns, &f.outcome.requests).map_err(&pq)?;
-            crate::trace::write_chunks(&tmp.join("chunks.parquet"), f.key, &f.spec.columns, &f.outcome.chunks).map_err(&pq)?;
-            let outputs: Vec<String> = f.outcome
-                .requests
-                .iter()
-                .map(|q| json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output}).to_string())
-                .collect();
-            std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
-            if self.sweep.tasks[f.spec.config.task].synthetic.is_some() {
-                // What each synthetic request sent, with its targets.
-                let prompts: Vec<String> = f.samples.iter().enumerate().map(|(i, s)| json!({"sample": i, "sample_id": s.id, "target_prompt_tokens": s.extra.get("target_prompt_tokens").and_then(|v| v.parse::<u64>().ok()), "output_tokens": s.extra.get("output_tokens").and_then(|v| v.parse::<u64>().ok()), "system": s.system, "history": s.history, "prompt": s.prompt}).to_string()).collect();
-                std::fs::write(tmp.join("prompts.jsonl"), prompts.join("\n") + "\n").map_err(&js)?;
-            }
-            write_json(&tmp.join("stats.json"), f.stats).map_err(&js)?;
-            if let Some(sat) = &f.outcome.saturation {
-                write_json(&tmp.join("saturation.json"), sat).map_err(&js)?;
-            }
-            write_json(&tmp.join("telemetry.json"), f.telemetry).map_err(&js)?;
-            crate::trace::write_telemetry(&tmp.join("telemetry.parquet"), f.key, &f.spec.columns, &f.collected.samples).map_err(&pq)?;
-            if !f.collected.prom.is_empty() {
-                crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), f.key, &f.spec.columns, &f.collected.prom).map_err(&pq)?;
-            }
-            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
-            new_pos = copy_log_since(f.log, f.log_pos, &tmp.join("engine.log"));
-            Ok(())
-        });
-        (written, new_pos)
     }
 
     pub(super) fn score(&mut self, r: usize) {
