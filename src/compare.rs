@@ -362,21 +362,8 @@ fn num(v: Option<f64>) -> String {
 pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
     let mut out = String::new();
     for m in matched {
-        let rows: Vec<[String; 5]> = m
-            .changes
-            .iter()
-            .map(|c| {
-                [
-                    c.metric.to_string(),
-                    num(c.a),
-                    num(c.b),
-                    pct(c.change),
-                    c.ci.map(|(lo, hi)| format!("{} … {}", pct(Some(lo)), pct(Some(hi))))
-                        .unwrap_or_else(|| "–".into()),
-                ]
-            })
-            .collect();
-        let head = ["metric", "A", "B", "change", "95 % CI"].map(String::from);
+        let rows: Vec<[String; 5]> = m.changes.iter().map(cells).collect();
+        let head = HEADER.map(String::from);
         let mut w = [0usize; 5];
         for r in rows.iter().chain(std::iter::once(&head)) {
             for (i, cell) in r.iter().enumerate() {
@@ -404,11 +391,32 @@ pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]
         }
         out.push('\n');
     }
+    out.push_str(&unmatched(only_a, only_b));
+    out
+}
+
+const HEADER: [&str; 5] = ["metric", "A", "B", "change", "95 % CI"];
+
+/// One change as shown, in [`HEADER`]'s order.
+fn cells(c: &Change) -> [String; 5] {
+    [
+        c.metric.to_string(),
+        num(c.a),
+        num(c.b),
+        pct(c.change),
+        c.ci.map(|(lo, hi)| format!("{} … {}", pct(Some(lo)), pct(Some(hi))))
+            .unwrap_or_else(|| "–".into()),
+    ]
+}
+
+/// The configurations only one side ran.
+fn unmatched(only_a: &[String], only_b: &[String]) -> String {
+    let mut out = String::new();
     if !only_a.is_empty() {
-        out.push_str(&format!("only in A: {}\n", only_a.join(", ")));
+        out.push_str(&format!("Only in A: {}\n", only_a.join(", ")));
     }
     if !only_b.is_empty() {
-        out.push_str(&format!("only in B: {}\n", only_b.join(", ")));
+        out.push_str(&format!("Only in B: {}\n", only_b.join(", ")));
     }
     out
 }
@@ -418,28 +426,16 @@ pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]
     let mut out = String::new();
     for m in matched {
         out.push_str(&format!(
-            "### {}\n\n| metric | A | B | change | 95 % CI |\n|---|---|---|---|---|\n",
-            m.label
+            "### {}\n\n| {} |\n|---|---|---|---|---|\n",
+            m.label,
+            HEADER.join(" | ")
         ));
         for c in &m.changes {
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {} |\n",
-                c.metric,
-                num(c.a),
-                num(c.b),
-                pct(c.change),
-                c.ci.map(|(lo, hi)| format!("{} … {}", pct(Some(lo)), pct(Some(hi))))
-                    .unwrap_or_else(|| "–".into())
-            ));
+            out.push_str(&format!("| {} |\n", cells(c).join(" | ")));
         }
         out.push('\n');
     }
-    if !only_a.is_empty() {
-        out.push_str(&format!("Only in A: {}\n", only_a.join(", ")));
-    }
-    if !only_b.is_empty() {
-        out.push_str(&format!("Only in B: {}\n", only_b.join(", ")));
-    }
+    out.push_str(&unmatched(only_a, only_b));
     out
 }
 

@@ -258,24 +258,37 @@ fn no_source_file_is_long_without_a_written_reason() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The source files of `src/` (path relative to the repository) with their unit tests cut:
+/// files named `tests.rs`, the fuzzer (tests only) and each file's `mod tests` block.
+fn sources_without_unit_tests() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rs_files(&root.join("src"), &mut files);
+    files
+        .into_iter()
+        .filter_map(|f| {
+            let rel = f.strip_prefix(root).unwrap().display().to_string();
+            if rel.ends_with("/tests.rs") || rel == "src/fuzz.rs" {
+                return None;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+            Some((rel, code.to_string()))
+        })
+        .collect()
+}
+
 /// Errors are types, not strings: no `Result<_, String>` in the code outside the command
 /// line's value parsers (`src/cli.rs`, clap's own convention) and tests. The `anyhow` edge is
 /// `cmd/`, `main.rs` and `app.rs` (docs/ARCHITECTURE.md).
 #[test]
 fn no_function_returns_a_string_as_its_error() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rs_files(&root.join("src"), &mut files);
     let pattern = regex::Regex::new(r"Result<[^;{]*,\s*String>").unwrap();
     let mut found = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(root).unwrap().display().to_string();
-        if rel == "src/cli.rs" || rel.ends_with("/tests.rs") || rel == "src/fuzz.rs" {
+    for (rel, code) in sources_without_unit_tests() {
+        if rel == "src/cli.rs" {
             continue;
         }
-        let text = std::fs::read_to_string(&f).unwrap();
-        // The code before the file's unit tests.
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
         for (n, line) in code.lines().enumerate() {
             if !line.trim_start().starts_with("//") && pattern.is_match(line) {
                 found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
@@ -330,19 +343,11 @@ const MAX_FN_LINES: usize = 150;
 /// named `tests.rs`, `mod tests` blocks) are not measured.
 #[test]
 fn no_function_is_long_without_a_written_reason() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rs_files(&root.join("src"), &mut files);
     let fn_start = regex::Regex::new(r"^\s*(pub(\([^)]*\))?\s+)?(async\s+)?fn\s+(\w+)").unwrap();
     let chars = regex::Regex::new(r"'(\\.|[^'\\])'").unwrap();
     let mut long = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(root).unwrap().display().to_string();
-        if rel.ends_with("/tests.rs") || rel == "src/fuzz.rs" {
-            continue;
-        }
-        let raw = std::fs::read_to_string(&f).unwrap();
-        let raw = raw.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+    for (rel, raw) in sources_without_unit_tests() {
+        let raw = raw.as_str();
         let raw_lines: Vec<&str> = raw.lines().collect();
         let code: Vec<String> = code_only(raw)
             .lines()

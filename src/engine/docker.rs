@@ -18,7 +18,9 @@ use bollard::Docker;
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::{fill, tail_of, EngineError, LaunchSpec, Launcher, Phases, Placement, RunningEngine};
+use super::{
+    fill, tail_of, EngineError, LaunchSpec, Launcher, NotHealthy, Phases, Placement, RunningEngine,
+};
 use crate::spec::Launch;
 
 pub(crate) const LABEL_KEY: &str = "bench360.key";
@@ -486,24 +488,20 @@ async fn wait_healthy(
     log: &Path,
     t0: Instant,
 ) -> Result<DockerEngine, EngineError> {
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()
-        .map_err(|e| e.to_string())?;
     let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s);
-    loop {
-        if let Some(cause) = engine.exited() {
+    let exited = || {
+        engine
+            .exited()
+            .map(|cause| format!("{cause} during startup"))
+    };
+    match super::poll_health(health, deadline, Duration::from_millis(100), exited).await {
+        Ok(()) => {}
+        Err(NotHealthy::Exited(cause)) => {
             let tail = tail_of(log, 15);
             engine.stop().await;
-            return Err(EngineError::Exited {
-                cause: format!("{cause} during startup"),
-                tail,
-            });
+            return Err(EngineError::Exited { cause, tail });
         }
-        if super::healthy(&http, health, None).await {
-            break;
-        }
-        if Instant::now() > deadline {
+        Err(NotHealthy::TimedOut) => {
             let tail = tail_of(log, 15);
             engine.stop().await;
             return Err(EngineError::Unhealthy {
@@ -512,7 +510,7 @@ async fn wait_healthy(
                 tail,
             });
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        Err(NotHealthy::Setup(e)) => return Err(e.into()),
     }
     Ok(engine)
 }

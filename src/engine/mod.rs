@@ -172,6 +172,43 @@ pub(crate) fn tail_of(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// Why an engine being started did not become healthy.
+pub(crate) enum NotHealthy {
+    /// It exited first: the launcher's account of how.
+    Exited(String),
+    /// The startup timeout passed.
+    TimedOut,
+    /// The health check itself could not be set up.
+    Setup(String),
+}
+
+/// Polls a starting engine's health endpoint every `every` until it answers 200, `exited`
+/// reports that the engine is gone (checked first, each round), or `deadline` passes. The
+/// launchers' one startup loop; each cleans up after a failure in its own way.
+pub(crate) async fn poll_health(
+    health: &str,
+    deadline: Instant,
+    every: Duration,
+    mut exited: impl FnMut() -> Option<String>,
+) -> Result<(), NotHealthy> {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| NotHealthy::Setup(e.to_string()))?;
+    loop {
+        if let Some(cause) = exited() {
+            return Err(NotHealthy::Exited(cause));
+        }
+        if healthy(&http, health, None).await {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(NotHealthy::TimedOut);
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
 async fn healthy(http: &reqwest::Client, url: &str, key: Option<&str>) -> bool {
     let mut rb = http.get(url).timeout(Duration::from_secs(2));
     if let Some(k) = key {
@@ -231,22 +268,23 @@ impl Launcher for ProcessLauncher {
         let base_url = format!("http://127.0.0.1:{port}");
         let entry = spec.engine.catalog;
         let health = format!("{base_url}{}", entry.health_path);
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .build()
-            .map_err(|e| e.to_string())?;
         let deadline = t0 + Duration::from_secs_f64(spec.engine.startup_timeout_s);
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
+        let exited = || {
+            child
+                .try_wait()
+                .ok()
+                .flatten()
+                .map(|status| format!("engine exited during startup ({status})"))
+        };
+        match poll_health(&health, deadline, Duration::from_millis(50), exited).await {
+            Ok(()) => {}
+            Err(NotHealthy::Exited(cause)) => {
                 return Err(EngineError::Exited {
-                    cause: format!("engine exited during startup ({status})"),
+                    cause,
                     tail: tail_of(log, 15),
-                });
+                })
             }
-            if healthy(&http, &health, None).await {
-                break;
-            }
-            if Instant::now() > deadline {
+            Err(NotHealthy::TimedOut) => {
                 let _ = child.start_kill();
                 return Err(EngineError::Unhealthy {
                     health,
@@ -254,7 +292,7 @@ impl Launcher for ProcessLauncher {
                     tail: tail_of(log, 15),
                 });
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            Err(NotHealthy::Setup(e)) => return Err(e.into()),
         }
         Ok(ProcessEngine {
             child,

@@ -48,11 +48,7 @@ fn irregular(path: &Path, what: &str) -> Option<String> {
 /// None) and its scenarios and deployments read. Returns the loaded samples, or every
 /// problem found, as a diagnostic of the sweep file.
 pub(crate) fn check(sweep: &Sweep, tasks: Option<&BTreeSet<usize>>) -> Result<Checked, SweepError> {
-    let problems = problems(sweep, tasks);
-    match problems {
-        Ok(c) => Ok(c),
-        Err(p) => Err(crate::sweep::diag::input_problems(sweep, p)),
-    }
+    problems(sweep, tasks).map_err(|p| crate::sweep::diag::input_problems(sweep, p))
 }
 
 fn problems(sweep: &Sweep, tasks: Option<&BTreeSet<usize>>) -> Result<Checked, Vec<Problem>> {

@@ -241,11 +241,9 @@ impl Submit<'_> {
                 dep.label.clone(),
             ]);
             let script = batch_script(&argv, &format!("deployment {}", dep.label), &plan.sweep);
-            let job_id = sched.submit(&args, &script).map_err(|e| SlurmError::Step {
-                step: format!("cannot submit deployment {}", dep.label),
-                source: Box::new(e),
-                so_far: submitted_so_far(out),
-            })?;
+            let job_id = sched
+                .submit(&args, &script)
+                .map_err(step(format!("cannot submit deployment {}", dep.label), out))?;
             by_key.insert(key.clone(), job_id.clone());
             let rec = JobRecord {
                 what: dep.label.clone(),
@@ -253,11 +251,8 @@ impl Submit<'_> {
                 nodes_to_run: to_run,
                 ..self.record(dir, &job_id, job_name, argv, args, after.clone(), previous)
             };
-            dir.write(&rec).map_err(|e| SlurmError::Step {
-                step: format!("deployment {}", dep.label),
-                source: Box::new(e),
-                so_far: submitted_so_far(out),
-            })?;
+            dir.write(&rec)
+                .map_err(step(format!("deployment {}", dep.label), out))?;
             out.submitted.push(Submitted {
                 what: dep.label.clone(),
                 job_id,
@@ -302,13 +297,10 @@ impl Submit<'_> {
             // A pending report job would report before the new jobs end: replace it. A running
             // one finishes; the new one reports again afterwards.
             if *state == super::JobState::Pending {
-                sched
-                    .cancel(std::slice::from_ref(id))
-                    .map_err(|e| SlurmError::Step {
-                        step: format!("cannot cancel the superseded report job {id}"),
-                        source: Box::new(e),
-                        so_far: submitted_so_far(out),
-                    })?;
+                sched.cancel(std::slice::from_ref(id)).map_err(step(
+                    format!("cannot cancel the superseded report job {id}"),
+                    out,
+                ))?;
                 out.superseded.push(id.clone());
             }
         }
@@ -323,11 +315,9 @@ impl Submit<'_> {
         let mut argv = self.base_argv();
         argv.extend(["report".into(), self.sweep_file.display().to_string()]);
         let script = batch_script(&argv, "report", &plan.sweep);
-        let job_id = sched.submit(&args, &script).map_err(|e| SlurmError::Step {
-            step: "cannot submit the report job".into(),
-            source: Box::new(e),
-            so_far: submitted_so_far(out),
-        })?;
+        let job_id = sched
+            .submit(&args, &script)
+            .map_err(step("cannot submit the report job", out))?;
         let rec = JobRecord {
             what: "report".into(),
             key: Some(plan.graph[plan.report].key.clone()),
@@ -389,6 +379,19 @@ impl Submit<'_> {
             after,
             previous_jobs,
         }
+    }
+}
+
+/// A failed step of a submission, saying what had been submitted before it (those jobs stay
+/// recorded).
+fn step<'o>(
+    what: impl Into<String> + 'o,
+    out: &'o Outcome,
+) -> impl FnOnce(SlurmError) -> SlurmError + 'o {
+    move |e| SlurmError::Step {
+        step: what.into(),
+        source: Box::new(e),
+        so_far: submitted_so_far(out),
     }
 }
 
