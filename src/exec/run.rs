@@ -115,7 +115,10 @@ impl Executor<'_> {
             self.fail(node, cause);
             return log_pos;
         }
-        let run_stats = stats::run_stats(&outcome.requests, &outcome.chunks);
+        let mut run_stats = stats::run_stats(&outcome.requests, &outcome.chunks);
+        run_stats.steady = load_of(&spec.config.instance).and_then(|load| {
+            crate::record::steady::analyze(&outcome.requests, &outcome.chunks, load)
+        });
         let window = match (
             outcome.requests.iter().map(|r| r.scheduled_ns).min(),
             outcome.requests.iter().map(|r| r.end_ns).max(),
@@ -133,6 +136,15 @@ impl Executor<'_> {
             &outcome.requests,
             model_bytes,
         );
+        let mut tsum = tsum;
+        tsum.steady_energy_j = run_stats.steady.as_ref().and_then(|st| {
+            telemetry::energy_between(
+                &collected,
+                &tcfg,
+                &tsum.energy_source,
+                (st.start_ns, st.end_ns),
+            )
+        });
         let utc_ns = clock
             .utc_anchor
             .duration_since(std::time::UNIX_EPOCH)
@@ -259,4 +271,19 @@ impl Executor<'_> {
         });
         (written, new_pos)
     }
+}
+
+/// How a scenario loads the engine, for the steady-state rule; None for a saturation search
+/// (its probes are judged one by one).
+fn load_of(i: &crate::spec::expand::ScenarioInstance) -> Option<crate::record::steady::Load> {
+    use crate::record::steady::Load;
+    use crate::spec::expand::ScenarioInstance as S;
+    Some(match i {
+        S::Single { .. } => Load::Closed(1),
+        S::Batch { batch_size, .. } => Load::Closed(*batch_size as usize),
+        S::Concurrency { concurrency, .. } => Load::Closed(*concurrency as usize),
+        S::Offline { .. } => Load::Closed(usize::MAX),
+        S::Server { .. } | S::Rate { .. } | S::Replay { .. } => Load::Open,
+        S::Saturation(_) => return None,
+    })
 }

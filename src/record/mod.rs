@@ -4,8 +4,10 @@
 //! TTFT, TPOT, ITL, E2E, queueing, percentiles, bootstrap; `rng`: the seeded generator).
 //! Imports only `spec` below it.
 
+pub(crate) mod paired;
 pub(crate) mod rng;
 pub(crate) mod stats;
+pub(crate) mod steady;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
@@ -223,7 +225,7 @@ pub(crate) struct PromSample {
 }
 
 /// Configuration columns carried by every trace row and summary.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub(crate) struct Columns {
     pub sweep: String,
     pub model: String,

@@ -118,6 +118,10 @@ pub(crate) struct RunStats {
     pub requests_per_s: f64,
     /// True when the client sent late: p99 of send − scheduled above the threshold.
     pub client_behind: bool,
+    /// The steady part of the window (`record::steady`); None when the run has none or was
+    /// recorded before bench360 measured it.
+    #[serde(default)]
+    pub steady: Option<super::steady::Steady>,
 }
 
 /// Client lag (p99 of send − scheduled) above which a run is flagged as client-bound.
@@ -194,6 +198,7 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
         usage_missing: ok.iter().filter(|r| r.completion_tokens.is_none()).count(),
         output_tokens_per_s: per_s(output_tokens as f64),
         requests_per_s: per_s(ok.len() as f64),
+        steady: None,
     }
 }
 

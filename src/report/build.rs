@@ -326,8 +326,10 @@ fn report_files(
     store: &Store,
     plan: &Plan,
     sweep: &crate::spec::Sweep,
-    rows: Vec<crate::report::summary::Row>,
+    mut rows: Vec<crate::report::summary::Row>,
 ) -> ReportFiles {
+    let answers = crate::report::answer::answers(&rows, &sweep.slo);
+    crate::report::answer::annotate(&mut rows, &answers);
     let resolve = resolver(store, plan);
     let coldstarts: Vec<(String, Option<ColdStart>)> = plan
         .deployments
@@ -344,9 +346,15 @@ fn report_files(
         })
         .collect();
     ReportFiles {
-        md: markdown(&plan.sweep, &coldstarts, &rows),
-        html: crate::report::html::page(&plan.sweep, &rows, &sweep.slo, sweep.cost.as_ref()),
-        table: terminal(&rows),
+        md: markdown(&plan.sweep, &coldstarts, &rows, &answers),
+        html: crate::report::html::page(
+            &plan.sweep,
+            &rows,
+            &answers,
+            &sweep.slo,
+            sweep.cost.as_ref(),
+        ),
+        table: terminal(&rows, &answers),
         summary: crate::report::summary::table(&rows),
     }
 }

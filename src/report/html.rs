@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::answer;
 use super::summary::{self, Row};
 use serde::Serialize;
 
@@ -30,6 +31,15 @@ fn ci(v: Option<f64>, c: Option<(f64, f64)>, d: usize) -> Ci {
         low: v.and(c).map(|c| f(c.0)),
         high: v.and(c).map(|c| f(c.1)),
     }
+}
+
+/// Marks a percentile that rests on too few requests (`text::THIN`).
+fn thin_ci(mut c: Ci, d: &crate::record::stats::Dist, q: f64) -> Ci {
+    let mark = super::text::thin(d, q);
+    if let Some(v) = &mut c.value {
+        v.push_str(mark);
+    }
+    c
 }
 
 fn param(r: &Row, key: &str) -> Option<f64> {
@@ -75,6 +85,8 @@ struct Page {
     /// The SLO as text; None: none declared.
     constraints: Option<String>,
     answers: Vec<TaskAnswer>,
+    /// Set when a shown percentile rests on too few requests.
+    thin_legend: Option<String>,
     runs: Vec<RunRow>,
     repeats: Vec<RepeatRow>,
     pareto: Vec<ParetoChart>,
@@ -89,7 +101,16 @@ struct Page {
 #[derive(Serialize)]
 struct TaskAnswer {
     task: String,
+    /// The declared rule in words; None: one pick per objective.
+    rule: Option<String>,
+    recommended: Option<String>,
+    reference: Option<String>,
+    reference_problem: Option<String>,
     picks: Vec<Pick>,
+    verdicts: Vec<VerdictRow>,
+    excluded: Vec<String>,
+    pairs: Vec<PairRow>,
+    power: Option<String>,
     /// Runs of the task whose quality is held down by format failures.
     notes: Vec<String>,
 }
@@ -100,6 +121,28 @@ struct Pick {
     /// The run's label; None: no run meets the constraints or has the figure.
     who: Option<String>,
     value: String,
+    /// Within noise of it, with the rule; empty: none.
+    tied: String,
+}
+
+#[derive(Serialize)]
+struct VerdictRow {
+    label: String,
+    standing: &'static str,
+    value: String,
+    vs_reference: String,
+    why: String,
+}
+
+#[derive(Serialize)]
+struct PairRow {
+    a: String,
+    b: String,
+    items: usize,
+    delta: String,
+    interval: String,
+    p: String,
+    different: bool,
 }
 
 #[derive(Serialize, Default)]
@@ -109,6 +152,8 @@ struct RunRow {
     failure: Option<String>,
     /// Why the client may have limited the run.
     client_notes: Option<String>,
+    /// Over-saturation.
+    flags: Option<String>,
     ok: usize,
     requests: usize,
     ttft_p50: Option<Ci>,
@@ -121,6 +166,8 @@ struct RunRow {
     quality: Option<Ci>,
     unparsed: String,
     j_per_token: String,
+    j_per_correct: Option<Ci>,
+    steady_tokens_per_s: String,
     cost: String,
     meets_slo: Option<bool>,
     slo_misses: String,
@@ -166,11 +213,18 @@ struct CostNote {
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 
-pub(crate) fn page(sweep: &str, rows: &[Row], slo: &Slo, cost: Option<&Cost>) -> String {
+pub(crate) fn page(
+    sweep: &str,
+    rows: &[Row],
+    task_answers: &[answer::TaskAnswer],
+    slo: &Slo,
+    cost: Option<&Cost>,
+) -> String {
     let page = Page {
         sweep: sweep.to_string(),
         constraints: constraints(slo),
-        answers: answers(rows),
+        answers: answers(rows, task_answers),
+        thin_legend: super::text::any_thin(rows).then(super::text::thin_legend),
         runs: rows.iter().map(|r| run_row(r, cost)).collect(),
         repeats: repeats(rows),
         pareto: pareto(rows),
@@ -205,24 +259,76 @@ fn constraints(slo: &Slo) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-fn answers(rows: &[Row]) -> Vec<TaskAnswer> {
-    summary::recommend(rows)
-        .into_iter()
-        .map(|(task, picks)| TaskAnswer {
-            picks: picks
-                .into_iter()
+fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
+    use answer::{sig3, Standing};
+    answers
+        .iter()
+        .map(|a| TaskAnswer {
+            task: a.task.clone(),
+            rule: a.rule.clone(),
+            recommended: a.recommended.clone(),
+            reference: a.reference.clone(),
+            reference_problem: a.reference_problem.clone(),
+            picks: a
+                .picks
+                .iter()
                 .map(|p| Pick {
                     objective: p.objective,
-                    who: p.row.map(|i| rows[i].data.label.clone()),
-                    value: p.row.map_or("–".into(), |_| n(p.value, 3)),
+                    who: p.label.clone(),
+                    value: p.value.map_or("–".into(), sig3),
+                    tied: if p.tied.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} ({})", p.tied.join(", "), p.tie_rule)
+                    },
                 })
                 .collect(),
+            verdicts: if a.rule.is_some() {
+                a.verdicts
+                    .iter()
+                    .map(|v| VerdictRow {
+                        label: v.label.clone(),
+                        standing: match v.standing {
+                            Standing::Recommended => "recommended",
+                            Standing::Tied => "tied",
+                            Standing::Qualifies => "qualifies",
+                            Standing::Excluded => "excluded",
+                        },
+                        value: v.value.map_or("–".into(), sig3),
+                        vs_reference: v.vs_reference.as_ref().map_or("–".into(), answer::describe),
+                        why: v.why.clone(),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            excluded: a
+                .verdicts
+                .iter()
+                .filter(|v| a.rule.is_none() && v.standing == Standing::Excluded)
+                .map(|v| format!("{}: {}", v.label, v.why))
+                .collect(),
+            pairs: a
+                .pairs
+                .iter()
+                .map(|l| PairRow {
+                    a: l.a.clone(),
+                    b: l.b.clone(),
+                    items: l.paired.items,
+                    delta: format!("{:+.1}", l.paired.delta * 100.0),
+                    interval: l.paired.ci.map_or("–".into(), |(lo, hi)| {
+                        format!("{:+.1} … {:+.1}", lo * 100.0, hi * 100.0)
+                    }),
+                    p: l.paired.mcnemar.map_or("–".into(), |m| answer::fmt_p(m.p)),
+                    different: l.paired.detectable(),
+                })
+                .collect(),
+            power: a.power.clone(),
             notes: rows
                 .iter()
-                .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == task))
+                .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == a.task))
                 .filter_map(summary::format_note)
                 .collect(),
-            task,
         })
         .collect()
 }
@@ -246,18 +352,27 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
     if d.telemetry.as_ref().is_some_and(|t| t.client_cpu_saturated) {
         notes.push("client CPU saturated".to_string());
     }
+    let mut flags = Vec::new();
+    if let Some(why) = r.over_saturated() {
+        flags.push(format!("over-saturated: {why}"));
+    }
     let currency = cost.map(|c| c.currency.as_str()).unwrap_or_default();
     RunRow {
         label: d.label.clone(),
         failure: None,
         client_notes: (!notes.is_empty()).then(|| notes.join("; ")),
+        flags: (!flags.is_empty()).then(|| flags.join("; ")),
         ok: s.ok,
         requests: s.requests,
         ttft_p50: Some(ci(s.ttft_ms.p50, r.ttft_p50_ci, 1)),
-        ttft_p95: Some(ci(s.ttft_ms.p95, r.ttft_p95_ci, 1)),
+        ttft_p95: Some(thin_ci(
+            ci(s.ttft_ms.p95, r.ttft_p95_ci, 1),
+            &s.ttft_ms,
+            95.0,
+        )),
         tpot_p50: Some(ci(s.tpot_ms.p50, r.tpot_p50_ci, 2)),
         itl_p50: n(s.itl_ms.p50, 2),
-        e2e_p95: Some(ci(s.e2e_ms.p95, r.e2e_p95_ci, 1)),
+        e2e_p95: Some(thin_ci(ci(s.e2e_ms.p95, r.e2e_p95_ci, 1), &s.e2e_ms, 95.0)),
         tokens_per_s: n(Some(s.output_tokens_per_s), 1),
         goodput: n(r.goodput_rps, 2),
         quality: Some(ci(d.metrics.get("quality").copied(), r.quality_ci, 3)),
@@ -267,6 +382,8 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
             .map(|u| format!("{:.1}%", u * 100.0))
             .unwrap_or_else(|| "–".into()),
         j_per_token: n(d.telemetry.as_ref().and_then(|t| t.j_per_output_token), 3),
+        j_per_correct: Some(ci(r.j_per_correct, r.j_per_correct_ci, 2)),
+        steady_tokens_per_s: n(r.steady().map(|st| st.output_tokens_per_s), 1),
         cost: r
             .cost_per_query
             .map(|c| format!("{} {currency}", per_thousand(c)))
@@ -557,7 +674,13 @@ mod tests {
             },
             ..Default::default()
         }];
-        let html = page(evil, &rows, &Slo::default(), None);
+        let html = page(
+            evil,
+            &rows,
+            &answer::answers(&rows, &Slo::default()),
+            &Slo::default(),
+            None,
+        );
         assert!(!html.contains("<script>"), "{html}");
         assert!(!html.contains("line <b>"), "{html}");
         assert!(
@@ -575,7 +698,7 @@ mod tests {
 
     #[test]
     fn an_empty_report_says_there_is_no_failure() {
-        let html = page("s", &[], &Slo::default(), None);
+        let html = page("s", &[], &[], &Slo::default(), None);
         assert!(html.contains("<li>None.</li>"), "{html}");
         assert!(html.ends_with("</body></html>"), "{html}");
     }

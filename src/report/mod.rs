@@ -1,8 +1,10 @@
 //! Reports: aggregation of what the cache holds for a sweep into a terminal table and
 //! `report.md`. Renderers return strings; the caller writes files.
 
+pub(crate) mod answer;
 mod build;
 pub(crate) mod html;
+pub(crate) mod text;
 
 pub(crate) mod summary;
 pub(crate) mod svg;
@@ -45,8 +47,16 @@ fn ms(v: Option<f64>) -> String {
     }
 }
 
+/// p50 / p90 / p99, each thin one marked (`text::THIN`).
 fn triple(d: &Dist) -> String {
-    format!("{} / {} / {}", ms(d.p50), ms(d.p90), ms(d.p99))
+    format!(
+        "{} / {}{} / {}{}",
+        ms(d.p50),
+        ms(d.p90),
+        text::thin(d, 90.0),
+        ms(d.p99),
+        text::thin(d, 99.0)
+    )
 }
 
 /// Failed requests as a share of all ("–" when none were sent).
@@ -80,10 +90,17 @@ pub(crate) fn markdown(
     sweep: &str,
     coldstarts: &[(String, Option<ColdStart>)],
     rows: &[Row],
+    answers: &[answer::TaskAnswer],
 ) -> String {
     let mut out = format!("# bench360 report: {sweep}\n\n");
-    out.push_str("Latencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first content token − send; TPOT = (last − first content token) / (completion tokens − 1); ITL = gap between content chunks; E2E = last token − scheduled.\n\n## Runs\n\n");
+    out.push_str(&text::answer_markdown(answers));
+    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first content token − send; TPOT = (last − first content token) / (completion tokens − 1); ITL = gap between content chunks; E2E = last token − scheduled.\n\n");
     out.push_str(&runs_section(rows));
+    if text::any_thin(rows) {
+        out.push_str(&format!("\n{}\n", text::thin_legend()));
+    }
+    out.push_str(&text::steady_markdown(rows));
+    out.push_str(&text::per_correct_markdown(rows, None));
     out.push_str(&energy_section(rows));
     let format_notes: Vec<String> = rows.iter().filter_map(summary::format_note).collect();
     if !format_notes.is_empty() {
@@ -116,13 +133,14 @@ fn runs_section(rows: &[Row]) -> String {
                 format!("{:.2}", s.requests_per_s),
                 pct(r.data.metrics.get("quality")),
                 pct(r.data.metrics.get("unparsed_rate")),
-                match (&r.data.failure, s.client_behind) {
-                    (Some(f), _) => format!(
+                match (&r.data.failure, s.client_behind, r.over_saturated()) {
+                    (Some(f), _, _) => format!(
                         "FAILED: {}",
                         f.lines().next().unwrap_or("").replace('|', "\\|")
                     ),
-                    (None, true) => format!("client lag p99 {}", ms(s.queue_ms.p99)),
-                    (None, false) => String::new(),
+                    (None, _, Some(why)) => format!("over-saturated: {why}"),
+                    (None, true, None) => format!("client lag p99 {}", ms(s.queue_ms.p99)),
+                    (None, false, None) => String::new(),
                 },
             ],
             None => vec![
@@ -359,8 +377,8 @@ fn energy_section(rows: &[Row]) -> String {
     out
 }
 
-/// Compact terminal table.
-pub(crate) fn terminal(rows: &[Row]) -> String {
+/// Compact terminal table, the answer's lines and the flags under it.
+pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
     let header = [
         "run",
         "ok/n",
@@ -388,9 +406,24 @@ pub(crate) fn terminal(rows: &[Row]) -> String {
                     }
                 ),
                 error_rate(s),
-                format!("{} / {}", ms(s.ttft_ms.p50), ms(s.ttft_ms.p99)),
-                format!("{} / {}", ms(s.tpot_ms.p50), ms(s.tpot_ms.p99)),
-                format!("{} / {}", ms(s.e2e_ms.p50), ms(s.e2e_ms.p99)),
+                format!(
+                    "{} / {}{}",
+                    ms(s.ttft_ms.p50),
+                    ms(s.ttft_ms.p99),
+                    text::thin(&s.ttft_ms, 99.0)
+                ),
+                format!(
+                    "{} / {}{}",
+                    ms(s.tpot_ms.p50),
+                    ms(s.tpot_ms.p99),
+                    text::thin(&s.tpot_ms, 99.0)
+                ),
+                format!(
+                    "{} / {}{}",
+                    ms(s.e2e_ms.p50),
+                    ms(s.e2e_ms.p99),
+                    text::thin(&s.e2e_ms, 99.0)
+                ),
                 format!("{:.1}", s.output_tokens_per_s),
                 pct(r.data.metrics.get("quality")),
                 pct(r.data.metrics.get("unparsed_rate")),
@@ -427,6 +460,15 @@ pub(crate) fn terminal(rows: &[Row]) -> String {
         out.push_str(&line(r));
         out.push('\n');
     }
+    if text::any_thin(rows) {
+        out.push_str(&format!("{}\n", text::thin_legend()));
+    }
+    for r in rows {
+        if let Some(why) = r.over_saturated() {
+            out.push_str(&format!("over-saturated: {}: {why}\n", r.data.label));
+        }
+    }
+    out.push_str(&text::answer_terminal(answers));
     out
 }
 

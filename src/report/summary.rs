@@ -63,6 +63,41 @@ pub(crate) struct Row {
     /// Meets every SLO constraint the sweep declares (None when one cannot be checked).
     pub meets_slo: Option<bool>,
     pub slo_misses: Vec<String>,
+    /// Scored requests whose answer counts as correct (a pass/fail metric's passes; for a
+    /// graded metric, scores ≥ [`CORRECT_AT`]), and their share's 95 % interval (by item).
+    pub correct: Option<f64>,
+    pub correct_share_ci: Option<(f64, f64)>,
+    /// Energy (the window's, of the counted devices) per correct answer, with the interval
+    /// the correct share's interval gives it (energy's own noise not included).
+    pub j_per_correct: Option<f64>,
+    pub j_per_correct_ci: Option<(f64, f64)>,
+    /// Cost of 1,000 correct answers (the window's cost / correct answers × 1,000).
+    pub cost_per_1k_correct: Option<f64>,
+    pub cost_per_1k_correct_ci: Option<(f64, f64)>,
+    /// Energy per output token over the steady part of the window.
+    pub steady_j_per_output_token: Option<f64>,
+    /// Set by `answer::annotate`: the paired comparison with the task's quality reference,
+    /// that reference's label, and this run's place in the answer.
+    pub vs_reference: Option<crate::record::paired::Paired>,
+    pub quality_reference: Option<String>,
+    pub answer: Option<String>,
+}
+
+/// A graded metric's per-request score from which an answer counts as correct (per correct
+/// answer figures); pass/fail metrics count their passes.
+pub(crate) const CORRECT_AT: f64 = 0.5;
+
+impl Row {
+    /// The run's steady-state analysis, when recorded.
+    pub fn steady(&self) -> Option<&crate::record::steady::Steady> {
+        self.data.stats.as_ref()?.steady.as_ref()
+    }
+
+    /// The open-loop slope test found the queue or TTFT growing.
+    pub fn over_saturated(&self) -> Option<&str> {
+        let s = self.steady()?.saturation.as_ref()?;
+        s.why.as_deref().filter(|_| s.over_saturated)
+    }
 }
 
 const ROUNDS: usize = 1000;
@@ -175,8 +210,58 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
             Some(row.slo_misses.is_empty())
         };
     }
+    per_correct(&mut row, &data, cost, seed ^ 5);
+    row.steady_j_per_output_token = data
+        .stats
+        .as_ref()
+        .and_then(|s| s.steady.as_ref())
+        .zip(data.telemetry.as_ref().and_then(|t| t.steady_energy_j))
+        .and_then(|(s, j)| (s.output_tokens > 0.0).then(|| j / s.output_tokens));
     row.data = data;
     row
+}
+
+/// Correct answers, energy and cost per correct answer, with intervals from the correct
+/// share's (resampled by item when items are known).
+fn per_correct(row: &mut Row, data: &RunData, cost: Option<&Cost>, seed: u64) {
+    if data.scores.is_empty() || data.failure.is_some() {
+        return;
+    }
+    let binary = data.scores.iter().all(|s| *s == 0.0 || *s == 1.0);
+    let hits: Vec<f64> = data
+        .scores
+        .iter()
+        .map(|s| f64::from(u8::from(if binary { *s == 1.0 } else { *s >= CORRECT_AT })))
+        .collect();
+    let correct: f64 = hits.iter().sum();
+    let scored = hits.len() as f64;
+    row.correct = Some(correct);
+    row.correct_share_ci = if data.score_samples.len() == hits.len() {
+        cluster_bootstrap_mean_ci(&hits, &data.score_samples, ROUNDS, seed)
+    } else {
+        bootstrap_ci(&hits, ROUNDS, seed, mean_of)
+    };
+    // Per correct: a total over the correct count; the interval inverts the share's.
+    let per = |total: Option<f64>| -> (Option<f64>, Option<(f64, f64)>) {
+        let Some(total) = total.filter(|_| correct > 0.0) else {
+            return (None, None);
+        };
+        let ci = row
+            .correct_share_ci
+            .filter(|(lo, _)| *lo > 0.0)
+            .map(|(lo, hi)| (total / (scored * hi), total / (scored * lo)));
+        (Some(total / correct), ci)
+    };
+    (row.j_per_correct, row.j_per_correct_ci) =
+        per(data.telemetry.as_ref().and_then(|t| t.energy_j));
+    let ok = data.stats.as_ref().map_or(0, |s| s.ok) as f64;
+    let cost_total = row
+        .cost_per_query
+        .filter(|_| cost.is_some())
+        .map(|c| c * ok);
+    let (c, ci) = per(cost_total);
+    row.cost_per_1k_correct = c.map(|x| x * 1000.0);
+    row.cost_per_1k_correct_ci = ci.map(|(a, b)| (a * 1000.0, b * 1000.0));
 }
 
 /// Where a run's quality is mostly format failures — outputs whose answer could not be read
@@ -208,67 +293,6 @@ pub(crate) fn format_note(r: &Row) -> Option<String> {
         100.0 * quality,
         100.0 * unparsed
     ))
-}
-
-/// One recommendation: the objective, the winning run (by index) and its value.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Pick {
-    pub objective: &'static str,
-    pub row: Option<usize>,
-    pub value: Option<f64>,
-}
-
-/// Per task: among finished runs that meet the SLO (or cannot be checked against it), the
-/// best for each objective.
-pub(crate) fn recommend(rows: &[Row]) -> BTreeMap<String, Vec<Pick>> {
-    let mut tasks: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, r) in rows.iter().enumerate() {
-        if let Some(c) = &r.data.columns {
-            tasks.entry(c.task.clone()).or_default().push(i);
-        }
-    }
-    type Objective = (&'static str, bool, fn(&Row) -> Option<f64>);
-    let objectives: [Objective; 4] = [
-        ("highest quality", true, |r| {
-            r.data.metrics.get("quality").copied()
-        }),
-        ("lowest J/token", false, |r| {
-            r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token)
-        }),
-        ("lowest p95 TTFT", false, |r| {
-            r.data.stats.as_ref().and_then(|s| s.ttft_ms.p95)
-        }),
-        ("highest goodput", true, |r| r.goodput_rps),
-    ];
-    let mut out = BTreeMap::new();
-    for (task, idx) in tasks {
-        let eligible: Vec<usize> = idx
-            .into_iter()
-            .filter(|&i| rows[i].data.failure.is_none() && rows[i].meets_slo != Some(false))
-            .collect();
-        let picks = objectives
-            .iter()
-            .map(|(name, higher, f)| {
-                let best = eligible
-                    .iter()
-                    .filter_map(|&i| f(&rows[i]).filter(|v| v.is_finite()).map(|v| (i, v)))
-                    .reduce(|a, b| {
-                        if (b.1 > a.1) == *higher && b.1 != a.1 {
-                            b
-                        } else {
-                            a
-                        }
-                    });
-                Pick {
-                    objective: name,
-                    row: best.map(|b| b.0),
-                    value: best.map(|b| b.1),
-                }
-            })
-            .collect();
-        out.insert(task, picks);
-    }
-    out
 }
 
 /// summary.parquet / summary.csv rows: configuration columns and every aggregate.
@@ -491,6 +515,91 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     f(r.cost_per_query.map(|c| c * 1000.0)),
                 ),
                 ("meets_slo", Cell::Bool(r.meets_slo)),
+                (
+                    "quality_items",
+                    Cell::I64(
+                        crate::record::paired::item_means(&d.scores, &d.score_samples)
+                            .map(|m| m.len() as i64),
+                    ),
+                ),
+                ("correct", f(r.correct)),
+                ("j_per_correct", f(r.j_per_correct)),
+                ("j_per_correct_ci_low", lo(r.j_per_correct_ci)),
+                ("j_per_correct_ci_high", hi(r.j_per_correct_ci)),
+                ("cost_per_1k_correct", f(r.cost_per_1k_correct)),
+                ("quality_reference", str_(r.quality_reference.clone())),
+                (
+                    "quality_vs_reference",
+                    f(r.vs_reference.as_ref().map(|p| p.delta)),
+                ),
+                (
+                    "quality_vs_reference_ci_low",
+                    lo(r.vs_reference.as_ref().and_then(|p| p.ci)),
+                ),
+                (
+                    "quality_vs_reference_ci_high",
+                    hi(r.vs_reference.as_ref().and_then(|p| p.ci)),
+                ),
+                (
+                    "quality_vs_reference_mcnemar_p",
+                    f(r.vs_reference.as_ref().and_then(|p| p.mcnemar).map(|m| m.p)),
+                ),
+                (
+                    "quality_vs_reference_items",
+                    Cell::I64(r.vs_reference.as_ref().map(|p| p.items as i64)),
+                ),
+                ("answer", str_(r.answer.clone())),
+                (
+                    "ttft_p99_thin",
+                    Cell::Bool(s.map(|s| !crate::report::text::thin(&s.ttft_ms, 99.0).is_empty())),
+                ),
+                (
+                    "tpot_p99_thin",
+                    Cell::Bool(s.map(|s| !crate::report::text::thin(&s.tpot_ms, 99.0).is_empty())),
+                ),
+                (
+                    "e2e_p99_thin",
+                    Cell::Bool(s.map(|s| !crate::report::text::thin(&s.e2e_ms, 99.0).is_empty())),
+                ),
+                ("steady_rule", str_(r.steady().map(|st| st.rule.clone()))),
+                (
+                    "steady_start_s",
+                    f(r.steady().map(|st| st.start_ns as f64 / 1e9)),
+                ),
+                (
+                    "steady_end_s",
+                    f(r.steady().map(|st| st.end_ns as f64 / 1e9)),
+                ),
+                (
+                    "steady_excluded_share",
+                    f(r.steady().map(|st| st.excluded_share)),
+                ),
+                (
+                    "steady_excluded_token_share",
+                    f(r.steady().map(|st| st.excluded_token_share)),
+                ),
+                (
+                    "steady_output_tokens_per_s",
+                    f(r.steady().map(|st| st.output_tokens_per_s)),
+                ),
+                (
+                    "steady_requests_per_s",
+                    f(r.steady().map(|st| st.requests_per_s)),
+                ),
+                ("steady_energy_j", f(t.and_then(|t| t.steady_energy_j))),
+                ("steady_j_per_output_token", f(r.steady_j_per_output_token)),
+                (
+                    "over_saturated",
+                    Cell::Bool(
+                        r.steady()
+                            .and_then(|st| st.saturation.as_ref())
+                            .map(|x| x.over_saturated),
+                    ),
+                ),
+                (
+                    "over_saturated_why",
+                    str_(r.over_saturated().map(str::to_string)),
+                ),
             ]);
             v
         })
@@ -567,15 +676,15 @@ mod tests {
             e2e_ms: vec![500.0; 10],
             ..Default::default()
         };
-        derive(
-            data,
-            &Slo {
-                ttft_p95: Some(2.0),
-                e2e_p95: Some(6.0),
-                gpu_memory_gib: None,
-            },
-            None,
-        )
+        derive(data, &slo(), None)
+    }
+
+    fn slo() -> Slo {
+        Slo {
+            ttft_p95: Some(2.0),
+            e2e_p95: Some(6.0),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -591,16 +700,20 @@ mod tests {
             rows[0].slo_misses,
             vec!["TTFT p95 2500 ms > 2000 ms".to_string()]
         );
-        let rec = recommend(&rows);
-        let picks = &rec["mmlu"];
+        let answers = crate::report::answer::answers(&rows, &slo());
+        let picks = &answers[0].picks;
         assert_eq!(picks[0].objective, "highest quality");
         assert_eq!(
-            picks[0].row,
-            Some(2),
+            picks[0].label.as_deref(),
+            Some(rows[2].data.label.as_str()),
             "0.9 misses the SLO, 0.95 failed: 0.8 wins"
         );
-        assert_eq!(picks[2].row, Some(1));
-        assert_eq!(picks[1].row, None, "no energy figures, no J/token pick");
+        assert_eq!(picks[3].objective, "lowest p95 TTFT");
+        assert_eq!(picks[3].label.as_deref(), Some(rows[1].data.label.as_str()));
+        assert_eq!(picks[2].label, None, "no energy figures, no J/token pick");
+        let why: Vec<&str> = answers[0].verdicts.iter().map(|v| v.why.as_str()).collect();
+        assert_eq!(why[0], "misses the SLO: TTFT p95 2500 ms > 2000 ms");
+        assert_eq!(why[3], "failed: boom");
         assert_eq!(rows[1].goodput_rps, Some(1.0));
     }
 

@@ -75,7 +75,7 @@ pub(crate) struct SlurmSettings {
     pub sbatch_args: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub(crate) struct Slo {
     /// Seconds.
     pub ttft_p95: Option<f64>,
@@ -83,6 +83,76 @@ pub(crate) struct Slo {
     pub e2e_p95: Option<f64>,
     /// GiB of GPU memory (peak, all sampled GPUs).
     pub gpu_memory_gib: Option<f64>,
+    /// The quality a recommended configuration may lose against the reference (a fraction of
+    /// the metric's scale: 0.02 = 2 points of accuracy), judged on the paired interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality_drop: Option<f64>,
+    /// The reference of `quality_drop`: a configuration's label (a run label without its
+    /// repeat, or a deployment label); None: each task's best quality.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality_baseline: Option<String>,
+    /// What the recommendation optimizes among the configurations that qualify.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objective: Option<Objective>,
+    /// Over-saturated open-loop runs may be recommended (default: excluded).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub include_over_saturated: bool,
+}
+
+/// What a declared recommendation optimizes (`slo { objective "…" }`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Objective {
+    Quality,
+    JPerCorrect,
+    CostPerCorrect,
+    JPerToken,
+    TtftP95,
+    TpotP50,
+    E2eP95,
+    Goodput,
+    TokensPerS,
+}
+
+impl Objective {
+    pub const ALL: [Objective; 9] = [
+        Objective::Quality,
+        Objective::JPerCorrect,
+        Objective::CostPerCorrect,
+        Objective::JPerToken,
+        Objective::TtftP95,
+        Objective::TpotP50,
+        Objective::E2eP95,
+        Objective::Goodput,
+        Objective::TokensPerS,
+    ];
+
+    /// The name a sweep file writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Objective::Quality => "quality",
+            Objective::JPerCorrect => "j-per-correct",
+            Objective::CostPerCorrect => "cost-per-correct",
+            Objective::JPerToken => "j-per-token",
+            Objective::TtftP95 => "ttft-p95",
+            Objective::TpotP50 => "tpot-p50",
+            Objective::E2eP95 => "e2e-p95",
+            Objective::Goodput => "goodput",
+            Objective::TokensPerS => "tokens-per-s",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Objective> {
+        Objective::ALL.into_iter().find(|o| o.name() == s)
+    }
+
+    /// Whether more is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(
+            self,
+            Objective::Quality | Objective::Goodput | Objective::TokensPerS
+        )
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -33,6 +33,10 @@ pub(crate) struct Summary {
     pub energy_j: Option<f64>,
     pub energy_above_idle_j: Option<f64>,
     pub energy_wh: Option<f64>,
+    /// Energy of the same devices over the run's steady part (`record::steady`), when it has
+    /// one.
+    #[serde(default)]
+    pub steady_energy_j: Option<f64>,
     pub j_per_output_token: Option<f64>,
     pub j_per_request: Option<f64>,
     pub j_per_sentence: Option<f64>,
@@ -256,4 +260,39 @@ pub(crate) fn summarize(
     out.waiting_peak = mp(Source::Engine, "engine", |x| x.waiting).map(|x| x.1);
     out.kv_cache_peak_pct = mp(Source::Engine, "engine", |x| x.kv_cache_pct).map(|x| x.1);
     out
+}
+
+/// Energy of the devices `energy_source` counts (`gpu` or `cpu-rapl`) over [start, end] on the
+/// run clock: each device's counter when it has one, else its power integral. None when a
+/// device's samples do not bracket the window or nothing is counted.
+pub(crate) fn energy_between(
+    c: &Collected,
+    cfg: &Config,
+    energy_source: &str,
+    w: (i64, i64),
+) -> Option<f64> {
+    let source = match energy_source {
+        "gpu" => Source::Gpu,
+        "cpu-rapl" => Source::Rapl,
+        _ => return None,
+    };
+    let max_gap = (cfg.interval.as_nanos() as i64) * 3;
+    let mut devices: Vec<&str> = c
+        .samples
+        .iter()
+        .filter(|x| x.source == source)
+        .map(|x| x.device.as_str())
+        .collect();
+    devices.sort_unstable();
+    devices.dedup();
+    if devices.is_empty() {
+        return None;
+    }
+    devices
+        .iter()
+        .map(|d| {
+            let wrap = c.wraps.iter().find(|(x, _)| x == d).map(|(_, w)| *w);
+            device_energy(&c.samples, source, d, wrap, None, w, max_gap).map(|e| e.energy_j)
+        })
+        .sum()
 }

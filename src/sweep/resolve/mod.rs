@@ -45,7 +45,15 @@ const TOP_LEVEL: &[&str] = &[
     "scenario",
     "matrix",
 ];
-const SLO_FIELDS: &[&str] = &["ttft-p95", "e2e-p95", "gpu-memory"];
+const SLO_FIELDS: &[&str] = &[
+    "ttft-p95",
+    "e2e-p95",
+    "gpu-memory",
+    "quality-drop",
+    "quality-baseline",
+    "objective",
+    "over-saturated",
+];
 const COST_FIELDS: &[&str] = &["energy-price", "hardware-per-hour", "currency"];
 const TELEMETRY_FIELDS: &[&str] = &["interval", "idle"];
 const SLURM_FIELDS: &[&str] = &[

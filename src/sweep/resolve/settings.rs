@@ -83,12 +83,66 @@ pub(super) fn resolve_defaults(ctx: &mut Ctx, node: &RawNode) -> Defaults {
 }
 
 pub(super) fn resolve_slo(ctx: &mut Ctx, node: &RawNode) -> crate::spec::Slo {
+    use crate::spec::Objective;
     ctx.no_props(node);
     let f = ctx.fields(node, SLO_FIELDS, &[]);
+    let objective = Ctx::first(&f, "objective")
+        .and_then(|n| ctx.one_str(n))
+        .and_then(|v| match Objective::from_name(&v.value) {
+            Some(o) => Some(o),
+            None => {
+                let names: Vec<&str> = Objective::ALL.iter().map(|o| o.name()).collect();
+                ctx.err_help(
+                    v.span,
+                    format!("unknown objective `{}`", v.value),
+                    "not an objective",
+                    format!("one of {}", names.join(", ")),
+                );
+                None
+            }
+        });
+    let include_over_saturated = match Ctx::first(&f, "over-saturated").and_then(|n| ctx.one_str(n))
+    {
+        Some(v) if v.value == "include" => true,
+        Some(v) if v.value == "exclude" => false,
+        Some(v) => {
+            ctx.err_help(
+                v.span,
+                format!("unknown over-saturated `{}`", v.value),
+                "not a choice",
+                "`exclude` (the default: over-saturated open-loop runs are never recommended) or `include`",
+            );
+            false
+        }
+        None => false,
+    };
+    let drop = Ctx::first(&f, "quality-drop");
+    if let (Some(b), None) = (Ctx::first(&f, "quality-baseline"), drop) {
+        ctx.err_help(
+            b.name.span,
+            "`quality-baseline` without `quality-drop`",
+            "a reference with no allowed drop",
+            "add `quality-drop 0.02` (how much quality a recommended configuration may lose against it)",
+        );
+    }
+    if let (Some(d), None) = (drop, Ctx::first(&f, "objective")) {
+        ctx.err_help(
+            d.name.span,
+            "`quality-drop` without an `objective`",
+            "allowed to lose quality, but for what?",
+            "add `objective \"j-per-correct\"` (or cost-per-correct, tokens-per-s, ttft-p95, tpot-p50, e2e-p95, goodput, j-per-token)",
+        );
+    }
     crate::spec::Slo {
         ttft_p95: Ctx::first(&f, "ttft-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0)),
         e2e_p95: Ctx::first(&f, "e2e-p95").and_then(|n| ctx.one_num(n, 0.0001, 86_400.0)),
         gpu_memory_gib: Ctx::first(&f, "gpu-memory").and_then(|n| ctx.one_num(n, 0.001, 100_000.0)),
+        quality_drop: Ctx::first(&f, "quality-drop").and_then(|n| ctx.one_num(n, 0.0, 1.0)),
+        quality_baseline: Ctx::first(&f, "quality-baseline")
+            .and_then(|n| ctx.one_str(n))
+            .map(|v| v.value),
+        objective,
+        include_over_saturated,
     }
 }
 

@@ -1,0 +1,394 @@
+//! Statistics for deciding between configurations: paired comparisons of quality over the
+//! items both answered, McNemar's exact test, how many items a difference needs, how many
+//! requests a percentile needs, and a least-squares slope test. Pure; the reference values
+//! of the tests come from `tests/fixtures/stats/reference.json` (scipy and a plain Python
+//! bootstrap, `tests/python/stats_reference.py`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::rng::SplitMix64;
+use super::stats::{percentile, t95};
+
+/// Per dataset item, the mean score over the requests that asked it (repeats pooled).
+/// None when the scores and item names do not line up.
+pub(crate) fn item_means(scores: &[f64], items: &[String]) -> Option<BTreeMap<String, f64>> {
+    if scores.len() != items.len() || scores.is_empty() {
+        return None;
+    }
+    let mut by: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (s, i) in scores.iter().zip(items) {
+        let e = by.entry(i.clone()).or_default();
+        e.0 += s;
+        e.1 += 1.0;
+    }
+    Some(by.into_iter().map(|(k, (s, n))| (k, s / n)).collect())
+}
+
+/// McNemar's exact test on the items where exactly one side was right.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct McNemar {
+    /// Items A got right and B wrong.
+    pub only_a: u64,
+    /// Items B got right and A wrong.
+    pub only_b: u64,
+    /// Two-sided exact p-value: 2 · P(X ≤ min(only_a, only_b)), X ~ Binomial(only_a +
+    /// only_b, ½), at most 1.
+    pub p: f64,
+}
+
+/// B − A over the items both scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Paired {
+    /// Items both sides scored (the pairs).
+    pub items: usize,
+    /// Mean quality of each side over those items.
+    pub a: f64,
+    pub b: f64,
+    /// b − a.
+    pub delta: f64,
+    /// 95 % percentile-bootstrap interval of the mean per-item difference (items resampled
+    /// with replacement, seeded). None with fewer than two items.
+    pub ci: Option<(f64, f64)>,
+    /// When every pooled item score of both sides is 0 or 1.
+    pub mcnemar: Option<McNemar>,
+    /// Items a paired test would need to detect this difference (see [`items_needed`]).
+    pub items_needed: Option<u64>,
+}
+
+impl Paired {
+    /// The interval excludes zero (and, for pass/fail scores, McNemar agrees at 5 %).
+    pub fn detectable(&self) -> bool {
+        let ci = self.ci.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
+        match self.mcnemar {
+            Some(m) => ci && m.p < 0.05,
+            None => ci,
+        }
+    }
+
+    /// B is not worse than A by more than `margin`: the interval's lower bound is at least
+    /// −margin (non-inferiority on the paired interval).
+    pub fn non_inferior(&self, margin: f64) -> bool {
+        self.ci.is_some_and(|(lo, _)| lo >= -margin - 1e-12)
+    }
+}
+
+/// Bootstrap rounds of the paired interval.
+pub(crate) const ROUNDS: usize = 2000;
+
+/// Paired comparison of B against A over the items both scored (their names' order, so the
+/// same data and seed give the same interval). None without a common item.
+pub(crate) fn paired(
+    a: &BTreeMap<String, f64>,
+    b: &BTreeMap<String, f64>,
+    seed: u64,
+) -> Option<Paired> {
+    let pairs: Vec<(f64, f64)> = a
+        .iter()
+        .filter_map(|(k, va)| b.get(k).map(|vb| (*va, *vb)))
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let n = pairs.len();
+    let diffs: Vec<f64> = pairs.iter().map(|(x, y)| y - x).collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (ma, mb) = (
+        pairs.iter().map(|p| p.0).sum::<f64>() / n as f64,
+        pairs.iter().map(|p| p.1).sum::<f64>() / n as f64,
+    );
+    let binary = pairs
+        .iter()
+        .all(|(x, y)| (*x == 0.0 || *x == 1.0) && (*y == 0.0 || *y == 1.0));
+    let mcnemar = binary.then(|| {
+        let only_a = pairs.iter().filter(|(x, y)| *x == 1.0 && *y == 0.0).count() as u64;
+        let only_b = pairs.iter().filter(|(x, y)| *x == 0.0 && *y == 1.0).count() as u64;
+        McNemar {
+            only_a,
+            only_b,
+            p: mcnemar_exact(only_a, only_b),
+        }
+    });
+    let delta = mean(&diffs);
+    Some(Paired {
+        items: n,
+        a: ma,
+        b: mb,
+        delta,
+        ci: paired_bootstrap(&diffs, ROUNDS, seed),
+        mcnemar,
+        items_needed: items_needed(&diffs),
+    })
+}
+
+/// The 95 % percentile-bootstrap interval of the mean of per-item differences: `rounds`
+/// resamples of n items with replacement (SplitMix64 from `seed`, index = ⌊u · n⌋ by
+/// multiply-shift), the 2.5th and 97.5th percentiles of the resampled means (linear
+/// interpolation between closest ranks). None for fewer than two items.
+pub(crate) fn paired_bootstrap(diffs: &[f64], rounds: usize, seed: u64) -> Option<(f64, f64)> {
+    let n = diffs.len();
+    if n < 2 {
+        return None;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut means: Vec<f64> = (0..rounds)
+        .map(|_| (0..n).map(|_| diffs[rng.below(n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    Some((percentile(&means, 2.5)?, percentile(&means, 97.5)?))
+}
+
+/// Two-sided exact McNemar p-value from the discordant counts.
+pub(crate) fn mcnemar_exact(only_a: u64, only_b: u64) -> f64 {
+    let n = only_a + only_b;
+    if n == 0 {
+        return 1.0;
+    }
+    (2.0 * binomial_cdf_half(only_a.min(only_b), n)).min(1.0)
+}
+
+/// P(X ≤ k) for X ~ Binomial(n, ½), summed in log space (exact to rounding for any n).
+fn binomial_cdf_half(k: u64, n: u64) -> f64 {
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let mut ln_pmf = ln_half_n; // k = 0: C(n, 0) = 1
+    let mut terms = vec![ln_pmf];
+    for i in 0..k {
+        ln_pmf += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+        terms.push(ln_pmf);
+    }
+    let max = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (max + terms.iter().map(|t| (t - max).exp()).sum::<f64>().ln())
+        .min(0.0)
+        .exp()
+}
+
+/// z of the two-sided 5 % test and of 80 % power.
+const Z_975: f64 = 1.959_963_984_540_054;
+const Z_80: f64 = 0.841_621_233_572_914_3;
+
+/// Items a paired test at 5 % (two-sided) with 80 % power would need to detect a mean
+/// difference of the size observed, by the normal approximation:
+/// n = ⌈((z₀.₉₇₅ + z₀.₈) · s / |d̄|)²⌉ with s the standard deviation of the per-item
+/// differences (n − 1). None when no difference was observed or for fewer than two items.
+pub(crate) fn items_needed(diffs: &[f64]) -> Option<u64> {
+    let n = diffs.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = diffs.iter().sum::<f64>() / n as f64;
+    let sd = (diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    if mean.abs() < 1e-12 || sd == 0.0 {
+        return None;
+    }
+    Some((((Z_975 + Z_80) * sd / mean.abs()).powi(2)).ceil() as u64)
+}
+
+/// The smallest sample whose q-th percentile (0–100) has a distribution-free two-sided 95 %
+/// interval between order statistics: both q^n and (1 − q)^n must be at most 2.5 %, so
+/// n ≥ ⌈ln 0.025 / ln max(q, 1 − q)⌉. p50: 6, p90: 36, p95: 72, p99: 368.
+pub(crate) fn percentile_min_n(q: f64) -> usize {
+    let p = (q / 100.0).max(1.0 - q / 100.0);
+    if p >= 1.0 {
+        return usize::MAX;
+    }
+    (0.025f64.ln() / p.ln() - 1e-9).ceil() as usize
+}
+
+/// A least-squares line y = a + b·x with the 95 % t-interval of its slope.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Slope {
+    pub n: usize,
+    pub slope: f64,
+    pub ci: (f64, f64),
+    /// The fitted rise over the x range: slope × (max x − min x).
+    pub rise: f64,
+}
+
+/// Ordinary least squares of `ys` on `xs`; None for fewer than three points or no spread in x.
+pub(crate) fn slope(xs: &[f64], ys: &[f64]) -> Option<Slope> {
+    let n = xs.len().min(ys.len());
+    if n < 3 {
+        return None;
+    }
+    let (mx, my) = (
+        xs[..n].iter().sum::<f64>() / n as f64,
+        ys[..n].iter().sum::<f64>() / n as f64,
+    );
+    let sxx: f64 = xs[..n].iter().map(|x| (x - mx).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = xs[..n]
+        .iter()
+        .zip(&ys[..n])
+        .map(|(x, y)| (x - mx) * (y - my))
+        .sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let ssr: f64 = xs[..n]
+        .iter()
+        .zip(&ys[..n])
+        .map(|(x, y)| (y - a - b * x).powi(2))
+        .sum();
+    let se = (ssr / (n - 2) as f64 / sxx).sqrt();
+    let h = t95(n - 2) * se;
+    let (lo, hi) = xs[..n]
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+            (l.min(*x), h.max(*x))
+        });
+    Some(Slope {
+        n,
+        slope: b,
+        ci: (b - h, b + h),
+        rise: b * (hi - lo),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference values: scipy for McNemar (`binomtest(...).pvalue`, the exact test) and
+    /// the slope's interval (`linregress` + `t.ppf`), a plain Python bootstrap with the same
+    /// generator for the paired interval. `tests/python/stats_reference.py` wrote them.
+    fn reference() -> serde_json::Value {
+        serde_json::from_str(include_str!("../../tests/fixtures/stats/reference.json"))
+            .expect("reference.json parses")
+    }
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1e-300)
+    }
+
+    #[test]
+    fn mcnemar_matches_scipy() {
+        let r = reference();
+        for case in r["mcnemar"].as_array().unwrap() {
+            let (b, c) = (case["b"].as_u64().unwrap(), case["c"].as_u64().unwrap());
+            let want = case["p"].as_f64().unwrap();
+            let got = mcnemar_exact(b, c);
+            assert!(close(got, want, 1e-9), "b={b} c={c}: {got} vs scipy {want}");
+        }
+    }
+
+    #[test]
+    fn the_paired_bootstrap_matches_the_reference_implementation() {
+        let r = reference();
+        for case in r["paired_bootstrap"].as_array().unwrap() {
+            let diffs: Vec<f64> = case["diffs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            let seed = case["seed"].as_u64().unwrap();
+            let rounds = case["rounds"].as_u64().unwrap() as usize;
+            let (lo, hi) = paired_bootstrap(&diffs, rounds, seed).unwrap();
+            let (wl, wh) = (
+                case["low"].as_f64().unwrap(),
+                case["high"].as_f64().unwrap(),
+            );
+            assert!(
+                (lo - wl).abs() < 1e-12 && (hi - wh).abs() < 1e-12,
+                "{lo} {hi} vs {wl} {wh}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_slope_interval_matches_scipy() {
+        let r = reference();
+        let case = &r["slope"];
+        let xs: Vec<f64> = case["x"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let ys: Vec<f64> = case["y"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let s = slope(&xs, &ys).unwrap();
+        assert!(close(s.slope, case["slope"].as_f64().unwrap(), 1e-9));
+        // t95 is tabulated to 3 decimals: the interval agrees to 1e-3 relative.
+        assert!(close(s.ci.0, case["low"].as_f64().unwrap(), 1e-3), "{s:?}");
+        assert!(close(s.ci.1, case["high"].as_f64().unwrap(), 1e-3), "{s:?}");
+    }
+
+    #[test]
+    fn items_needed_matches_the_normal_approximation() {
+        let r = reference();
+        let case = &r["items_needed"];
+        let diffs: Vec<f64> = case["diffs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(items_needed(&diffs), case["n"].as_u64());
+        assert_eq!(items_needed(&[0.0, 0.0, 1.0, -1.0]), None, "no difference");
+    }
+
+    #[test]
+    fn percentile_sample_rule() {
+        assert_eq!(percentile_min_n(50.0), 6);
+        assert_eq!(percentile_min_n(90.0), 36);
+        assert_eq!(percentile_min_n(95.0), 72);
+        assert_eq!(percentile_min_n(99.0), 368);
+        // The rule itself: at n, both tails are at most 2.5 %; at n − 1 one is not.
+        for q in [50.0, 90.0, 95.0, 99.0] {
+            let n = percentile_min_n(q) as i32;
+            let p = q / 100.0;
+            assert!(p.powi(n) <= 0.025 && (1.0 - p).powi(n) <= 0.025);
+            assert!(p.powi(n - 1) > 0.025 || (1.0 - p).powi(n - 1) > 0.025);
+        }
+    }
+
+    #[test]
+    fn paired_pools_repeats_and_pairs_common_items() {
+        let a = item_means(
+            &[1.0, 1.0, 0.0, 1.0, 0.0],
+            &["q1", "q1", "q2", "q3", "q4"].map(String::from),
+        )
+        .unwrap();
+        let b = item_means(&[1.0, 1.0, 0.0], &["q1", "q2", "q3"].map(String::from)).unwrap();
+        let p = paired(&a, &b, 7).unwrap();
+        assert_eq!(p.items, 3, "q4 is only in A");
+        assert_eq!((p.a, p.b), (2.0 / 3.0, 2.0 / 3.0));
+        let m = p.mcnemar.unwrap();
+        assert_eq!((m.only_a, m.only_b), (1, 1));
+        assert_eq!(m.p, 1.0);
+        assert!(!p.detectable());
+        // Identical answers: a degenerate interval [0, 0], non-inferior at any margin.
+        let same = paired(&a, &a, 7).unwrap();
+        assert_eq!(same.ci, Some((0.0, 0.0)));
+        assert!(same.non_inferior(0.0));
+        // Graded scores: no McNemar.
+        let g = item_means(&[0.5, 0.25], &["q1", "q2"].map(String::from)).unwrap();
+        assert!(paired(&g, &g, 1).unwrap().mcnemar.is_none());
+    }
+
+    #[test]
+    fn a_clear_difference_is_detectable_and_not_non_inferior() {
+        let names: Vec<String> = (0..200).map(|i| format!("q{i}")).collect();
+        let a = item_means(&vec![1.0; 200], &names).unwrap();
+        let b = item_means(
+            &(0..200)
+                .map(|i| f64::from(u8::from(i % 4 != 0)))
+                .collect::<Vec<_>>(),
+            &names,
+        )
+        .unwrap();
+        let p = paired(&a, &b, 3).unwrap();
+        assert!((p.delta + 0.25).abs() < 1e-12);
+        assert!(p.detectable(), "{p:?}");
+        assert!(!p.non_inferior(0.02));
+        assert!(p.non_inferior(0.5));
+        assert_eq!(p.mcnemar.unwrap().only_a, 50);
+    }
+}

@@ -1,0 +1,893 @@
+//! The answer of a report, per task: the configurations compared item by item on quality, the
+//! recommendation — by a declared rule (`slo { quality-drop …; objective … }`) or one pick
+//! per objective — and, for every configuration, whether it won, tied, qualified or why it
+//! lost. Pure.
+//!
+//! Rules (docs/report.md says the same):
+//! - A configuration is a run label without its repeat (`… #2`); its repeats are pooled:
+//!   quality per dataset item is the mean over every request that asked it, and any other
+//!   figure is the mean over the repeats (with a Student t interval from two repeats on).
+//! - Quality is compared **paired**, over the items both configurations scored: the mean
+//!   per-item difference with a seeded 95 % bootstrap interval, and McNemar's exact test for
+//!   pass/fail metrics. A difference is *detectable* when the interval excludes zero (and
+//!   McNemar's p < 0.05 where it applies).
+//! - The quality reference is the declared `quality-baseline` (a configuration's label, or a
+//!   deployment's label: then all its configurations of the task pooled), else the task's
+//!   best configuration by quality.
+//! - With an objective declared, a configuration qualifies when it finished, meets every SLO
+//!   threshold, is not over-saturated (unless `over-saturated "include"`), and — with
+//!   `quality-drop d` — its paired interval against the reference has a lower bound ≥ −d
+//!   (non-inferiority). The best qualifying one by the objective is recommended.
+//! - Ties: on quality, no detectable paired difference; on another figure, 95 % intervals
+//!   that overlap (latency percentiles: bootstrap over requests; per correct answer: from the
+//!   correct share's interval; others: across repeats, so one run of each cannot tie or
+//!   differ — the answer says "no interval").
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::summary::Row;
+use crate::record::paired::{self, Paired};
+use crate::record::stats::repeat_ci;
+use crate::spec::{Objective, Slo};
+
+/// The label of a configuration: a run label without its repeat.
+pub(crate) fn base_label(label: &str) -> &str {
+    label.rsplit_once(" #").map_or(label, |(b, _)| b)
+}
+
+/// One configuration of one task: its rows (repeats) and its pooled item scores.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    pub label: String,
+    pub deployment: String,
+    pub task: String,
+    pub rows: Vec<usize>,
+    pub items: Option<BTreeMap<String, f64>>,
+}
+
+/// Finished rows: not failed, with their request statistics.
+fn finished(r: &Row) -> bool {
+    r.data.failure.is_none() && r.data.stats.is_some()
+}
+
+/// The configurations of the rows, in the rows' order.
+pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let Some(task) = r.data.columns.as_ref().map(|c| c.task.clone()) else {
+            continue;
+        };
+        let label = base_label(&r.data.label).to_string();
+        match out.iter_mut().find(|g| g.label == label && g.task == task) {
+            Some(g) => g.rows.push(i),
+            None => out.push(Group {
+                label,
+                deployment: r.data.deployment.clone(),
+                task,
+                rows: vec![i],
+                items: None,
+            }),
+        }
+    }
+    for g in &mut out {
+        g.items = pooled_items(rows, &g.rows);
+    }
+    out
+}
+
+/// Item means over the finished rows' scores (None when any lacks its items).
+fn pooled_items(rows: &[Row], idx: &[usize]) -> Option<BTreeMap<String, f64>> {
+    let (mut scores, mut items) = (Vec::new(), Vec::new());
+    for &i in idx.iter().filter(|&&i| finished(&rows[i])) {
+        let d = &rows[i].data;
+        if d.score_samples.len() != d.scores.len() {
+            return None;
+        }
+        scores.extend_from_slice(&d.scores);
+        items.extend(d.score_samples.iter().cloned());
+    }
+    paired::item_means(&scores, &items)
+}
+
+fn seed_of(a: &str, b: &str) -> u64 {
+    u64::from_le_bytes(
+        blake3::hash(format!("{a}\u{0}{b}").as_bytes()).as_bytes()[..8]
+            .try_into()
+            .expect("8 bytes"),
+    )
+}
+
+/// B against A, paired over their common items.
+fn pair(a: &Group, b: &Group) -> Option<Paired> {
+    paired::paired(
+        a.items.as_ref()?,
+        b.items.as_ref()?,
+        seed_of(&a.label, &b.label),
+    )
+}
+
+/// A row's figure for an objective.
+fn row_value(r: &Row, o: Objective) -> Option<f64> {
+    let s = r.data.stats.as_ref();
+    match o {
+        Objective::Quality => r.data.metrics.get("quality").copied(),
+        Objective::JPerCorrect => r.j_per_correct,
+        Objective::CostPerCorrect => r.cost_per_1k_correct,
+        Objective::JPerToken => r.data.telemetry.as_ref()?.j_per_output_token,
+        Objective::TtftP95 => s?.ttft_ms.p95,
+        Objective::TpotP50 => s?.tpot_ms.p50,
+        Objective::E2eP95 => s?.e2e_ms.p95,
+        Objective::Goodput => r.goodput_rps,
+        // Over the steady part when the run has one.
+        Objective::TokensPerS => Some(
+            r.steady()
+                .map_or(s?.output_tokens_per_s, |st| st.output_tokens_per_s),
+        ),
+    }
+    .filter(|v| v.is_finite())
+}
+
+/// A row's interval for an objective, where one run gives one.
+fn row_ci(r: &Row, o: Objective) -> Option<(f64, f64)> {
+    match o {
+        Objective::Quality => r.quality_ci,
+        Objective::JPerCorrect => r.j_per_correct_ci,
+        Objective::CostPerCorrect => r.cost_per_1k_correct_ci,
+        Objective::TtftP95 => r.ttft_p95_ci,
+        Objective::TpotP50 => r.tpot_p50_ci,
+        Objective::E2eP95 => r.e2e_p95_ci,
+        _ => None,
+    }
+}
+
+/// A figure and its 95 % interval, when one exists.
+type Figure = (f64, Option<(f64, f64)>);
+
+/// A configuration's figure and interval: one run's own, or the mean and t-interval over its
+/// repeats.
+fn value(rows: &[Row], g: &Group, o: Objective) -> Option<Figure> {
+    let done: Vec<&Row> = g
+        .rows
+        .iter()
+        .map(|&i| &rows[i])
+        .filter(|r| finished(r))
+        .collect();
+    if o == Objective::Quality {
+        if let Some(items) = &g.items {
+            let q = items.values().sum::<f64>() / items.len() as f64;
+            return Some((q, (done.len() == 1).then(|| row_ci(done[0], o)).flatten()));
+        }
+    }
+    match done.as_slice() {
+        [] => None,
+        [one] => Some((row_value(one, o)?, row_ci(one, o))),
+        many => {
+            let v: Vec<f64> = many.iter().filter_map(|r| row_value(r, o)).collect();
+            if v.len() != many.len() {
+                return None;
+            }
+            let (m, h) = repeat_ci(&v)?;
+            Some((m, Some((m - h, m + h))))
+        }
+    }
+}
+
+fn better(o: Objective, a: f64, b: f64) -> bool {
+    if o.higher_is_better() {
+        a > b
+    } else {
+        a < b
+    }
+}
+
+/// What an objective is called in the answer.
+pub(crate) fn title(o: Objective) -> &'static str {
+    match o {
+        Objective::Quality => "highest quality",
+        Objective::JPerCorrect => "lowest J per correct answer",
+        Objective::CostPerCorrect => "lowest cost per 1,000 correct answers",
+        Objective::JPerToken => "lowest J/token",
+        Objective::TtftP95 => "lowest p95 TTFT",
+        Objective::TpotP50 => "lowest p50 TPOT",
+        Objective::E2eP95 => "lowest p95 E2E",
+        Objective::Goodput => "highest goodput",
+        Objective::TokensPerS => "highest steady-state tok/s",
+    }
+}
+
+/// The objectives picked when the sweep declares none.
+const DEFAULT_PICKS: [Objective; 5] = [
+    Objective::Quality,
+    Objective::JPerCorrect,
+    Objective::JPerToken,
+    Objective::TtftP95,
+    Objective::Goodput,
+];
+
+/// A configuration's place in the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Standing {
+    Recommended,
+    /// Within noise of the recommended one on the objective.
+    Tied,
+    /// Qualifies, and is worse on the objective beyond noise (or no interval tells).
+    Qualifies,
+    Excluded,
+}
+
+/// One configuration of a task, judged.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Verdict {
+    pub label: String,
+    pub rows: Vec<usize>,
+    pub standing: Standing,
+    /// Why, in words (for every standing but Recommended).
+    pub why: String,
+    /// The objective's figure, shown.
+    pub value: Option<f64>,
+    pub vs_reference: Option<Paired>,
+}
+
+/// One pick when no objective is declared.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Pick {
+    pub objective: &'static str,
+    pub label: Option<String>,
+    pub value: Option<f64>,
+    /// Configurations within noise of it, and how that was judged.
+    pub tied: Vec<String>,
+    pub tie_rule: &'static str,
+}
+
+/// A paired comparison shown in the answer.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PairLine {
+    pub a: String,
+    pub b: String,
+    pub paired: Paired,
+}
+
+/// The answer for one task.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct TaskAnswer {
+    pub task: String,
+    /// The declared rule in words; None: one pick per objective.
+    pub rule: Option<String>,
+    pub reference: Option<String>,
+    /// Why there is no reference (a baseline that matches nothing).
+    pub reference_problem: Option<String>,
+    pub recommended: Option<String>,
+    pub verdicts: Vec<Verdict>,
+    pub picks: Vec<Pick>,
+    pub pairs: Vec<PairLine>,
+    /// The items a paired test would need to tell the top two apart.
+    pub power: Option<String>,
+}
+
+/// All pairs of a task are listed up to this many configurations; beyond, only each against
+/// the reference.
+const ALL_PAIRS_UP_TO: usize = 12;
+
+/// The answer of every task, in task name order.
+pub(crate) fn answers(rows: &[Row], slo: &Slo) -> Vec<TaskAnswer> {
+    let all = groups(rows);
+    let mut tasks: Vec<&str> = all.iter().map(|g| g.task.as_str()).collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    tasks
+        .into_iter()
+        .map(|t| {
+            let gs: Vec<&Group> = all.iter().filter(|g| g.task == t).collect();
+            task_answer(rows, slo, t, &gs)
+        })
+        .collect()
+}
+
+/// The reference configuration of a task's quality, or why there is none.
+fn reference(rows: &[Row], slo: &Slo, gs: &[&Group]) -> Result<Option<Group>, String> {
+    if let Some(b) = &slo.quality_baseline {
+        if let Some(g) = gs.iter().find(|g| &g.label == b) {
+            return Ok(Some((*g).clone()));
+        }
+        let of: Vec<usize> = gs
+            .iter()
+            .filter(|g| &g.deployment == b)
+            .flat_map(|g| g.rows.clone())
+            .collect();
+        if of.is_empty() {
+            let labels: Vec<&str> = gs.iter().map(|g| g.label.as_str()).collect();
+            return Err(format!(
+                "quality-baseline `{b}` names no configuration or deployment of this task (configurations: {})",
+                labels.join(", ")
+            ));
+        }
+        return Ok(Some(Group {
+            label: b.clone(),
+            deployment: b.clone(),
+            task: gs[0].task.clone(),
+            items: pooled_items(rows, &of),
+            rows: of,
+        }));
+    }
+    Ok(gs
+        .iter()
+        .filter_map(|g| value(rows, g, Objective::Quality).map(|v| (*g, v.0)))
+        .reduce(|a, b| if b.1 > a.1 { b } else { a })
+        .map(|(g, _)| g.clone()))
+}
+
+/// Why a configuration cannot be recommended, before the objective is looked at.
+fn exclusion(rows: &[Row], slo: &Slo, g: &Group, vs: Option<&Paired>) -> Option<String> {
+    let rs: Vec<&Row> = g.rows.iter().map(|&i| &rows[i]).collect();
+    if let Some(r) = rs.iter().find(|r| !finished(r)) {
+        let cause = r.data.failure.as_deref().unwrap_or("no results");
+        return Some(format!("failed: {}", cause.lines().next().unwrap_or(cause)));
+    }
+    if let Some(r) = rs.iter().find(|r| r.meets_slo == Some(false)) {
+        return Some(format!("misses the SLO: {}", r.slo_misses.join(", ")));
+    }
+    if !slo.include_over_saturated {
+        if let Some(why) = rs.iter().find_map(|r| r.over_saturated()) {
+            return Some(format!("over-saturated: {why}"));
+        }
+    }
+    if let Some(drop) = slo.quality_drop {
+        return match vs {
+            None => Some("no dataset items in common with the quality reference".into()),
+            Some(p) if !p.non_inferior(drop) => Some(format!(
+                "quality may be more than {} worse than the reference: {}",
+                fmt_delta(drop),
+                describe(p)
+            )),
+            Some(_) => None,
+        };
+    }
+    None
+}
+
+/// A difference in quality as points of the metric's scale.
+fn fmt_delta(d: f64) -> String {
+    format!("{:+.1} pt", d * 100.0)
+        .replace("+0.0 pt", "0.0 pt")
+        .trim_start_matches('+')
+        .to_string()
+}
+
+/// "Δ −3.0 pt [−6.5, +0.5] over 200 items, McNemar p = 0.09".
+pub(crate) fn describe(p: &Paired) -> String {
+    let ci =
+        p.ci.map(|(lo, hi)| format!(" [{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0))
+            .unwrap_or_default();
+    let m = p
+        .mcnemar
+        .map(|m| format!(", McNemar p = {}", fmt_p(m.p)))
+        .unwrap_or_default();
+    format!("Δ {:+.1} pt{ci} over {} items{m}", p.delta * 100.0, p.items)
+}
+
+pub(crate) fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// Three significant digits ("0.0123", "4.56", "1230").
+pub(crate) fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+fn overlap(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> Option<bool> {
+    let ((al, ah), (bl, bh)) = (a?, b?);
+    Some(al <= bh && bl <= ah)
+}
+
+/// Whether `g` is within noise of the winner `w` on `o`: Some(true/false), or None when no
+/// interval can tell.
+fn tied(rows: &[Row], o: Objective, w: &Group, g: &Group) -> Option<bool> {
+    if o == Objective::Quality {
+        return pair(w, g).map(|p| !p.detectable());
+    }
+    overlap(value(rows, w, o)?.1, value(rows, g, o)?.1)
+}
+
+fn tie_rule(o: Objective) -> &'static str {
+    match o {
+        Objective::Quality => "no detectable paired difference",
+        Objective::TtftP95 | Objective::TpotP50 | Objective::E2eP95 => {
+            "95 % bootstrap intervals overlap"
+        }
+        Objective::JPerCorrect | Objective::CostPerCorrect => {
+            "intervals from the correct share overlap"
+        }
+        _ => "intervals across repeats overlap (one run each: no interval)",
+    }
+}
+
+fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group]) -> TaskAnswer {
+    let (reference, reference_problem) = match reference(rows, slo, gs) {
+        Ok(r) => (r, None),
+        Err(e) => (None, Some(e)),
+    };
+    let vs: Vec<Option<Paired>> = gs
+        .iter()
+        .map(|g| reference.as_ref().and_then(|r| pair(r, g)))
+        .collect();
+    let excluded: Vec<Option<String>> = gs
+        .iter()
+        .zip(&vs)
+        .map(|(g, p)| match &reference_problem {
+            Some(e) if slo.quality_drop.is_some() => Some(e.clone()),
+            _ => exclusion(rows, slo, g, p.as_ref()),
+        })
+        .collect();
+    let mut answer = TaskAnswer {
+        task: task.to_string(),
+        rule: slo.objective.map(|o| rule_text(slo, o)),
+        reference: reference.as_ref().map(|r| r.label.clone()),
+        reference_problem,
+        recommended: None,
+        verdicts: Vec::new(),
+        picks: Vec::new(),
+        pairs: pairs(gs, reference.as_ref()),
+        power: None,
+    };
+    // Tell apart the top two that could be recommended (all, when fewer than two could).
+    let candidates: Vec<&Group> = gs
+        .iter()
+        .zip(&excluded)
+        .filter(|(_, e)| e.is_none())
+        .map(|(g, _)| *g)
+        .collect();
+    answer.power = power(
+        rows,
+        if candidates.len() >= 2 {
+            &candidates
+        } else {
+            gs
+        },
+    );
+    match slo.objective {
+        Some(o) => declared(rows, o, gs, &vs, &excluded, &mut answer),
+        None => {
+            // Failed, missing the SLO or over-saturated: out of every pick.
+            let eligible: Vec<&Group> = gs
+                .iter()
+                .zip(&excluded)
+                .filter(|(_, e)| e.is_none())
+                .map(|(g, _)| *g)
+                .collect();
+            answer.picks = DEFAULT_PICKS
+                .iter()
+                .map(|&o| pick(rows, o, &eligible))
+                .collect();
+            answer.verdicts = gs
+                .iter()
+                .zip(&vs)
+                .zip(&excluded)
+                .map(|((g, p), e)| Verdict {
+                    label: g.label.clone(),
+                    rows: g.rows.clone(),
+                    standing: if e.is_some() {
+                        Standing::Excluded
+                    } else {
+                        Standing::Qualifies
+                    },
+                    why: e.clone().unwrap_or_default(),
+                    value: None,
+                    vs_reference: p.clone(),
+                })
+                .collect();
+        }
+    }
+    answer
+}
+
+/// The declared rule in words.
+fn rule_text(slo: &Slo, o: Objective) -> String {
+    let mut parts = vec![format!(
+        "{} among the configurations that qualify",
+        title(o)
+    )];
+    if let Some(d) = slo.quality_drop {
+        parts.push(format!(
+            "qualify: quality at most {} below {} (lower bound of the paired 95 % interval ≥ −{})",
+            fmt_delta(d),
+            slo.quality_baseline
+                .as_deref()
+                .map_or("the task's best configuration".to_string(), |b| format!(
+                    "`{b}`"
+                )),
+            fmt_delta(d)
+        ));
+    }
+    parts.push("every SLO threshold met".into());
+    if !slo.include_over_saturated {
+        parts.push("not over-saturated".into());
+    }
+    parts.join("; ")
+}
+
+fn declared(
+    rows: &[Row],
+    o: Objective,
+    gs: &[&Group],
+    vs: &[Option<Paired>],
+    excluded: &[Option<String>],
+    answer: &mut TaskAnswer,
+) {
+    let values: Vec<Option<Figure>> = gs.iter().map(|g| value(rows, g, o)).collect();
+    let winner = (0..gs.len())
+        .filter(|&i| excluded[i].is_none())
+        .filter_map(|i| values[i].map(|v| (i, v.0)))
+        .reduce(|a, b| if better(o, b.1, a.1) { b } else { a })
+        .map(|(i, _)| i);
+    answer.recommended = winner.map(|w| gs[w].label.clone());
+    answer.verdicts = (0..gs.len())
+        .map(|i| {
+            let (standing, why) = match (&excluded[i], winner, values[i]) {
+                (Some(e), _, _) => (Standing::Excluded, e.clone()),
+                (None, _, None) => (
+                    Standing::Excluded,
+                    format!("no figure for {} (not measured)", o.name()),
+                ),
+                (None, Some(w), _) if w == i => (Standing::Recommended, String::new()),
+                (None, Some(w), Some(v)) => {
+                    let shown = sig3;
+                    let wv = values[w].map(|x| x.0).unwrap_or(f64::NAN);
+                    match tied(rows, o, gs[w], gs[i]) {
+                        Some(true) => (
+                            Standing::Tied,
+                            format!(
+                                "{} {} vs {}: within noise ({})",
+                                o.name(),
+                                shown(v.0),
+                                shown(wv),
+                                tie_rule(o)
+                            ),
+                        ),
+                        Some(false) => (
+                            Standing::Qualifies,
+                            format!(
+                                "{} {} vs {}: worse beyond noise",
+                                o.name(),
+                                shown(v.0),
+                                shown(wv)
+                            ),
+                        ),
+                        None => (
+                            Standing::Qualifies,
+                            format!(
+                                "{} {} vs {}: worse, no interval to tell whether beyond noise",
+                                o.name(),
+                                shown(v.0),
+                                shown(wv)
+                            ),
+                        ),
+                    }
+                }
+                (None, None, Some(_)) => (Standing::Qualifies, String::new()),
+            };
+            Verdict {
+                label: gs[i].label.clone(),
+                rows: gs[i].rows.clone(),
+                standing,
+                why,
+                value: values[i].map(|v| v.0),
+                vs_reference: vs[i].clone(),
+            }
+        })
+        .collect();
+}
+
+/// The best of the eligible configurations by one objective, and those tied with it.
+fn pick(rows: &[Row], o: Objective, eligible: &[&Group]) -> Pick {
+    let best = eligible
+        .iter()
+        .filter_map(|g| value(rows, g, o).map(|v| (*g, v.0)))
+        .reduce(|a, b| if better(o, b.1, a.1) { b } else { a });
+    let tied_with = best
+        .map(|(w, _)| {
+            eligible
+                .iter()
+                .filter(|g| g.label != w.label && value(rows, g, o).is_some())
+                .filter(|g| tied(rows, o, w, g) == Some(true))
+                .map(|g| g.label.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    Pick {
+        objective: title(o),
+        label: best.map(|b| b.0.label.clone()),
+        value: best.map(|b| b.1),
+        tied: tied_with,
+        tie_rule: tie_rule(o),
+    }
+}
+
+/// Paired comparisons to show: every pair of a small task, else each against the reference.
+fn pairs(gs: &[&Group], reference: Option<&Group>) -> Vec<PairLine> {
+    let mut out = Vec::new();
+    if gs.len() <= ALL_PAIRS_UP_TO {
+        for (i, a) in gs.iter().enumerate() {
+            for b in &gs[i + 1..] {
+                if let Some(p) = pair(a, b) {
+                    out.push(PairLine {
+                        a: a.label.clone(),
+                        b: b.label.clone(),
+                        paired: p,
+                    });
+                }
+            }
+        }
+    } else if let Some(r) = reference {
+        for g in gs.iter().filter(|g| g.label != r.label) {
+            if let Some(p) = pair(r, g) {
+                out.push(PairLine {
+                    a: r.label.clone(),
+                    b: g.label.clone(),
+                    paired: p,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The items a paired test would need to tell the top two of `gs` by quality apart.
+fn power(rows: &[Row], gs: &[&Group]) -> Option<String> {
+    let mut by: Vec<(&Group, f64)> = gs
+        .iter()
+        .filter_map(|g| value(rows, g, Objective::Quality).map(|v| (*g, v.0)))
+        .collect();
+    by.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (a, b) = (by.first()?.0, by.get(1)?.0);
+    let p = pair(a, b)?;
+    Some(match p.items_needed {
+        None => format!(
+            "`{}` and `{}` show no mean difference over their {} common items: nothing to detect",
+            a.label, b.label, p.items
+        ),
+        Some(n) => format!(
+            "telling `{}` from `{}` ({}) at 5 % with 80 % power needs about {n} paired items; this sweep has {}{}",
+            a.label,
+            b.label,
+            describe(&p),
+            p.items,
+            if n as usize <= p.items { "" } else { " — add items (the task's `samples`) to settle it" }
+        ),
+    })
+}
+
+/// Writes each row's place in the answer and its comparison with the quality reference, for
+/// summary.parquet.
+pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
+    for a in answers {
+        for v in &a.verdicts {
+            for &i in &v.rows {
+                rows[i].vs_reference = v.vs_reference.clone();
+                rows[i].quality_reference = a.reference.clone();
+                rows[i].answer = Some(match v.standing {
+                    Standing::Recommended => "recommended".to_string(),
+                    Standing::Tied => format!("tied: {}", v.why),
+                    Standing::Qualifies if v.why.is_empty() => "qualifies".to_string(),
+                    Standing::Qualifies => format!("qualifies: {}", v.why),
+                    Standing::Excluded => format!("excluded: {}", v.why),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::stats::{Dist, RunStats};
+    use crate::record::Columns;
+    use crate::report::summary::{derive, RunData};
+
+    const ITEMS: usize = 200;
+
+    /// A run of `label` that answered item i correctly when `right(i)`, spent `joules`, and
+    /// had a p95 TTFT of `ttft_p95` ms.
+    fn run(
+        label: &str,
+        right: impl Fn(usize) -> bool,
+        joules: f64,
+        ttft_p95: f64,
+        slo: &Slo,
+    ) -> Row {
+        let scores: Vec<f64> = (0..ITEMS).map(|i| f64::from(u8::from(right(i)))).collect();
+        let data = RunData {
+            label: label.into(),
+            deployment: label.split(' ').next().unwrap().into(),
+            run_key: label.into(),
+            columns: Some(Columns {
+                task: "mmlu".into(),
+                ..Default::default()
+            }),
+            stats: Some(RunStats {
+                requests: ITEMS,
+                ok: ITEMS,
+                window_s: 100.0,
+                ttft_ms: Dist {
+                    n: ITEMS,
+                    p95: Some(ttft_p95),
+                    ..Default::default()
+                },
+                e2e_ms: Dist {
+                    n: ITEMS,
+                    p95: Some(1000.0),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            metrics: BTreeMap::from([(
+                "quality".to_string(),
+                scores.iter().sum::<f64>() / ITEMS as f64,
+            )]),
+            telemetry: Some(crate::telemetry::Summary {
+                energy_j: Some(joules),
+                ..Default::default()
+            }),
+            ttft_ms: vec![ttft_p95 * 0.9; ITEMS],
+            e2e_ms: vec![900.0; ITEMS],
+            score_samples: (0..ITEMS).map(|i| format!("q{i:03}")).collect(),
+            scores,
+            ..Default::default()
+        };
+        derive(data, slo, None)
+    }
+
+    fn slo(objective: Option<Objective>, drop: Option<f64>) -> Slo {
+        Slo {
+            ttft_p95: Some(2.0),
+            quality_drop: drop,
+            objective,
+            ..Default::default()
+        }
+    }
+
+    /// big: 160 right; small: the same answers but two swapped (no detectable difference);
+    /// tiny: 120 right; slow: big's answers, TTFT p95 over the SLO.
+    fn sweep(slo: &Slo) -> Vec<Row> {
+        vec![
+            run("big q8", |i| i < 160, 1000.0, 500.0, slo),
+            run(
+                "small q4",
+                |i| (i < 160 && i != 3) || i == 199,
+                400.0,
+                400.0,
+                slo,
+            ),
+            run("tiny q4", |i| i < 120, 100.0, 300.0, slo),
+            run("slow q8", |i| i < 160, 50.0, 2500.0, slo),
+        ]
+    }
+
+    #[test]
+    fn the_declared_rule_recommends_the_cheapest_non_inferior_configuration_and_says_why_the_others_lost(
+    ) {
+        let slo = slo(Some(Objective::JPerCorrect), Some(0.02));
+        let rows = sweep(&slo);
+        let a = &answers(&rows, &slo)[0];
+        assert_eq!(
+            a.reference.as_deref(),
+            Some("big q8"),
+            "best quality (slow ties it but comes later)"
+        );
+        assert_eq!(a.recommended.as_deref(), Some("small q4"));
+        let by: BTreeMap<&str, &Verdict> =
+            a.verdicts.iter().map(|v| (v.label.as_str(), v)).collect();
+        assert_eq!(by["big q8"].standing, Standing::Qualifies);
+        assert!(
+            by["big q8"].why.contains("worse beyond noise"),
+            "{}",
+            by["big q8"].why
+        );
+        assert_eq!(by["tiny q4"].standing, Standing::Excluded);
+        assert!(
+            by["tiny q4"]
+                .why
+                .starts_with("quality may be more than 2.0 pt worse"),
+            "{}",
+            by["tiny q4"].why
+        );
+        assert!(
+            by["tiny q4"].why.contains("Δ -20.0 pt"),
+            "{}",
+            by["tiny q4"].why
+        );
+        assert_eq!(by["slow q8"].standing, Standing::Excluded);
+        assert!(by["slow q8"].why.starts_with("misses the SLO"));
+        let small = by["small q4"].vs_reference.as_ref().unwrap();
+        assert_eq!(small.items, ITEMS);
+        assert_eq!(small.mcnemar.unwrap().only_a, 1);
+        assert!(small.non_inferior(0.02) && !small.detectable());
+        // A baseline by label; one that names nothing is said so, and nothing qualifies.
+        let mut named = slo.clone();
+        named.quality_baseline = Some("small q4".into());
+        assert_eq!(
+            answers(&rows, &named)[0].reference.as_deref(),
+            Some("small q4")
+        );
+        named.quality_baseline = Some("nope".into());
+        let a = &answers(&rows, &named)[0];
+        assert!(a
+            .reference_problem
+            .as_ref()
+            .unwrap()
+            .contains("names no configuration"));
+        assert_eq!(a.recommended, None);
+    }
+
+    #[test]
+    fn without_an_objective_each_pick_names_its_ties() {
+        let slo = slo(None, None);
+        let rows = sweep(&slo);
+        let a = &answers(&rows, &slo)[0];
+        let q = &a.picks[0];
+        assert_eq!(q.label.as_deref(), Some("big q8"));
+        assert_eq!(
+            q.tied,
+            vec!["small q4".to_string()],
+            "slow misses the SLO; tiny differs"
+        );
+        // The pairs: every pair of configurations, paired over 200 items.
+        assert_eq!(a.pairs.len(), 6);
+        let bt = a
+            .pairs
+            .iter()
+            .find(|l| l.a == "big q8" && l.b == "tiny q4")
+            .unwrap();
+        assert!(bt.paired.detectable());
+        assert!(
+            a.power.as_ref().unwrap().contains("nothing to detect"),
+            "{:?}",
+            a.power
+        );
+        // Top two apart by 1 point over 200 items: far more items needed than there are.
+        let mut rows = rows;
+        rows[1] = run("small q4", |i| i < 158, 400.0, 400.0, &slo);
+        let a = &answers(&rows, &slo)[0];
+        let power = a.power.as_ref().unwrap();
+        assert!(
+            power.contains("needs about") && power.contains("add items"),
+            "{power}"
+        );
+    }
+
+    #[test]
+    fn an_over_saturated_run_is_excluded_unless_included() {
+        let mut slo = slo(Some(Objective::TtftP95), None);
+        let mut rows = sweep(&slo);
+        rows[2].data.stats.as_mut().unwrap().steady = Some(crate::record::steady::Steady {
+            saturation: Some(crate::record::steady::Saturation {
+                ttft: None,
+                ttft_median_ms: None,
+                inflight: None,
+                inflight_median: None,
+                over_saturated: true,
+                why: Some("TTFT rose by 900 ms".into()),
+            }),
+            ..Default::default()
+        });
+        let a = &answers(&rows, &slo)[0];
+        assert_eq!(a.recommended.as_deref(), Some("small q4"));
+        let tiny = a.verdicts.iter().find(|v| v.label == "tiny q4").unwrap();
+        assert_eq!(tiny.why, "over-saturated: TTFT rose by 900 ms");
+        slo.include_over_saturated = true;
+        assert_eq!(
+            answers(&rows, &slo)[0].recommended.as_deref(),
+            Some("tiny q4")
+        );
+    }
+}

@@ -1,0 +1,276 @@
+//! The parts of report.md and of the terminal summary that explain the answer: the answer
+//! itself, quality compared item by item, the steady part of each run, and the percentiles
+//! that rest on too few requests. Pure.
+
+use std::fmt::Write;
+
+use super::answer::{describe, fmt_p, sig3, Standing, TaskAnswer};
+use super::summary::Row;
+use crate::record::paired::percentile_min_n;
+use crate::record::stats::Dist;
+
+/// The mark of a percentile computed from fewer requests than its interval needs.
+pub(crate) const THIN: &str = "†";
+
+/// `†` when the q-th percentile of `d` rests on fewer values than [`percentile_min_n`].
+pub(crate) fn thin(d: &Dist, q: f64) -> &'static str {
+    if d.n > 0 && d.n < percentile_min_n(q) {
+        THIN
+    } else {
+        ""
+    }
+}
+
+/// Whether any shown tail percentile of the rows is thin.
+pub(crate) fn any_thin(rows: &[Row]) -> bool {
+    rows.iter().filter_map(|r| r.data.stats.as_ref()).any(|s| {
+        [&s.ttft_ms, &s.tpot_ms, &s.itl_ms, &s.e2e_ms]
+            .iter()
+            .any(|d| !thin(d, 99.0).is_empty())
+    })
+}
+
+/// The rule behind [`THIN`], in words.
+pub(crate) fn thin_legend() -> String {
+    format!(
+        "{THIN}: fewer requests than a distribution-free 95 % interval of that percentile needs (the order-statistic rule: n ≥ ln 0.025 / ln q, i.e. p90 {}, p95 {}, p99 {}); read it as a rough estimate.",
+        percentile_min_n(90.0),
+        percentile_min_n(95.0),
+        percentile_min_n(99.0)
+    )
+}
+
+fn standing(s: Standing) -> &'static str {
+    match s {
+        Standing::Recommended => "recommended",
+        Standing::Tied => "tied",
+        Standing::Qualifies => "qualifies",
+        Standing::Excluded => "excluded",
+    }
+}
+
+/// `## The answer` of report.md.
+pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
+    let mut out = String::from("## The answer\n\n");
+    if answers.is_empty() {
+        out.push_str("No runs.\n");
+    }
+    for a in answers {
+        let _ = writeln!(out, "### Task {}\n", a.task);
+        if let Some(p) = &a.reference_problem {
+            let _ = writeln!(out, "**No quality reference**: {p}.\n");
+        }
+        match &a.rule {
+            Some(rule) => {
+                let _ = writeln!(out, "Rule: {rule}.\n");
+                match &a.recommended {
+                    Some(r) => {
+                        let _ = writeln!(out, "**Recommended: `{r}`**\n");
+                    }
+                    None => out.push_str("**No configuration qualifies.**\n\n"),
+                }
+                out.push_str("| configuration | standing | objective | quality vs reference | why |\n|---|---|---|---|---|\n");
+                for v in &a.verdicts {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} | {} |",
+                        v.label,
+                        standing(v.standing),
+                        v.value.map_or("–".into(), sig3),
+                        v.vs_reference.as_ref().map_or("–".into(), describe),
+                        v.why.replace('|', "\\|")
+                    );
+                }
+                out.push('\n');
+            }
+            None => {
+                out.push_str("No `objective` declared: the best configuration for each objective among those that finished, meet the SLO and are not over-saturated; ties are within noise by the stated rule.\n\n| objective | best configuration | value | tied (within noise) |\n|---|---|---|---|\n");
+                for p in &a.picks {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} |",
+                        p.objective,
+                        p.label
+                            .as_deref()
+                            .unwrap_or("none meets the constraints or has this figure"),
+                        p.value.map_or("–".into(), sig3),
+                        if p.tied.is_empty() {
+                            "–".to_string()
+                        } else {
+                            format!("{} ({})", p.tied.join(", "), p.tie_rule)
+                        }
+                    );
+                }
+                out.push('\n');
+                for v in a
+                    .verdicts
+                    .iter()
+                    .filter(|v| v.standing == Standing::Excluded)
+                {
+                    let _ = writeln!(out, "- `{}` excluded: {}", v.label, v.why);
+                }
+            }
+        }
+        if let Some(r) = &a.reference {
+            let _ = writeln!(out, "\nQuality reference: `{r}`.");
+        }
+        if !a.pairs.is_empty() {
+            out.push_str("\nQuality compared item by item (B − A over the items both scored; 95 % paired bootstrap interval; McNemar's exact test for pass/fail metrics):\n\n| A | B | items | Δ (points) | 95 % interval | McNemar p | verdict |\n|---|---|---|---|---|---|---|\n");
+            for l in &a.pairs {
+                let p = &l.paired;
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {:+.1} | {} | {} | {} |",
+                    l.a,
+                    l.b,
+                    p.items,
+                    p.delta * 100.0,
+                    p.ci.map_or("–".into(), |(lo, hi)| format!(
+                        "{:+.1} … {:+.1}",
+                        lo * 100.0,
+                        hi * 100.0
+                    )),
+                    p.mcnemar.map_or("–".into(), |m| fmt_p(m.p)),
+                    if p.detectable() {
+                        "different"
+                    } else {
+                        "no detectable difference"
+                    }
+                );
+            }
+        }
+        if let Some(p) = &a.power {
+            let _ = writeln!(out, "\nSample size: {p}.");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The answer in a few terminal lines per task.
+pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
+    let mut out = String::new();
+    for a in answers {
+        match (&a.rule, &a.recommended) {
+            (Some(_), Some(r)) => {
+                let tied: Vec<&str> = a
+                    .verdicts
+                    .iter()
+                    .filter(|v| v.standing == Standing::Tied)
+                    .map(|v| v.label.as_str())
+                    .collect();
+                let excluded = a
+                    .verdicts
+                    .iter()
+                    .filter(|v| v.standing == Standing::Excluded)
+                    .count();
+                let _ = writeln!(
+                    out,
+                    "answer ({}): {r}{}; {excluded} excluded (report.md says why)",
+                    a.task,
+                    if tied.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", tied with {}", tied.join(", "))
+                    }
+                );
+            }
+            (Some(_), None) => {
+                let _ = writeln!(
+                    out,
+                    "answer ({}): no configuration qualifies (report.md says why)",
+                    a.task
+                );
+            }
+            (None, _) => {
+                for p in a.picks.iter().filter(|p| p.label.is_some()) {
+                    let _ = writeln!(
+                        out,
+                        "{} ({}): {} {}{}",
+                        p.objective,
+                        a.task,
+                        p.label.as_deref().unwrap_or(""),
+                        p.value.map_or("–".into(), sig3),
+                        if p.tied.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (tied: {})", p.tied.join(", "))
+                        }
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `## Steady state` of report.md: the steady part of each run and its figures.
+pub(crate) fn steady_markdown(rows: &[Row]) -> String {
+    let with: Vec<&Row> = rows.iter().filter(|r| r.steady().is_some()).collect();
+    let mut out = String::from("\n## Steady state\n\n");
+    if with.is_empty() {
+        out.push_str("No run has a steady part (every request sent at once, or recorded before bench360 measured it).\n");
+        return out;
+    }
+    out.push_str("Throughput and energy over the steady part of each window (closed loop: from the first time the target was in flight to the last send; open loop: from the first response to the last send), beside the whole window's. Open loops are tested for over-saturation: TTFT or requests in flight rising through the steady part (least-squares slope positive at 95 % and a fitted rise above half the median).\n\n| run | rule | window excluded | tokens excluded | steady tok/s | whole tok/s | steady J/token | whole J/token | open loop |\n|---|---|---|---|---|---|---|---|---|\n");
+    for r in with {
+        let st = r.steady().expect("filtered");
+        let whole = r.data.stats.as_ref().map(|s| s.output_tokens_per_s);
+        let sat = match &st.saturation {
+            None => "–".to_string(),
+            Some(s) if s.over_saturated => {
+                format!("**over-saturated**: {}", s.why.as_deref().unwrap_or(""))
+            }
+            Some(_) => "keeps up".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0}% | {:.0}% | {:.1} | {} | {} | {} | {} |",
+            r.data.label,
+            st.rule,
+            st.excluded_share * 100.0,
+            st.excluded_token_share * 100.0,
+            st.output_tokens_per_s,
+            whole.map_or("–".into(), |w| format!("{w:.1}")),
+            r.steady_j_per_output_token
+                .map_or("–".into(), |j| format!("{j:.3}")),
+            r.data
+                .telemetry
+                .as_ref()
+                .and_then(|t| t.j_per_output_token)
+                .map_or("–".into(), |j| format!("{j:.3}")),
+            sat
+        );
+    }
+    out
+}
+
+/// `## Per correct answer` of report.md.
+pub(crate) fn per_correct_markdown(rows: &[Row], currency: Option<&str>) -> String {
+    let with: Vec<&Row> = rows.iter().filter(|r| r.correct.is_some()).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n## Per correct answer\n\nA correct answer is a pass of a pass/fail metric, or a graded score ≥ {} (SQuAD F1, ROUGE-L). J per correct = the window's energy / correct answers; its interval comes from the correct share's (by item), energy's own noise not included.\n\n| run | scored | correct | J/correct | cost / 1,000 correct{} |\n|---|---|---|---|---|\n",
+        super::summary::CORRECT_AT,
+        currency.map(|c| format!(" ({c})")).unwrap_or_default()
+    );
+    for r in with {
+        let ci = |v: Option<f64>, c: Option<(f64, f64)>| match (v, c) {
+            (Some(v), Some((lo, hi))) => format!("{} [{}, {}]", sig3(v), sig3(lo), sig3(hi)),
+            (Some(v), None) => sig3(v),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} | {} | {} |",
+            r.data.label,
+            r.data.scores.len(),
+            r.correct.unwrap_or(0.0),
+            ci(r.j_per_correct, r.j_per_correct_ci),
+            ci(r.cost_per_1k_correct, r.cost_per_1k_correct_ci)
+        );
+    }
+    out
+}
