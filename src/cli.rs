@@ -193,6 +193,11 @@ pub(crate) enum Command {
         /// Exit 1 when a change crosses a limit: `ttft_p99>+5%`, `quality<-2%` (repeatable).
         #[arg(long = "fail-on", value_name = "GATE")]
         fail_on: Vec<String>,
+        /// How a gate judges: `confident` fires only when the change's 95 % interval is past
+        /// the limit (else it says "inconclusive" and how many more requests would tell);
+        /// `point` fires on the point estimate.
+        #[arg(long = "gate-rule", value_enum, default_value_t = GateRule::Confident)]
+        gate_rule: GateRule,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Terminal)]
         format: Format,
@@ -426,4 +431,15 @@ pub(crate) struct SelfbenchArgs {
     /// CPUs of the client (default: all but the server's).
     #[arg(long, value_delimiter = ',')]
     pub client_cpus: Vec<usize>,
+}
+
+/// How `compare --fail-on` judges a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum GateRule {
+    /// Fires only when the change's whole 95 % interval is past the limit.
+    #[default]
+    Confident,
+    /// Fires when the point estimate is past the limit (noise included).
+    Point,
 }

@@ -151,6 +151,57 @@ pub(crate) struct Change {
     pub b: Option<f64>,
     pub change: Option<f64>,
     pub ci: Option<(f64, f64)>,
+    /// Observations behind each side's figure: requests, or for quality the dataset items
+    /// (paired: the items both scored).
+    pub n: Option<usize>,
+    /// Quality of a pass/fail metric, paired: McNemar's exact p-value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+    /// A percentile's interval exists from this many requests per side on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_from: Option<usize>,
+}
+
+/// Each side's percentile interval has coverage 1 − SIDE_ALPHA (97.5 %), so that the ratio's
+/// interval built from both covers at least 95 %.
+const SIDE_ALPHA: f64 = 0.025;
+
+/// The interval of B's percentile over A's, minus 1, from each side's distribution-free
+/// order-statistic interval (`record::paired::order_statistic_ci`, 97.5 % each): when both
+/// hold their true percentile — at least 95 % of the time — the true ratio lies within
+/// [B_low / A_high, B_high / A_low] − 1. None when either side has too few requests for
+/// its interval, or A's may be zero.
+fn percentile_ratio_ci(a: &[f64], b: &[f64], q: f64) -> Option<(f64, f64)> {
+    let sorted = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (al, ah) = crate::record::paired::order_statistic_ci(&sorted(a), q, SIDE_ALPHA)?;
+    let (bl, bh) = crate::record::paired::order_statistic_ci(&sorted(b), q, SIDE_ALPHA)?;
+    (al > 0.0).then(|| (bl / ah - 1.0, bh / al - 1.0))
+}
+
+/// The 95 % percentile-bootstrap interval of the relative change of a mean (each side's
+/// values resampled on their own).
+fn mean_ratio_ci(a: &[f64], b: &[f64], seed: u64, metric: &str) -> Option<(f64, f64)> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let mut rng = SplitMix64::derive(seed, metric);
+    let mut est: Vec<f64> = (0..ROUNDS)
+        .filter_map(|_| {
+            ratio(
+                mean_of(&mut resample(a, &mut rng)),
+                mean_of(&mut resample(b, &mut rng)),
+            )
+        })
+        .collect();
+    est.sort_by(f64::total_cmp);
+    Some((
+        crate::record::stats::percentile(&est, 2.5)?,
+        crate::record::stats::percentile(&est, 97.5)?,
+    ))
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -197,45 +248,31 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Change {
+    if metric == "quality" {
+        if let Some(c) = paired_quality(a, b, seed) {
+            return c;
+        }
+    }
     match stat_of(metric) {
         Some((values, q)) => {
             let (va, vb) = (values(a), values(b));
             let (ea, eb) = (estimate(va, q), estimate(vb, q));
-            // Quality: by dataset item when both sides know their items.
-            let items =
-                |r: &RunValues| crate::record::stats::cluster_sums(&r.scores, &r.score_samples);
-            let by_item = match (metric, items(a), items(b)) {
-                ("quality", Some(ga), Some(gb)) => Some((ga, gb)),
-                _ => None,
+            let n = va.len().min(vb.len());
+            let ci = if q < 0.0 {
+                mean_ratio_ci(va, vb, seed, metric)
+            } else {
+                percentile_ratio_ci(va, vb, q)
             };
-            let ci = (va.len() >= 2 && vb.len() >= 2)
-                .then(|| {
-                    let mut rng = SplitMix64::derive(seed, metric);
-                    let mut est: Vec<f64> = (0..ROUNDS)
-                        .filter_map(|_| match &by_item {
-                            Some((ga, gb)) => ratio(
-                                Some(crate::record::stats::resample_clusters(ga, &mut rng)),
-                                Some(crate::record::stats::resample_clusters(gb, &mut rng)),
-                            ),
-                            None => ratio(
-                                estimate(&resample(va, &mut rng), q),
-                                estimate(&resample(vb, &mut rng), q),
-                            ),
-                        })
-                        .collect();
-                    est.sort_by(f64::total_cmp);
-                    Some((
-                        crate::record::stats::percentile(&est, 2.5)?,
-                        crate::record::stats::percentile(&est, 97.5)?,
-                    ))
-                })
-                .flatten();
             Change {
                 metric,
                 a: ea,
                 b: eb,
                 change: ratio(ea, eb),
                 ci,
+                n: Some(n),
+                p: None,
+                interval_from: (q >= 0.0)
+                    .then(|| crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA)),
             }
         }
         None => {
@@ -249,9 +286,61 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 b: f(b),
                 change: ratio(f(a), f(b)),
                 ci: None,
+                n: None,
+                p: None,
+                interval_from: None,
             }
         }
     }
+}
+
+/// Quality compared item by item: both sides' mean over the items both scored (repeats
+/// pooled per item), the relative change's 95 % interval from resampling those items
+/// together, and McNemar's exact test for pass/fail scores. None when either side lacks its
+/// items or they share none.
+fn paired_quality(a: &RunValues, b: &RunValues, seed: u64) -> Option<Change> {
+    use crate::record::paired;
+    let (ia, ib) = (
+        paired::item_means(&a.scores, &a.score_samples)?,
+        paired::item_means(&b.scores, &b.score_samples)?,
+    );
+    let p = paired::paired(&ia, &ib, seed)?;
+    let pairs: Vec<(f64, f64)> = ia
+        .iter()
+        .filter_map(|(k, x)| ib.get(k).map(|y| (*x, *y)))
+        .collect();
+    let n = pairs.len();
+    let ci = (n >= 2)
+        .then(|| {
+            let mut rng = SplitMix64::derive(seed, "quality");
+            let mut est: Vec<f64> = (0..ROUNDS)
+                .filter_map(|_| {
+                    let (mut sa, mut sb) = (0.0, 0.0);
+                    for _ in 0..n {
+                        let (x, y) = pairs[rng.below(n)];
+                        sa += x;
+                        sb += y;
+                    }
+                    ratio(Some(sa / n as f64), Some(sb / n as f64))
+                })
+                .collect();
+            est.sort_by(f64::total_cmp);
+            Some((
+                crate::record::stats::percentile(&est, 2.5)?,
+                crate::record::stats::percentile(&est, 97.5)?,
+            ))
+        })
+        .flatten();
+    Some(Change {
+        metric: "quality",
+        a: Some(p.a),
+        b: Some(p.b),
+        change: ratio(Some(p.a), Some(p.b)),
+        ci,
+        n: Some(n),
+        p: p.mcnemar.map(|m| m.p),
+        interval_from: None,
+    })
 }
 
 /// Every configuration both sides ran, compared; and the labels only one side has.
@@ -289,7 +378,8 @@ pub(crate) fn compare(
 }
 
 /// A regression gate: `METRIC>+5%` fails when B's change exceeds +5 %, `METRIC<-2%` when it
-/// falls below −2 % (on the point estimate).
+/// falls below −2 % — by default only when the change's 95 % interval is past the limit
+/// ([`GateRule`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Gate {
     pub metric: String,
@@ -324,24 +414,155 @@ pub(crate) fn parse_gate(s: &str) -> Result<Gate, CompareError> {
     })
 }
 
-/// The gates a comparison breaks: (gate, run label, change).
-pub(crate) fn broken<'a>(gates: &'a [Gate], matched: &[Matched]) -> Vec<(&'a Gate, String, f64)> {
+pub(crate) use crate::cli::GateRule;
+
+/// What a gate says of one matched configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub(crate) enum Judgement {
+    /// Past the limit (with the rule's confidence).
+    Fired { change: f64, ci: Option<(f64, f64)> },
+    /// The point estimate is past the limit but the interval reaches back over it, or there
+    /// is no interval: the data cannot tell. `need`: about how many observations per side
+    /// (requests; items for quality) would make the interval narrow enough, when known.
+    Inconclusive {
+        change: f64,
+        ci: Option<(f64, f64)>,
+        n: Option<usize>,
+        need: Option<usize>,
+    },
+}
+
+/// One gate's verdict on one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Verdict<'a> {
+    pub gate: &'a str,
+    pub metric: &'a str,
+    pub run: String,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+}
+
+/// A change past `limit` in the gate's direction.
+fn past(g: &Gate, x: f64) -> bool {
+    if g.above {
+        x > g.limit
+    } else {
+        x < g.limit
+    }
+}
+
+/// One gate on one change; None when the change holds (its point estimate is within the limit).
+pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
+    let change = c.change?;
+    if !past(g, change) {
+        return None;
+    }
+    let ci = c.ci;
+    if rule == GateRule::Point {
+        return Some(Judgement::Fired { change, ci });
+    }
+    match ci {
+        // The bound nearest the limit is past it too.
+        Some((lo, hi)) if past(g, if g.above { lo } else { hi }) => {
+            Some(Judgement::Fired { change, ci })
+        }
+        Some((lo, hi)) => {
+            // The half-width shrinks as 1/√n: n · (half-width / distance to the limit)².
+            let half = (hi - lo) / 2.0;
+            let gap = (change - g.limit).abs();
+            let need =
+                c.n.filter(|_| gap > 0.0)
+                    .map(|n| (n as f64 * (half / gap).powi(2)).ceil() as usize);
+            Some(Judgement::Inconclusive {
+                change,
+                ci,
+                n: c.n,
+                need,
+            })
+        }
+        // Too few requests for a percentile's interval: it exists from `interval_from` on.
+        None => Some(Judgement::Inconclusive {
+            change,
+            ci: None,
+            n: c.n,
+            need: c.interval_from,
+        }),
+    }
+}
+
+/// Every gate's verdict on every matched configuration where its point estimate is past the
+/// limit.
+pub(crate) fn judge_all<'a>(
+    gates: &'a [Gate],
+    matched: &[Matched],
+    rule: GateRule,
+) -> Vec<Verdict<'a>> {
     let mut out = Vec::new();
     for g in gates {
         for m in matched {
-            if let Some(c) = m
-                .changes
-                .iter()
-                .find(|c| c.metric == g.metric)
-                .and_then(|c| c.change)
-            {
-                if (g.above && c > g.limit) || (!g.above && c < g.limit) {
-                    out.push((g, m.label.clone(), c));
-                }
+            let Some(c) = m.changes.iter().find(|c| c.metric == g.metric) else {
+                continue;
+            };
+            if let Some(judgement) = judge(g, c, rule) {
+                out.push(Verdict {
+                    gate: &g.text,
+                    metric: &g.metric,
+                    run: m.label.clone(),
+                    judgement,
+                });
             }
         }
     }
     out
+}
+
+/// A verdict as one line of text.
+pub(crate) fn verdict_line(v: &Verdict) -> String {
+    let ci = |c: Option<(f64, f64)>| {
+        c.map(|(lo, hi)| format!(", 95 % interval {} … {}", pct(Some(lo)), pct(Some(hi))))
+            .unwrap_or_default()
+    };
+    match &v.judgement {
+        Judgement::Fired { change, ci: c } => format!(
+            "regression: {}: {} changed {}{} (gate {})",
+            v.run,
+            v.metric,
+            pct(Some(*change)),
+            ci(*c),
+            v.gate
+        ),
+        Judgement::Inconclusive {
+            change,
+            ci: c,
+            n,
+            need,
+        } => {
+            let what = if v.metric == "quality" {
+                "items"
+            } else {
+                "requests"
+            };
+            let more = match (need, n) {
+                (Some(need), Some(n)) if need > n => {
+                    format!("need ~{} more {what} per side", need - n)
+                }
+                (Some(_), _) => format!("need more {what}"),
+                (None, _) if c.is_none() => {
+                    "no interval for this metric from one run (`--gate-rule point` judges the point estimate)".to_string()
+                }
+                (None, _) => format!("need more {what}"),
+            };
+            format!(
+                "inconclusive: {}: {} changed {}{}, which does not clear the limit (gate {}): {more}",
+                v.run,
+                v.metric,
+                pct(Some(*change)),
+                ci(*c),
+                v.gate
+            )
+        }
+    }
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -362,9 +583,9 @@ fn num(v: Option<f64>) -> String {
 pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
     let mut out = String::new();
     for m in matched {
-        let rows: Vec<[String; 5]> = m.changes.iter().map(cells).collect();
+        let rows: Vec<[String; 6]> = m.changes.iter().map(cells).collect();
         let head = HEADER.map(String::from);
-        let mut w = [0usize; 5];
+        let mut w = [0usize; 6];
         for r in rows.iter().chain(std::iter::once(&head)) {
             for (i, cell) in r.iter().enumerate() {
                 w[i] = w[i].max(cell.chars().count());
@@ -381,12 +602,13 @@ pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]
                 }
             };
             out.push_str(&format!(
-                "  {}  {}  {}  {}  {}\n",
+                "  {}  {}  {}  {}  {}  {}\n",
                 pad(0),
                 pad(1),
                 pad(2),
                 pad(3),
-                pad(4)
+                pad(4),
+                pad(5)
             ));
         }
         out.push('\n');
@@ -395,10 +617,11 @@ pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]
     out
 }
 
-const HEADER: [&str; 5] = ["metric", "A", "B", "change", "95 % CI"];
+const HEADER: [&str; 6] = ["metric", "A", "B", "change", "95 % CI", "n"];
 
-/// One change as shown, in [`HEADER`]'s order.
-fn cells(c: &Change) -> [String; 5] {
+/// One change as shown, in [`HEADER`]'s order (`n`: requests per side, the smaller; for
+/// quality the items, paired, with McNemar's p for pass/fail metrics).
+fn cells(c: &Change) -> [String; 6] {
     [
         c.metric.to_string(),
         num(c.a),
@@ -406,6 +629,11 @@ fn cells(c: &Change) -> [String; 5] {
         pct(c.change),
         c.ci.map(|(lo, hi)| format!("{} … {}", pct(Some(lo)), pct(Some(hi))))
             .unwrap_or_else(|| "–".into()),
+        match (c.n, c.p) {
+            (Some(n), Some(p)) => format!("{n} (McNemar p {})", crate::report::answer::fmt_p(p)),
+            (Some(n), None) => n.to_string(),
+            _ => "–".into(),
+        },
     ]
 }
 
@@ -426,7 +654,7 @@ pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]
     let mut out = String::new();
     for m in matched {
         out.push_str(&format!(
-            "### {}\n\n| {} |\n|---|---|---|---|---|\n",
+            "### {}\n\n| {} |\n|---|---|---|---|---|---|\n",
             m.label,
             HEADER.join(" | ")
         ));
@@ -490,13 +718,103 @@ mod tests {
         let same = m[0].changes.iter().find(|c| c.metric == "quality").unwrap();
         assert_eq!(same.change, Some(0.0));
         let gates = vec![
+            parse_gate("ttft_p50>+5%").unwrap(),
             parse_gate("ttft_p99>+5%").unwrap(),
             parse_gate("quality<-1%").unwrap(),
         ];
-        let b = broken(&gates, &m);
-        assert_eq!(b.len(), 1, "{b:?}");
-        assert_eq!(b[0].0.metric, "ttft_p99");
+        let b = judge_all(&gates, &m, GateRule::Confident);
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert_eq!(b[0].metric, "ttft_p50");
+        assert!(matches!(b[0].judgement, Judgement::Fired { .. }), "{b:?}");
+        // 200 requests are too few for a 97.5 % interval of p99 on each side (437).
+        assert_eq!(
+            b[1].judgement,
+            Judgement::Inconclusive {
+                change: 0.5,
+                ci: None,
+                n: Some(200),
+                need: Some(437)
+            }
+        );
         assert!(parse_gate("ttft>5%").is_err());
         assert!(parse_gate("ttft_p99=5%").is_err());
+    }
+
+    #[test]
+    fn a_change_inside_its_noise_is_inconclusive_and_says_how_many_requests_would_tell() {
+        let gate = parse_gate("ttft_p99>+5%").unwrap();
+        let c = |change: f64, ci: Option<(f64, f64)>| Change {
+            metric: "ttft_p99",
+            a: Some(100.0),
+            b: Some(100.0 * (1.0 + change)),
+            change: Some(change),
+            ci,
+            n: Some(100),
+            p: None,
+            interval_from: None,
+        };
+        // The quickstart's case: +5.3 % with an interval of −90 % … +1132 %.
+        let noisy = c(0.053, Some((-0.9, 11.32)));
+        match judge(&gate, &noisy, GateRule::Confident).unwrap() {
+            Judgement::Inconclusive { need, .. } => {
+                // Half-width 6.11 over a distance of 0.003 to the limit: ~4 million per side.
+                assert!(need.unwrap() > 1_000_000, "{need:?}");
+            }
+            j => panic!("{j:?}"),
+        }
+        assert!(matches!(
+            judge(&gate, &noisy, GateRule::Point),
+            Some(Judgement::Fired { .. })
+        ));
+        // Past the limit with the whole interval: fires. Within the limit: holds.
+        assert!(matches!(
+            judge(&gate, &c(0.5, Some((0.3, 0.7))), GateRule::Confident),
+            Some(Judgement::Fired { .. })
+        ));
+        assert_eq!(
+            judge(&gate, &c(0.02, Some((-0.5, 0.6))), GateRule::Confident),
+            None
+        );
+        // No interval (throughput from one run): inconclusive, never fired by default.
+        let mut flat = c(0.5, None);
+        flat.n = None;
+        let v = Verdict {
+            gate: &gate.text,
+            metric: "tokens_per_s",
+            run: "r".into(),
+            judgement: judge(&gate, &flat, GateRule::Confident).unwrap(),
+        };
+        assert!(
+            verdict_line(&v).contains("no interval"),
+            "{}",
+            verdict_line(&v)
+        );
+        // A lower gate judges the upper bound.
+        let down = parse_gate("quality<-2%").unwrap();
+        assert!(matches!(
+            judge(&down, &c(-0.1, Some((-0.15, -0.05))), GateRule::Confident),
+            Some(Judgement::Fired { .. })
+        ));
+        assert!(matches!(
+            judge(&down, &c(-0.1, Some((-0.15, 0.01))), GateRule::Confident),
+            Some(Judgement::Inconclusive { .. })
+        ));
+    }
+
+    #[test]
+    fn quality_is_compared_item_by_item_with_mcnemar() {
+        let mut a = run("x", 1.0);
+        let mut b = run("x", 1.0);
+        // 100 items once each: A right on the first 60, B on the first 50.
+        a.scores = (0..100).map(|i| f64::from(u8::from(i < 60))).collect();
+        b.scores = (0..100).map(|i| f64::from(u8::from(i < 50))).collect();
+        a.score_samples = (0..100).map(|i| format!("q{i}")).collect();
+        b.score_samples = a.score_samples.clone();
+        let q = change("quality", &a, &b, 1);
+        assert_eq!(q.n, Some(100));
+        // 10 discordant items, all one way: p = 2 · 0.5^10.
+        assert!((q.p.unwrap() - 2.0 * 0.5f64.powi(10)).abs() < 1e-15);
+        let (lo, hi) = q.ci.unwrap();
+        assert!(hi < 0.0 && lo < q.change.unwrap(), "{lo} {hi}");
     }
 }

@@ -33,14 +33,11 @@ struct Compared<'a> {
     matched: &'a [Matched],
     only_a: &'a [String],
     only_b: &'a [String],
-    broken: Vec<Broken<'a>>,
-}
-
-#[derive(Debug, Serialize)]
-struct Broken<'a> {
-    gate: &'a str,
-    run: &'a str,
-    change: f64,
+    /// The gates that fired (as judged by `rule`).
+    broken: Vec<&'a compare::Verdict<'a>>,
+    /// The gates whose point estimate is past the limit but whose interval is not.
+    inconclusive: Vec<&'a compare::Verdict<'a>>,
+    rule: compare::GateRule,
 }
 
 pub(crate) fn run(
@@ -48,6 +45,7 @@ pub(crate) fn run(
     sides: &[String],
     save: Option<&Path>,
     fail_on: &[String],
+    rule: compare::GateRule,
     format: Format,
 ) -> anyhow::Result<u8> {
     let gates = fail_on
@@ -72,34 +70,26 @@ pub(crate) fn run(
     );
     let (_, b) = side(ctx, &sides[1])?;
     let (matched, only_a, only_b) = compare::compare(&a, &b);
-    let broken = compare::broken(&gates, &matched);
+    let verdicts = compare::judge_all(&gates, &matched, rule);
+    let fired = |v: &&compare::Verdict| matches!(v.judgement, compare::Judgement::Fired { .. });
+    let broken: Vec<&compare::Verdict> = verdicts.iter().filter(fired).collect();
     match format {
         Format::Json => {
             let v = Compared {
                 matched: &matched,
                 only_a: &only_a,
                 only_b: &only_b,
-                broken: broken
-                    .iter()
-                    .map(|(g, l, c)| Broken {
-                        gate: &g.text,
-                        run: l,
-                        change: *c,
-                    })
-                    .collect(),
+                broken: broken.clone(),
+                inconclusive: verdicts.iter().filter(|v| !fired(v)).collect(),
+                rule,
             };
             println!("{}", serde_json::to_string(&v)?);
         }
         Format::Markdown => print!("{}", compare::markdown(&matched, &only_a, &only_b)),
         Format::Terminal => print!("{}", compare::terminal(&matched, &only_a, &only_b)),
     }
-    for (g, label, c) in &broken {
-        eprintln!(
-            "regression: {label}: {} changed {:+.1}% (gate {})",
-            g.metric,
-            c * 100.0,
-            g.text
-        );
+    for v in &verdicts {
+        eprintln!("{}", compare::verdict_line(v));
     }
     if matched.is_empty() {
         eprintln!("no configuration ran on both sides");

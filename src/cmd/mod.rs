@@ -158,9 +158,10 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             sides,
             save,
             fail_on,
+            gate_rule,
             format,
             ..
-        } => compare::run(&ctx, &sides, save.as_deref(), &fail_on, format),
+        } => compare::run(&ctx, &sides, save.as_deref(), &fail_on, gate_rule, format),
         Command::Verify => emit(&verify::run(&ctx)?, false),
         Command::Gc {
             sweeps, dry_run, ..

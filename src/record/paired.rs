@@ -148,19 +148,62 @@ pub(crate) fn mcnemar_exact(only_a: u64, only_b: u64) -> f64 {
     (2.0 * binomial_cdf_half(only_a.min(only_b), n)).min(1.0)
 }
 
-/// P(X ≤ k) for X ~ Binomial(n, ½), summed in log space (exact to rounding for any n).
+/// P(X ≤ k) for X ~ Binomial(n, ½).
 fn binomial_cdf_half(k: u64, n: u64) -> f64 {
-    let ln_half_n = n as f64 * 0.5f64.ln();
-    let mut ln_pmf = ln_half_n; // k = 0: C(n, 0) = 1
+    binomial_cdf(k, n, 0.5)
+}
+
+/// P(X ≤ k) for X ~ Binomial(n, p), 0 < p < 1, summed in log space (exact to rounding for
+/// any n).
+pub(crate) fn binomial_cdf(k: u64, n: u64, p: f64) -> f64 {
+    if k >= n {
+        return 1.0;
+    }
+    let (lp, lq) = (p.ln(), (1.0 - p).ln());
+    let mut ln_pmf = n as f64 * lq; // k = 0
     let mut terms = vec![ln_pmf];
     for i in 0..k {
-        ln_pmf += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+        ln_pmf += ((n - i) as f64).ln() - ((i + 1) as f64).ln() + lp - lq;
         terms.push(ln_pmf);
     }
     let max = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (max + terms.iter().map(|t| (t - max).exp()).sum::<f64>().ln())
         .min(0.0)
         .exp()
+}
+
+/// The distribution-free interval of the q-th percentile (0–100) of `sorted` values between
+/// two order statistics, with coverage at least `1 − alpha`: the lower one X₍ₗ₎ with the
+/// largest l such that P(B ≤ l − 1) ≤ α/2 and the upper one X₍ᵤ₎ with the smallest u such
+/// that P(B ≤ u − 1) ≥ 1 − α/2, B ~ Binomial(n, q). None when either end does not exist (too
+/// few values: see [`percentile_min_n_at`]).
+pub(crate) fn order_statistic_ci(sorted: &[f64], q: f64, alpha: f64) -> Option<(f64, f64)> {
+    let n = sorted.len() as u64;
+    let p = q / 100.0;
+    if n == 0 || p <= 0.0 || p >= 1.0 {
+        return None;
+    }
+    // Lower: the largest l ≥ 1 with P(B ≤ l − 1) ≤ α/2.
+    let mut l = 0u64;
+    while l < n && binomial_cdf(l, n, p) <= alpha / 2.0 {
+        l += 1;
+    }
+    // Upper: the smallest u ≤ n with P(B ≤ u − 1) ≥ 1 − α/2.
+    let mut u = 1u64;
+    while u <= n && binomial_cdf(u - 1, n, p) < 1.0 - alpha / 2.0 {
+        u += 1;
+    }
+    (l >= 1 && u <= n).then(|| (sorted[l as usize - 1], sorted[u as usize - 1]))
+}
+
+/// The smallest sample with a two-sided distribution-free interval of the q-th percentile at
+/// coverage 1 − alpha: ⌈ln(α/2) / ln max(q, 1 − q)⌉.
+pub(crate) fn percentile_min_n_at(q: f64, alpha: f64) -> usize {
+    let p = (q / 100.0).max(1.0 - q / 100.0);
+    if p >= 1.0 {
+        return usize::MAX;
+    }
+    ((alpha / 2.0).ln() / p.ln() - 1e-9).ceil() as usize
 }
 
 /// z of the two-sided 5 % test and of 80 % power.
@@ -188,11 +231,7 @@ pub(crate) fn items_needed(diffs: &[f64]) -> Option<u64> {
 /// interval between order statistics: both q^n and (1 − q)^n must be at most 2.5 %, so
 /// n ≥ ⌈ln 0.025 / ln max(q, 1 − q)⌉. p50: 6, p90: 36, p95: 72, p99: 368.
 pub(crate) fn percentile_min_n(q: f64) -> usize {
-    let p = (q / 100.0).max(1.0 - q / 100.0);
-    if p >= 1.0 {
-        return usize::MAX;
-    }
-    (0.025f64.ln() / p.ln() - 1e-9).ceil() as usize
+    percentile_min_n_at(q, 0.05)
 }
 
 /// A least-squares line y = a + b·x with the 95 % t-interval of its slope.
@@ -347,6 +386,32 @@ mod tests {
             assert!(p.powi(n) <= 0.025 && (1.0 - p).powi(n) <= 0.025);
             assert!(p.powi(n - 1) > 0.025 || (1.0 - p).powi(n - 1) > 0.025);
         }
+    }
+
+    #[test]
+    fn order_statistic_intervals_match_scipy() {
+        let r = reference();
+        for case in r["order_statistic"].as_array().unwrap() {
+            let n = case["n"].as_u64().unwrap() as usize;
+            let q = case["q"].as_f64().unwrap();
+            let alpha = case["alpha"].as_f64().unwrap();
+            let sorted: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+            let got = order_statistic_ci(&sorted, q, alpha);
+            let want = case["ranks"]
+                .as_array()
+                .map(|a| (a[0].as_f64().unwrap(), a[1].as_f64().unwrap()));
+            assert_eq!(got, want, "n={n} q={q} alpha={alpha}");
+        }
+        for case in r["binomial_cdf"].as_array().unwrap() {
+            let (k, n, p) = (
+                case["k"].as_u64().unwrap(),
+                case["n"].as_u64().unwrap(),
+                case["p"].as_f64().unwrap(),
+            );
+            let want = case["cdf"].as_f64().unwrap();
+            assert!(close(binomial_cdf(k, n, p), want, 1e-9), "{k} {n} {p}");
+        }
+        assert_eq!(percentile_min_n_at(99.0, 0.025), 437);
     }
 
     #[test]

@@ -11,6 +11,7 @@ is tested against. Run once when a case is added, never by the test suite:
   default linear interpolation), driven by the same SplitMix64 generator bench360 uses, so
   that the two must agree to rounding.
 - The slope: scipy.stats.linregress, interval slope ± t.ppf(0.975, n − 2) · stderr.
+- Order-statistic intervals: the ranks found with scipy.stats.binom.cdf by the same rule.
 - Items needed: the normal-approximation sample size of a paired test at 5 % with 80 % power,
   from scipy's normal quantiles.
 """
@@ -81,6 +82,24 @@ def main():
         "low": float(fit.slope - t * fit.stderr),
         "high": float(fit.slope + t * fit.stderr),
     }
+
+    # Order-statistic intervals of a percentile: 1-based ranks from scipy's binomial.
+    out["order_statistic"] = []
+    for n, q, alpha in [(12, 50, 0.025), (12, 99, 0.025), (100, 50, 0.05), (100, 95, 0.05),
+                        (400, 99, 0.05), (500, 99, 0.025), (36, 90, 0.05), (35, 90, 0.05)]:
+        p = q / 100
+        lo = 0
+        while lo < n and stats.binom.cdf(lo, n, p) <= alpha / 2:
+            lo += 1
+        hi = 1
+        while hi <= n and stats.binom.cdf(hi - 1, n, p) < 1 - alpha / 2:
+            hi += 1
+        ranks = [float(lo), float(hi)] if lo >= 1 and hi <= n else None
+        out["order_statistic"].append({"n": n, "q": q, "alpha": alpha, "ranks": ranks})
+    out["binomial_cdf"] = [
+        {"k": k, "n": n, "p": p, "cdf": float(stats.binom.cdf(k, n, p))}
+        for k, n, p in [(3, 12, 0.5), (0, 368, 0.99), (360, 368, 0.99), (40, 100, 0.5), (2, 50, 0.05)]
+    ]
 
     diffs = [float(x) for x in rng.choice([-1.0, 0.0, 0.0, 0.0, 1.0, 1.0], size=300)]
     d = np.array(diffs)
