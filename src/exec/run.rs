@@ -93,6 +93,7 @@ impl Executor<'_> {
                 self.cancel.clone(),
                 bar.clone(),
                 &replay,
+                self.sweep.scenarios[spec.config.scenario].stop.as_ref(),
             )
             .await
         };
@@ -265,7 +266,7 @@ impl Executor<'_> {
             if !f.collected.prom.is_empty() {
                 crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), f.key, &f.spec.columns, &f.collected.prom).map_err(&pq)?;
             }
-            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
+            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "stopped_at_margin": f.outcome.stopped, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
             new_pos = copy_log_since(f.log, f.log_pos, &tmp.join("engine.log"));
             Ok(())
         });

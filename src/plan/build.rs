@@ -112,6 +112,9 @@ struct RunKey<'a> {
     scenario_kind: &'a str,
     #[serde(rename = "scenario.trace-content")]
     trace_content: Option<String>,
+    /// Precision-based stopping; left out when unset, so older keys stay valid.
+    #[serde(rename = "scenario.target-margin")]
+    target_margin: Option<String>,
     /// `scenario.PARAM`: the scenario instance's parameters.
     #[serde(flatten)]
     scenario: BTreeMap<String, String>,
@@ -409,6 +412,7 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
         dataset: t.dataset.clone(),
         scenario_kind: cfg.instance.kind(),
         trace_content,
+        target_margin: sweep.scenarios[cfg.scenario].stop.as_ref().map(json),
         scenario: cfg
             .instance
             .params()

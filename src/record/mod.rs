@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 /// Version of the report a run's rows feed; part of the report node's key.
-pub(crate) const REPORT_FORMAT: &str = "report/4";
+pub(crate) const REPORT_FORMAT: &str = "report/5";
 
 /// The run's clock: one monotonic origin for every event, plus its UTC anchor.
 #[derive(Debug, Clone, Copy)]

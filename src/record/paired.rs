@@ -178,22 +178,41 @@ pub(crate) fn binomial_cdf(k: u64, n: u64, p: f64) -> f64 {
 /// that P(B ≤ u − 1) ≥ 1 − α/2, B ~ Binomial(n, q). None when either end does not exist (too
 /// few values: see [`percentile_min_n_at`]).
 pub(crate) fn order_statistic_ci(sorted: &[f64], q: f64, alpha: f64) -> Option<(f64, f64)> {
-    let n = sorted.len() as u64;
+    let n = sorted.len();
     let p = q / 100.0;
     if n == 0 || p <= 0.0 || p >= 1.0 {
         return None;
     }
-    // Lower: the largest l ≥ 1 with P(B ≤ l − 1) ≤ α/2.
-    let mut l = 0u64;
-    while l < n && binomial_cdf(l, n, p) <= alpha / 2.0 {
-        l += 1;
+    // The whole CDF of B at once, O(n): log pmf terms, then normalized running sums.
+    let (lp, lq) = (p.ln(), (1.0 - p).ln());
+    let mut t = Vec::with_capacity(n + 1);
+    let mut ln_pmf = n as f64 * lq;
+    t.push(ln_pmf);
+    for i in 0..n {
+        ln_pmf += ((n - i) as f64).ln() - ((i + 1) as f64).ln() + lp - lq;
+        t.push(ln_pmf);
     }
-    // Upper: the smallest u ≤ n with P(B ≤ u − 1) ≥ 1 − α/2.
-    let mut u = 1u64;
-    while u <= n && binomial_cdf(u - 1, n, p) < 1.0 - alpha / 2.0 {
-        u += 1;
+    let max = t.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let total: f64 = t.iter().map(|x| (x - max).exp()).sum();
+    let mut cdf = Vec::with_capacity(n + 1);
+    let mut run = 0.0;
+    for x in &t {
+        run += (x - max).exp();
+        cdf.push(run / total);
     }
-    (l >= 1 && u <= n).then(|| (sorted[l as usize - 1], sorted[u as usize - 1]))
+    // Lower: the largest l ≥ 1 with P(B ≤ l − 1) ≤ α/2; upper: the smallest u with
+    // P(B ≤ u − 1) ≥ 1 − α/2.
+    let l = cdf
+        .iter()
+        .take(n)
+        .take_while(|c| **c <= alpha / 2.0)
+        .count();
+    let u = 1 + cdf
+        .iter()
+        .take(n)
+        .take_while(|c| **c < 1.0 - alpha / 2.0)
+        .count();
+    (l >= 1 && u <= n).then(|| (sorted[l - 1], sorted[u - 1]))
 }
 
 /// The smallest sample with a two-sided distribution-free interval of the q-th percentile at

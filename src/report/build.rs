@@ -82,6 +82,8 @@ fn run_data(
     }
     data.stats = read_json(dir.join("stats.json"));
     data.telemetry = read_json(dir.join("telemetry.json"));
+    data.stopped = read_json::<serde_json::Value>(dir.join("run.json"))
+        .and_then(|v| serde_json::from_value(v.get("stopped_at_margin")?.clone()).ok());
     let score_rec = store.record(&score_key);
     data.metrics = score_rec
         .as_ref()

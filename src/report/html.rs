@@ -154,6 +154,8 @@ struct RunRow {
     client_notes: Option<String>,
     /// Over-saturation.
     flags: Option<String>,
+    /// Where `target-margin` stopped the run.
+    stop: Option<String>,
     ok: usize,
     requests: usize,
     ttft_p50: Option<Ci>,
@@ -356,12 +358,14 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
     if let Some(why) = r.over_saturated() {
         flags.push(format!("over-saturated: {why}"));
     }
+    let stop = r.stop_note();
     let currency = cost.map(|c| c.currency.as_str()).unwrap_or_default();
     RunRow {
         label: d.label.clone(),
         failure: None,
         client_notes: (!notes.is_empty()).then(|| notes.join("; ")),
         flags: (!flags.is_empty()).then(|| flags.join("; ")),
+        stop,
         ok: s.ok,
         requests: s.requests,
         ttft_p50: Some(ci(s.ttft_ms.p50, r.ttft_p50_ci, 1)),

@@ -140,7 +140,7 @@ fn runs_section(rows: &[Row]) -> String {
                     ),
                     (None, _, Some(why)) => format!("over-saturated: {why}"),
                     (None, true, None) => format!("client lag p99 {}", ms(s.queue_ms.p99)),
-                    (None, false, None) => String::new(),
+                    (None, false, None) => r.stop_note().unwrap_or_default(),
                 },
             ],
             None => vec![

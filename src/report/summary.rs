@@ -46,6 +46,8 @@ pub(crate) struct RunData {
     /// (seconds, %) averaged over GPUs.
     pub gpu_util: Vec<(f64, f64)>,
     pub sentences: usize,
+    /// Where `target-margin` stopped the run (from run.json).
+    pub stopped: Option<crate::workload::Stopped>,
 }
 
 /// A run's derived figures, as shown and as written to summary.parquet.
@@ -91,6 +93,19 @@ impl Row {
     /// The run's steady-state analysis, when recorded.
     pub fn steady(&self) -> Option<&crate::record::steady::Steady> {
         self.data.stats.as_ref()?.steady.as_ref()
+    }
+
+    /// "stopped at ±4.8 % (target ±5 %) of e2e-p95 after 212 requests, 31 s".
+    pub fn stop_note(&self) -> Option<String> {
+        let s = self.data.stopped.as_ref()?;
+        Some(format!(
+            "stopped at ±{:.1} % (target ±{:.1} %) of {} after {} requests, {:.0} s",
+            s.margin * 100.0,
+            s.target * 100.0,
+            s.metric,
+            s.requests,
+            s.after_s
+        ))
     }
 
     /// The open-loop slope test found the queue or TTFT growing.
@@ -600,6 +615,7 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     "over_saturated_why",
                     str_(r.over_saturated().map(str::to_string)),
                 ),
+                ("stopped_at_margin", str_(r.stop_note())),
             ]);
             v
         })

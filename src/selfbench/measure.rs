@@ -83,6 +83,7 @@ pub(super) async fn measure(
         cancel,
         indicatif::ProgressBar::hidden(),
         &[],
+        None,
     )
     .await;
     let wall_s = t0.elapsed().as_secs_f64();

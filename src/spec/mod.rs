@@ -456,6 +456,44 @@ pub(crate) struct Scenario {
     pub spec: ScenarioSpec,
     /// This scenario's error budget, over the sweep's default (saturation has its own rule).
     pub max_error_rate: Option<f64>,
+    /// Stop each run once a latency percentile is known to this margin (`target-margin`).
+    pub stop: Option<StopRule>,
+}
+
+/// Precision-based stopping: a run ends (no new requests; those in flight finish and count)
+/// once the distribution-free 95 % interval of `latency`'s q-th percentile lies within
+/// ±`margin` of its estimate (relative), after at least `min_requests` successful requests
+/// and `min_duration_s` seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct StopRule {
+    /// `ttft`, `tpot` or `e2e`.
+    pub latency: String,
+    /// 50, 90, 95 or 99.
+    pub q: f64,
+    pub margin: f64,
+    pub min_requests: u64,
+    pub min_duration_s: f64,
+}
+
+impl StopRule {
+    /// The metrics a stop rule takes: `ttft-p95`, `e2e-p50`, …
+    pub const METRICS: [&'static str; 12] = [
+        "ttft-p50", "ttft-p90", "ttft-p95", "ttft-p99", "tpot-p50", "tpot-p90", "tpot-p95",
+        "tpot-p99", "e2e-p50", "e2e-p90", "e2e-p95", "e2e-p99",
+    ];
+
+    /// (`ttft`, 95.0) from `ttft-p95`.
+    pub fn parse_metric(s: &str) -> Option<(String, f64)> {
+        if !Self::METRICS.contains(&s) {
+            return None;
+        }
+        let (l, p) = s.split_once("-p")?;
+        Some((l.to_string(), p.parse().ok()?))
+    }
+
+    pub fn metric(&self) -> String {
+        format!("{}-p{}", self.latency, self.q)
+    }
 }
 
 impl Sweep {

@@ -5,10 +5,12 @@
 mod replay;
 mod saturation;
 mod schedule;
+mod stop;
 
 pub(crate) use replay::*;
 pub(crate) use saturation::*;
 pub(crate) use schedule::*;
+pub(crate) use stop::Stopped;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,6 +59,8 @@ pub(crate) struct Outcome {
     pub saturation: Option<Saturation>,
     /// The run ended before its last request because its estimate was tight enough.
     pub stopped_early: bool,
+    /// Where `target-margin` stopped it.
+    pub stopped: Option<Stopped>,
 }
 
 /// Runs planned arrivals open-loop: each request is sent at its time, whatever the others do.
@@ -70,11 +74,15 @@ async fn open_loop<C: InferenceClient>(
     clock: RunClock,
     cancel: &Cancel,
     progress: &ProgressBar,
+    stop: Option<&crate::spec::StopRule>,
     out: &mut Outcome,
 ) {
     progress.set_length(plan.len() as u64);
     let start = Instant::now() + Duration::from_millis(20);
     let mut set = JoinSet::new();
+    // Once the stop rule is met, arrivals not yet sent are dropped; those in flight finish.
+    let (halt_tx, halt) = Cancel::new();
+    let mut stopper = stop.map(stop::Stopper::new);
     for (id, p) in plan.into_iter().enumerate() {
         let mut req = request(first_id + id as u32, p.user, p.sample, samples);
         if p.max_tokens.is_some() {
@@ -82,19 +90,35 @@ async fn open_loop<C: InferenceClient>(
         }
         let c = client.clone();
         let at = start + p.at;
+        let halt = halt.clone();
         set.spawn(async move {
-            tokio::time::sleep_until(at.into()).await;
-            c.stream(req, at, clock).await
+            let go = tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => true,
+                _ = halt.cancelled() => false,
+            };
+            if go {
+                Some(c.stream(req, at, clock).await)
+            } else {
+                None
+            }
         });
     }
     loop {
         tokio::select! {
             next = set.join_next() => match next {
-                Some(Ok((r, c))) => {
+                Some(Ok(Some((r, c)))) => {
                     progress.inc(1);
                     out.requests.push(r);
                     out.parts.push(c);
+                    if out.stopped.is_none() {
+                        if let Some(s) = stopper.as_mut().and_then(|st| st.check(&out.requests)) {
+                            out.stopped = Some(s);
+                            out.stopped_early = true;
+                            let _ = halt_tx.send(true);
+                        }
+                    }
                 }
+                Some(Ok(None)) => {}
                 Some(Err(e)) => panic!("request task failed: {e}"),
                 None => break,
             },
@@ -160,6 +184,7 @@ pub(crate) async fn run<C: InferenceClient>(
     cancel: Cancel,
     progress: ProgressBar,
     replay: &[TraceItem],
+    stop: Option<&crate::spec::StopRule>,
 ) -> Outcome {
     let mut out = Outcome::default();
     let n = samples.len();
@@ -169,6 +194,7 @@ pub(crate) async fn run<C: InferenceClient>(
         clock,
         cancel: &cancel,
         progress: &progress,
+        stop,
     };
     match instance {
         ScenarioInstance::Single {
@@ -249,6 +275,8 @@ struct Driver<'a, C> {
     clock: RunClock,
     cancel: &'a Cancel,
     progress: &'a ProgressBar,
+    /// `target-margin`: the rule each scenario kind checks as its requests return.
+    stop: Option<&'a crate::spec::StopRule>,
 }
 
 impl<C: InferenceClient> Driver<'_, C> {
@@ -256,6 +284,21 @@ impl<C: InferenceClient> Driver<'_, C> {
         self.progress.inc(1);
         out.requests.push(r);
         out.parts.push(c);
+    }
+
+    /// Whether the stop rule is met now (and, if so, recorded in `out`).
+    fn met(&self, stopper: &mut Option<stop::Stopper>, out: &mut Outcome) -> bool {
+        if out.stopped.is_some() {
+            return true;
+        }
+        match stopper.as_mut().and_then(|st| st.check(&out.requests)) {
+            Some(s) => {
+                out.stopped = Some(s);
+                out.stopped_early = true;
+                true
+            }
+            None => false,
+        }
     }
 
     fn request(&self, id: u64) -> GenRequest {
@@ -277,6 +320,7 @@ impl<C: InferenceClient> Driver<'_, C> {
             self.clock,
             self.cancel,
             self.progress,
+            self.stop,
             out,
         )
         .await;
@@ -284,6 +328,7 @@ impl<C: InferenceClient> Driver<'_, C> {
 
     /// One request at a time.
     async fn single(&self, total: u64, early_stop: Option<f64>, out: &mut Outcome) {
+        let mut stopper = self.stop.map(stop::Stopper::new);
         for i in 0..total {
             tokio::select! {
                 res = self.client.stream(self.request(i), Instant::now(), self.clock) => self.keep(out, res),
@@ -293,13 +338,21 @@ impl<C: InferenceClient> Driver<'_, C> {
                 out.stopped_early = true;
                 break;
             }
+            if out.cancelled || self.met(&mut stopper, out) {
+                break;
+            }
         }
     }
 
     /// `batch_size` requests at once, the next batch after all of them returned.
     async fn batch(&self, batch_size: u64, batches: u64, out: &mut Outcome) {
         let mut id = 0u64;
+        let mut stopper = self.stop.map(stop::Stopper::new);
         'batches: for _ in 0..batches {
+            // Between batches: a whole batch always runs.
+            if self.met(&mut stopper, out) {
+                break;
+            }
             let scheduled = Instant::now();
             let mut set = JoinSet::new();
             for _ in 0..batch_size {
@@ -331,6 +384,7 @@ impl<C: InferenceClient> Driver<'_, C> {
     ) {
         let mut next = 0u64;
         let mut set = JoinSet::new();
+        let mut stopper = self.stop.map(stop::Stopper::new);
         let launch = |set: &mut JoinSet<_>, next: &mut u64| {
             let req = self.request(*next);
             let (c, clock) = (self.client.clone(), self.clock);
@@ -350,6 +404,9 @@ impl<C: InferenceClient> Driver<'_, C> {
                         {
                             // No new requests; those in flight finish and count.
                             out.stopped_early = true;
+                        }
+                        if !out.stopped_early {
+                            self.met(&mut stopper, out);
                         }
                         if next < total && !out.stopped_early {
                             launch(&mut set, &mut next);

@@ -151,6 +151,7 @@ async fn run_on<C: InferenceClient>(
         cancel,
         ProgressBar::hidden(),
         &[],
+        None,
     )
     .await
 }
@@ -396,6 +397,7 @@ async fn a_starved_client_is_flagged_as_behind() {
         cancel,
         ProgressBar::hidden(),
         &[],
+        None,
     )
     .await;
     let stats = crate::record::stats::run_stats(&fine.requests, &fine.chunks);
@@ -423,6 +425,7 @@ async fn closed_loop_keeps_exactly_n_in_flight_and_offline_sends_all_at_once() {
         cancel.clone(),
         ProgressBar::hidden(),
         &[],
+        None,
     )
     .await;
     assert_eq!(out.requests.len(), 40);
@@ -445,6 +448,7 @@ async fn closed_loop_keeps_exactly_n_in_flight_and_offline_sends_all_at_once() {
         cancel,
         ProgressBar::hidden(),
         &[],
+        None,
     )
     .await;
     assert_eq!(out.requests.len(), 25);
@@ -471,4 +475,57 @@ fn server_schedule_is_seeded_per_user_and_bounded_by_duration() {
         .collect();
     assert!(firsts.windows(2).any(|w| w[0] != w[1]), "{firsts:?}");
     assert_ne!(a, server_schedule(4, 60.0, 100.0, 50, 2));
+}
+
+/// `target-margin` ends every kind of run once the percentile is known: an open loop planned
+/// for 30 s and a closed loop of 5,000 requests both stop after a few hundred requests, with
+/// what they reached recorded.
+#[tokio::test]
+async fn target_margin_stops_open_and_closed_loops() {
+    let rule = crate::spec::StopRule {
+        latency: "e2e".into(),
+        q: 50.0,
+        margin: 0.2,
+        min_requests: 50,
+        min_duration_s: 0.0,
+    };
+    let client = || {
+        Arc::new(Capacity {
+            slots: tokio::sync::Semaphore::new(1000),
+            service: Duration::from_millis(5),
+        })
+    };
+    let open = ScenarioInstance::Rate {
+        rate: 200.0,
+        burstiness: 1.0,
+        duration_s: 30.0,
+        ramp_from: None,
+    };
+    let closed = ScenarioInstance::Concurrency {
+        concurrency: 4,
+        requests: Some(5000),
+        early_stop: None,
+    };
+    for inst in [open, closed] {
+        let (_tx, cancel) = Cancel::new();
+        let out = run(
+            client(),
+            &inst,
+            samples(8),
+            1,
+            RunClock::start(),
+            cancel,
+            ProgressBar::hidden(),
+            &[],
+            Some(&rule),
+        )
+        .await;
+        let s = out.stopped.as_ref().expect("stopped on its margin");
+        assert!(s.margin <= 0.2 && s.requests >= 50, "{s:?}");
+        assert!(out.stopped_early);
+        // Of 6,000 planned (open) or 5,000 (closed).
+        assert!(out.requests.len() < 2000, "{} requests", out.requests.len());
+        // Those in flight when it stopped finished and count: nothing is half-recorded.
+        assert!(out.requests.iter().all(|r| r.ok()));
+    }
 }

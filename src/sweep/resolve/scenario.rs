@@ -66,7 +66,14 @@ pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario
             return None;
         }
     };
-    let f = ctx.fields(node, allowed, &[]);
+    // Precision-based stopping, for every kind but saturation (its probes judge themselves).
+    let mut allowed = allowed.to_vec();
+    let saturation = kind.as_ref().is_some_and(|k| k.value == "saturation");
+    if !saturation {
+        allowed.extend(STOP_FIELDS);
+    }
+    let f = ctx.fields(node, &allowed, &[]);
+    let stop = resolve_stop(ctx, node, &f);
     let required_ints = |field: &str, min: u64, max: u64, ctx: &mut Ctx| -> Vec<u64> {
         match Ctx::first(&f, field) {
             Some(n) => ctx.ints(n, min, max),
@@ -253,5 +260,80 @@ pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario
         name: name?,
         spec,
         max_error_rate,
+        stop,
+    })
+}
+
+/// The fields of precision-based stopping.
+const STOP_FIELDS: [&str; 4] = [
+    "target-margin",
+    "target-metric",
+    "min-requests",
+    "min-duration",
+];
+
+/// `target-margin 0.05` with `target-metric "e2e-p95"` (the default), `min-requests N` (default:
+/// the fewest requests the percentile's distribution-free interval exists at) and
+/// `min-duration S` (default 0).
+fn resolve_stop(
+    ctx: &mut Ctx,
+    node: &RawNode,
+    f: &BTreeMap<&str, Vec<&RawNode>>,
+) -> Option<crate::spec::StopRule> {
+    let margin = Ctx::first(f, "target-margin").and_then(|n| ctx.one_num(n, 0.001, 1.0));
+    if Ctx::first(f, "target-margin").is_none() {
+        for field in ["target-metric", "min-requests", "min-duration"] {
+            if let Some(n) = Ctx::first(f, field) {
+                ctx.err_help(
+                    n.name.span,
+                    format!("`{field}` without `target-margin`"),
+                    "no margin to stop at",
+                    "add `target-margin 0.05` (stop once the metric's 95 % interval is within ±5 %)",
+                );
+            }
+        }
+        return None;
+    }
+    let (latency, q) = match Ctx::first(f, "target-metric").and_then(|n| ctx.one_str(n)) {
+        Some(v) => match crate::spec::StopRule::parse_metric(&v.value) {
+            Some(m) => m,
+            None => {
+                ctx.err_help(
+                    v.span,
+                    format!("unknown target-metric `{}`", v.value),
+                    "not a latency percentile",
+                    format!("one of {}", crate::spec::StopRule::METRICS.join(", ")),
+                );
+                return None;
+            }
+        },
+        None => ("e2e".to_string(), 95.0),
+    };
+    let least = crate::record::paired::percentile_min_n(q) as u64;
+    let min_requests =
+        match Ctx::first(f, "min-requests").and_then(|n| ctx.one_int(n, 1, 100_000_000)) {
+            Some(m) if m < least => {
+                let span = Ctx::first(f, "min-requests").map_or(node.name.span, |n| n.name.span);
+                ctx.err_help(
+                    span,
+                    format!("`min-requests {m}` is below what a p{q} interval needs"),
+                    "too few to ever have an interval",
+                    format!(
+                        "a distribution-free 95 % interval of p{q} needs at least {least} requests"
+                    ),
+                );
+                least
+            }
+            Some(m) => m,
+            None => least,
+        };
+    Some(crate::spec::StopRule {
+        latency,
+        q,
+        margin: margin?,
+        min_requests,
+        min_duration_s: Ctx::first(f, "min-duration")
+            .and_then(|n| ctx.one_num(n, 0.0, 86_400.0))
+            .unwrap_or(0.0),
     })
 }

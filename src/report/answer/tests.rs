@@ -1,0 +1,195 @@
+//! The answer's rules on made-up runs whose right answer is known.
+use super::*;
+use crate::record::stats::{Dist, RunStats};
+use crate::record::Columns;
+use crate::report::summary::{derive, RunData};
+
+const ITEMS: usize = 200;
+
+/// A run of `label` that answered item i correctly when `right(i)`, spent `joules`, and
+/// had a p95 TTFT of `ttft_p95` ms.
+fn run(label: &str, right: impl Fn(usize) -> bool, joules: f64, ttft_p95: f64, slo: &Slo) -> Row {
+    let scores: Vec<f64> = (0..ITEMS).map(|i| f64::from(u8::from(right(i)))).collect();
+    let data = RunData {
+        label: label.into(),
+        deployment: label.split(' ').next().unwrap().into(),
+        run_key: label.into(),
+        columns: Some(Columns {
+            task: "mmlu".into(),
+            ..Default::default()
+        }),
+        stats: Some(RunStats {
+            requests: ITEMS,
+            ok: ITEMS,
+            window_s: 100.0,
+            ttft_ms: Dist {
+                n: ITEMS,
+                p95: Some(ttft_p95),
+                ..Default::default()
+            },
+            e2e_ms: Dist {
+                n: ITEMS,
+                p95: Some(1000.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+        metrics: BTreeMap::from([(
+            "quality".to_string(),
+            scores.iter().sum::<f64>() / ITEMS as f64,
+        )]),
+        telemetry: Some(crate::telemetry::Summary {
+            energy_j: Some(joules),
+            ..Default::default()
+        }),
+        ttft_ms: vec![ttft_p95 * 0.9; ITEMS],
+        e2e_ms: vec![900.0; ITEMS],
+        score_samples: (0..ITEMS).map(|i| format!("q{i:03}")).collect(),
+        scores,
+        ..Default::default()
+    };
+    derive(data, slo, None)
+}
+
+fn slo(objective: Option<Objective>, drop: Option<f64>) -> Slo {
+    Slo {
+        ttft_p95: Some(2.0),
+        quality_drop: drop,
+        objective,
+        ..Default::default()
+    }
+}
+
+/// big: 160 right; small: the same answers but two swapped (no detectable difference);
+/// tiny: 120 right; slow: big's answers, TTFT p95 over the SLO.
+fn sweep(slo: &Slo) -> Vec<Row> {
+    vec![
+        run("big q8", |i| i < 160, 1000.0, 500.0, slo),
+        run(
+            "small q4",
+            |i| (i < 160 && i != 3) || i == 199,
+            400.0,
+            400.0,
+            slo,
+        ),
+        run("tiny q4", |i| i < 120, 100.0, 300.0, slo),
+        run("slow q8", |i| i < 160, 50.0, 2500.0, slo),
+    ]
+}
+
+#[test]
+fn the_declared_rule_recommends_the_cheapest_non_inferior_configuration_and_says_why_the_others_lost(
+) {
+    let slo = slo(Some(Objective::JPerCorrect), Some(0.02));
+    let rows = sweep(&slo);
+    let a = &answers(&rows, &slo)[0];
+    assert_eq!(
+        a.reference.as_deref(),
+        Some("big q8"),
+        "best quality (slow ties it but comes later)"
+    );
+    assert_eq!(a.recommended.as_deref(), Some("small q4"));
+    let by: BTreeMap<&str, &Verdict> = a.verdicts.iter().map(|v| (v.label.as_str(), v)).collect();
+    assert_eq!(by["big q8"].standing, Standing::Qualifies);
+    assert!(
+        by["big q8"].why.contains("worse beyond noise"),
+        "{}",
+        by["big q8"].why
+    );
+    assert_eq!(by["tiny q4"].standing, Standing::Excluded);
+    assert!(
+        by["tiny q4"]
+            .why
+            .starts_with("quality may be more than 2.0 pt worse"),
+        "{}",
+        by["tiny q4"].why
+    );
+    assert!(
+        by["tiny q4"].why.contains("Δ -20.0 pt"),
+        "{}",
+        by["tiny q4"].why
+    );
+    assert_eq!(by["slow q8"].standing, Standing::Excluded);
+    assert!(by["slow q8"].why.starts_with("misses the SLO"));
+    let small = by["small q4"].vs_reference.as_ref().unwrap();
+    assert_eq!(small.items, ITEMS);
+    assert_eq!(small.mcnemar.unwrap().only_a, 1);
+    assert!(small.non_inferior(0.02) && !small.detectable());
+    // A baseline by label; one that names nothing is said so, and nothing qualifies.
+    let mut named = slo.clone();
+    named.quality_baseline = Some("small q4".into());
+    assert_eq!(
+        answers(&rows, &named)[0].reference.as_deref(),
+        Some("small q4")
+    );
+    named.quality_baseline = Some("nope".into());
+    let a = &answers(&rows, &named)[0];
+    assert!(a
+        .reference_problem
+        .as_ref()
+        .unwrap()
+        .contains("names no configuration"));
+    assert_eq!(a.recommended, None);
+}
+
+#[test]
+fn without_an_objective_each_pick_names_its_ties() {
+    let slo = slo(None, None);
+    let rows = sweep(&slo);
+    let a = &answers(&rows, &slo)[0];
+    let q = &a.picks[0];
+    assert_eq!(q.label.as_deref(), Some("big q8"));
+    assert_eq!(
+        q.tied,
+        vec!["small q4".to_string()],
+        "slow misses the SLO; tiny differs"
+    );
+    // The pairs: every pair of configurations, paired over 200 items.
+    assert_eq!(a.pairs.len(), 6);
+    let bt = a
+        .pairs
+        .iter()
+        .find(|l| l.a == "big q8" && l.b == "tiny q4")
+        .unwrap();
+    assert!(bt.paired.detectable());
+    assert!(
+        a.power.as_ref().unwrap().contains("nothing to detect"),
+        "{:?}",
+        a.power
+    );
+    // Top two apart by 1 point over 200 items: far more items needed than there are.
+    let mut rows = rows;
+    rows[1] = run("small q4", |i| i < 158, 400.0, 400.0, &slo);
+    let a = &answers(&rows, &slo)[0];
+    let power = a.power.as_ref().unwrap();
+    assert!(
+        power.contains("needs about") && power.contains("add items"),
+        "{power}"
+    );
+}
+
+#[test]
+fn an_over_saturated_run_is_excluded_unless_included() {
+    let mut slo = slo(Some(Objective::TtftP95), None);
+    let mut rows = sweep(&slo);
+    rows[2].data.stats.as_mut().unwrap().steady = Some(crate::record::steady::Steady {
+        saturation: Some(crate::record::steady::Saturation {
+            ttft: None,
+            ttft_median_ms: None,
+            inflight: None,
+            inflight_median: None,
+            over_saturated: true,
+            why: Some("TTFT rose by 900 ms".into()),
+        }),
+        ..Default::default()
+    });
+    let a = &answers(&rows, &slo)[0];
+    assert_eq!(a.recommended.as_deref(), Some("small q4"));
+    let tiny = a.verdicts.iter().find(|v| v.label == "tiny q4").unwrap();
+    assert_eq!(tiny.why, "over-saturated: TTFT rose by 900 ms");
+    slo.include_over_saturated = true;
+    assert_eq!(
+        answers(&rows, &slo)[0].recommended.as_deref(),
+        Some("tiny q4")
+    );
+}
