@@ -269,7 +269,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
             task: a.task.clone(),
             rule: a.rule.clone(),
             recommended: a.recommended.clone(),
-            reference: a.reference.clone(),
+            reference: a.reference.clone().filter(|_| a.configurations > 1),
             reference_problem: a.reference_problem.clone(),
             picks: a
                 .picks

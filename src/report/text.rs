@@ -111,8 +111,11 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
                 }
             }
         }
-        if let Some(r) = &a.reference {
-            let _ = writeln!(out, "\nQuality reference: `{r}`.");
+        if let Some(r) = a.reference.as_ref().filter(|_| a.configurations > 1) {
+            let _ = writeln!(
+                out,
+                "\nQuality reference (summary.parquet's `quality_vs_reference`): `{r}`."
+            );
         }
         if !a.pairs.is_empty() {
             out.push_str("\nQuality compared item by item (B − A over the items both scored; 95 % paired bootstrap interval; McNemar's exact test for pass/fail metrics):\n\n| A | B | items | Δ (points) | 95 % interval | McNemar p | verdict |\n|---|---|---|---|---|---|---|\n");
@@ -147,10 +150,10 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
     out
 }
 
-/// The answer in a few terminal lines per task.
+/// The answer in a few terminal lines per task that has a choice (two configurations or more).
 pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
     let mut out = String::new();
-    for a in answers {
+    for a in answers.iter().filter(|a| a.configurations > 1) {
         match (&a.rule, &a.recommended) {
             (Some(_), Some(r)) => {
                 let tied: Vec<&str> = a

@@ -154,12 +154,6 @@ fn value(rows: &[Row], g: &Group, o: Objective) -> Option<Figure> {
         .map(|&i| &rows[i])
         .filter(|r| finished(r))
         .collect();
-    if o == Objective::Quality {
-        if let Some(items) = &g.items {
-            let q = items.values().sum::<f64>() / items.len() as f64;
-            return Some((q, (done.len() == 1).then(|| row_ci(done[0], o)).flatten()));
-        }
-    }
     match done.as_slice() {
         [] => None,
         [one] => Some((row_value(one, o)?, row_ci(one, o))),
@@ -254,6 +248,8 @@ pub(crate) struct PairLine {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct TaskAnswer {
     pub task: String,
+    /// How many configurations the task has.
+    pub configurations: usize,
     /// The declared rule in words; None: one pick per objective.
     pub rule: Option<String>,
     pub reference: Option<String>,
@@ -439,6 +435,7 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group]) -> TaskAnswer
         .collect();
     let mut answer = TaskAnswer {
         task: task.to_string(),
+        configurations: gs.len(),
         rule: slo.objective.map(|o| rule_text(slo, o)),
         reference: reference.as_ref().map(|r| r.label.clone()),
         reference_problem,
