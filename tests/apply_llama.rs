@@ -49,7 +49,13 @@ fn apply_runs_everything_then_nothing_then_only_what_changed() {
         ]
     );
     let report = std::fs::read_to_string(cache.join("reports/inc/report.md")).unwrap();
-    let runs_section = report.split("## Energy").next().unwrap();
+    let runs_section = report
+        .split("## Runs")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
     assert_eq!(
         runs_section.matches("| smollm2:q4_1@llama mmlu ").count(),
         3,

@@ -236,18 +236,23 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
     row
 }
 
+/// 1 for each correct answer among per-request scores, else 0: a pass when every score is 0
+/// or 1, else a score ≥ [`CORRECT_AT`].
+pub(crate) fn hits_of(scores: &[f64]) -> Vec<f64> {
+    let binary = scores.iter().all(|s| *s == 0.0 || *s == 1.0);
+    scores
+        .iter()
+        .map(|s| f64::from(u8::from(if binary { *s == 1.0 } else { *s >= CORRECT_AT })))
+        .collect()
+}
+
 /// Correct answers, energy and cost per correct answer, with intervals from the correct
 /// share's (resampled by item when items are known).
 fn per_correct(row: &mut Row, data: &RunData, cost: Option<&Cost>, seed: u64) {
     if data.scores.is_empty() || data.failure.is_some() {
         return;
     }
-    let binary = data.scores.iter().all(|s| *s == 0.0 || *s == 1.0);
-    let hits: Vec<f64> = data
-        .scores
-        .iter()
-        .map(|s| f64::from(u8::from(if binary { *s == 1.0 } else { *s >= CORRECT_AT })))
-        .collect();
+    let hits = hits_of(&data.scores);
     let correct: f64 = hits.iter().sum();
     let scored = hits.len() as f64;
     row.correct = Some(correct);

@@ -45,6 +45,9 @@ pub(crate) struct Group {
     pub task: String,
     pub rows: Vec<usize>,
     pub items: Option<BTreeMap<String, f64>>,
+    /// Per dataset item, the share of its requests answered correctly (as for J per correct
+    /// answer: a pass, or a graded score ≥ `summary::CORRECT_AT`).
+    pub hits: Option<BTreeMap<String, f64>>,
 }
 
 /// Finished rows: not failed, with their request statistics.
@@ -68,24 +71,31 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
                 task,
                 rows: vec![i],
                 items: None,
+                hits: None,
             }),
         }
     }
     for g in &mut out {
-        g.items = pooled_items(rows, &g.rows);
+        g.items = pooled_items(rows, &g.rows, false);
+        g.hits = pooled_items(rows, &g.rows, true);
     }
     out
 }
 
-/// Item means over the finished rows' scores (None when any lacks its items).
-fn pooled_items(rows: &[Row], idx: &[usize]) -> Option<BTreeMap<String, f64>> {
+/// Item means over the finished rows' scores — or, with `hits`, of their correct answers —
+/// (None when any lacks its items).
+fn pooled_items(rows: &[Row], idx: &[usize], hits: bool) -> Option<BTreeMap<String, f64>> {
     let (mut scores, mut items) = (Vec::new(), Vec::new());
     for &i in idx.iter().filter(|&&i| finished(&rows[i])) {
         let d = &rows[i].data;
         if d.score_samples.len() != d.scores.len() {
             return None;
         }
-        scores.extend_from_slice(&d.scores);
+        if hits {
+            scores.extend(super::summary::hits_of(&d.scores));
+        } else {
+            scores.extend_from_slice(&d.scores);
+        }
         items.extend(d.score_samples.iter().cloned());
     }
     paired::item_means(&scores, &items)
@@ -312,7 +322,8 @@ fn reference(rows: &[Row], slo: &Slo, gs: &[&Group]) -> Result<Option<Group>, Un
             label: b.clone(),
             deployment: b.clone(),
             task: gs[0].task.clone(),
-            items: pooled_items(rows, &of),
+            items: pooled_items(rows, &of, false),
+            hits: pooled_items(rows, &of, true),
             rows: of,
         }));
     }
@@ -400,7 +411,58 @@ fn tied(rows: &[Row], o: Objective, w: &Group, g: &Group) -> Option<bool> {
     if o == Objective::Quality {
         return pair(w, g).map(|p| !p.detectable());
     }
+    if matches!(o, Objective::JPerCorrect | Objective::CostPerCorrect) {
+        // Within the noise of the answers alone: tied. Beyond it, the energy's own run-to-run
+        // noise decides, which only repeats measure.
+        let (vw, vg) = (value(rows, w, o)?.0, value(rows, g, o)?.0);
+        if per_correct_ratio_ci(w, g, vg / vw).is_some_and(|(lo, hi)| lo <= 1.0 && 1.0 <= hi) {
+            return Some(true);
+        }
+        if w.rows.len() < 2 || g.rows.len() < 2 {
+            return None;
+        }
+    }
     overlap(value(rows, w, o)?.1, value(rows, g, o)?.1)
+}
+
+/// The 95 % interval of (g's per-correct figure) / (w's), paired: the items both scored are
+/// resampled together and each side's correct share recomputed, the totals (energy, cost)
+/// held fixed — so two configurations that answered alike differ by their totals alone.
+fn per_correct_ratio_ci(w: &Group, g: &Group, ratio: f64) -> Option<(f64, f64)> {
+    let (hw, hg) = (w.hits.as_ref()?, g.hits.as_ref()?);
+    let pairs: Vec<(f64, f64)> = hw
+        .iter()
+        .filter_map(|(k, a)| hg.get(k).map(|b| (*a, *b)))
+        .collect();
+    let n = pairs.len();
+    if n < 2 {
+        return None;
+    }
+    let (sw, sg) = (
+        pairs.iter().map(|p| p.0).sum::<f64>(),
+        pairs.iter().map(|p| p.1).sum::<f64>(),
+    );
+    if sw == 0.0 || sg == 0.0 {
+        return None;
+    }
+    let mut rng = crate::record::rng::SplitMix64::new(seed_of(&w.label, &g.label) ^ 7);
+    let mut est: Vec<f64> = (0..paired::ROUNDS)
+        .filter_map(|_| {
+            let (mut a, mut b) = (0.0, 0.0);
+            for _ in 0..n {
+                let p = pairs[rng.below(n)];
+                a += p.0;
+                b += p.1;
+            }
+            // J/correct ∝ 1 / share: g's / w's scales by (share_g / share_g*) · (share_w* / share_w).
+            (a > 0.0 && b > 0.0).then(|| ratio * (sg / b) * (a / sw))
+        })
+        .collect();
+    est.sort_by(f64::total_cmp);
+    Some((
+        crate::record::stats::percentile(&est, 2.5)?,
+        crate::record::stats::percentile(&est, 97.5)?,
+    ))
 }
 
 fn tie_rule(o: Objective) -> &'static str {
@@ -410,7 +472,7 @@ fn tie_rule(o: Objective) -> &'static str {
             "95 % bootstrap intervals overlap"
         }
         Objective::JPerCorrect | Objective::CostPerCorrect => {
-            "intervals from the correct share overlap"
+            "the ratio's paired interval over the common items includes 1, or with repeats their intervals overlap"
         }
         _ => "intervals across repeats overlap (one run each: no interval)",
     }

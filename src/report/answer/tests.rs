@@ -91,8 +91,10 @@ fn the_declared_rule_recommends_the_cheapest_non_inferior_configuration_and_says
     assert_eq!(a.recommended.as_deref(), Some("small q4"));
     let by: BTreeMap<&str, &Verdict> = a.verdicts.iter().map(|v| (v.label.as_str(), v)).collect();
     assert_eq!(by["big q8"].standing, Standing::Qualifies);
+    // One run each: the answers' noise cannot explain 2.5× the energy per correct answer,
+    // but without repeats there is no measure of the energy's own noise.
     assert!(
-        by["big q8"].why.contains("worse beyond noise"),
+        by["big q8"].why.contains("no interval to tell"),
         "{}",
         by["big q8"].why
     );
@@ -192,4 +194,40 @@ fn an_over_saturated_run_is_excluded_unless_included() {
         answers(&rows, &slo)[0].recommended.as_deref(),
         Some("tiny q4")
     );
+}
+
+#[test]
+fn per_correct_ties_within_the_answers_noise_and_needs_repeats_beyond_it() {
+    let slo = slo(Some(Objective::JPerCorrect), None);
+    // Same answers but for 4 items (2 each way), 2 % more energy: within the answers' noise.
+    let rows = vec![
+        run("a", |i| i < 100, 1000.0, 400.0, &slo),
+        run(
+            "b",
+            |i| (i < 100 && i != 1 && i != 2) || i == 150 || i == 151,
+            1020.0,
+            400.0,
+            &slo,
+        ),
+    ];
+    let a = &answers(&rows, &slo)[0];
+    assert_eq!(a.recommended.as_deref(), Some("a"));
+    assert_eq!(
+        a.verdicts[1].standing,
+        Standing::Tied,
+        "{:?}",
+        a.verdicts[1]
+    );
+    // The same answers, 30 % more energy, two repeats each with their spread: beyond noise.
+    let rows = vec![
+        run("a #1", |i| i < 100, 1000.0, 400.0, &slo),
+        run("a #2", |i| i < 100, 1010.0, 400.0, &slo),
+        run("b #1", |i| i < 100, 1300.0, 400.0, &slo),
+        run("b #2", |i| i < 100, 1310.0, 400.0, &slo),
+    ];
+    let a = &answers(&rows, &slo)[0];
+    assert_eq!(a.recommended.as_deref(), Some("a"));
+    let b = &a.verdicts[1];
+    assert_eq!(b.standing, Standing::Qualifies, "{b:?}");
+    assert!(b.why.contains("worse beyond noise"), "{}", b.why);
 }
