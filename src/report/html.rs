@@ -104,6 +104,7 @@ struct TaskAnswer {
     /// The declared rule in words; None: one pick per objective.
     rule: Option<String>,
     recommended: Option<String>,
+    alternative: Option<String>,
     reference: Option<String>,
     reference_problem: Option<String>,
     picks: Vec<Pick>,
@@ -269,6 +270,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
             task: a.task.clone(),
             rule: a.rule.clone(),
             recommended: a.recommended.clone(),
+            alternative: a.alternative.clone(),
             reference: a.reference.clone().filter(|_| a.configurations > 1),
             reference_problem: a.reference_problem.clone(),
             picks: a

@@ -69,6 +69,9 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
                     }
                     None => out.push_str("**No configuration qualifies.**\n\n"),
                 }
+                if let Some(alt) = &a.alternative {
+                    let _ = writeln!(out, "Note: {alt}.\n");
+                }
                 out.push_str("| configuration | standing | objective | quality vs reference | why |\n|---|---|---|---|---|\n");
                 for v in &a.verdicts {
                     let _ = writeln!(
@@ -177,6 +180,9 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
                         format!(", tied with {}", tied.join(", "))
                     }
                 );
+                if let Some(alt) = &a.alternative {
+                    let _ = writeln!(out, "  note: {alt}");
+                }
             }
             (Some(_), None) => {
                 let _ = writeln!(

@@ -94,6 +94,10 @@ pub(crate) struct Slo {
     /// What the recommendation optimizes among the configurations that qualify.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub objective: Option<Objective>,
+    /// `quality-evidence "not-worse"`: a configuration whose paired interval straddles the
+    /// allowed drop qualifies (default `"non-inferior"`: the interval must show it within).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub quality_not_worse: bool,
     /// Over-saturated open-loop runs may be recommended (default: excluded).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub include_over_saturated: bool,

@@ -266,6 +266,9 @@ pub(crate) struct TaskAnswer {
     /// Why there is no reference (a baseline that matches nothing).
     pub reference_problem: Option<String>,
     pub recommended: Option<String>,
+    /// What would be recommended were the configurations whose quality is inconclusive
+    /// against the limit admitted (`quality-evidence "not-worse"`), when that differs.
+    pub alternative: Option<String>,
     pub verdicts: Vec<Verdict>,
     pub picks: Vec<Pick>,
     pub pairs: Vec<PairLine>,
@@ -352,117 +355,56 @@ fn exclusion(rows: &[Row], slo: &Slo, g: &Group, vs: Option<&Paired>) -> Option<
     if let Some(drop) = slo.quality_drop {
         return match vs {
             None => Some("no dataset items in common with the quality reference".into()),
-            Some(p) if !p.non_inferior(drop) => Some(format!(
-                "quality may be more than {} worse than the reference: {}",
-                fmt_delta(drop),
-                describe(p)
-            )),
-            Some(_) => None,
+            Some(p) => match evidence(p, drop) {
+                Evidence::Within => None,
+                Evidence::Beyond => Some(format!(
+                    "quality worse than allowed: more than {} below the reference ({})",
+                    fmt_delta(drop),
+                    describe(p)
+                )),
+                Evidence::Inconclusive if slo.quality_not_worse => None,
+                Evidence::Inconclusive => Some(format!(
+                    "{INCONCLUSIVE}: these items cannot show its quality within {} of the reference ({}){}",
+                    fmt_delta(drop),
+                    describe(p),
+                    items_to_show(p, drop)
+                        .map(|n| format!("; about {n} items would"))
+                        .unwrap_or_default()
+                )),
+            },
         };
     }
     None
 }
 
-/// A difference in quality as points of the metric's scale.
-fn fmt_delta(d: f64) -> String {
-    format!("{:+.1} pt", d * 100.0)
-        .replace("+0.0 pt", "0.0 pt")
-        .trim_start_matches('+')
-        .to_string()
+/// How an inconclusive exclusion begins (the answer looks for it).
+const INCONCLUSIVE: &str = "inconclusive";
+
+/// What a paired interval says of a drop against its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Evidence {
+    /// The whole interval is above −limit: shown within (non-inferior).
+    Within,
+    /// The whole interval is below −limit: shown beyond.
+    Beyond,
+    /// It straddles −limit (or there is no interval).
+    Inconclusive,
 }
 
-/// "Δ −3.0 pt [−6.5, +0.5] over 200 items, McNemar p = 0.09".
-pub(crate) fn describe(p: &Paired) -> String {
-    let ci =
-        p.ci.map(|(lo, hi)| format!(" [{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0))
-            .unwrap_or_default();
-    let m = p
-        .mcnemar
-        .map(|m| format!(", McNemar p = {}", fmt_p(m.p)))
-        .unwrap_or_default();
-    format!("Δ {:+.1} pt{ci} over {} items{m}", p.delta * 100.0, p.items)
-}
-
-pub(crate) fn fmt_p(p: f64) -> String {
-    if p < 0.001 {
-        "< 0.001".into()
-    } else {
-        format!("{p:.3}")
+pub(crate) fn evidence(p: &Paired, limit: f64) -> Evidence {
+    match p.ci {
+        Some(_) if p.non_inferior(limit) => Evidence::Within,
+        Some((_, hi)) if hi < -limit => Evidence::Beyond,
+        _ => Evidence::Inconclusive,
     }
 }
 
-/// Three significant digits ("0.0123", "4.56", "1230").
-pub(crate) fn sig3(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-    format!("{x:.digits$}")
-}
-
-fn overlap(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> Option<bool> {
-    let ((al, ah), (bl, bh)) = (a?, b?);
-    Some(al <= bh && bl <= ah)
-}
-
-/// Whether `g` is within noise of the winner `w` on `o`: Some(true/false), or None when no
-/// interval can tell.
-fn tied(rows: &[Row], o: Objective, w: &Group, g: &Group) -> Option<bool> {
-    if o == Objective::Quality {
-        return pair(w, g).map(|p| !p.detectable());
-    }
-    if matches!(o, Objective::JPerCorrect | Objective::CostPerCorrect) {
-        // Within the noise of the answers alone: tied. Beyond it, the energy's own run-to-run
-        // noise decides, which only repeats measure.
-        let (vw, vg) = (value(rows, w, o)?.0, value(rows, g, o)?.0);
-        if per_correct_ratio_ci(w, g, vg / vw).is_some_and(|(lo, hi)| lo <= 1.0 && 1.0 <= hi) {
-            return Some(true);
-        }
-        if w.rows.len() < 2 || g.rows.len() < 2 {
-            return None;
-        }
-    }
-    overlap(value(rows, w, o)?.1, value(rows, g, o)?.1)
-}
-
-/// The 95 % interval of (g's per-correct figure) / (w's), paired: the items both scored are
-/// resampled together and each side's correct share recomputed, the totals (energy, cost)
-/// held fixed — so two configurations that answered alike differ by their totals alone.
-fn per_correct_ratio_ci(w: &Group, g: &Group, ratio: f64) -> Option<(f64, f64)> {
-    let (hw, hg) = (w.hits.as_ref()?, g.hits.as_ref()?);
-    let pairs: Vec<(f64, f64)> = hw
-        .iter()
-        .filter_map(|(k, a)| hg.get(k).map(|b| (*a, *b)))
-        .collect();
-    let n = pairs.len();
-    if n < 2 {
-        return None;
-    }
-    let (sw, sg) = (
-        pairs.iter().map(|p| p.0).sum::<f64>(),
-        pairs.iter().map(|p| p.1).sum::<f64>(),
-    );
-    if sw == 0.0 || sg == 0.0 {
-        return None;
-    }
-    let mut rng = crate::record::rng::SplitMix64::new(seed_of(&w.label, &g.label) ^ 7);
-    let mut est: Vec<f64> = (0..paired::ROUNDS)
-        .filter_map(|_| {
-            let (mut a, mut b) = (0.0, 0.0);
-            for _ in 0..n {
-                let p = pairs[rng.below(n)];
-                a += p.0;
-                b += p.1;
-            }
-            // J/correct ∝ 1 / share: g's / w's scales by (share_g / share_g*) · (share_w* / share_w).
-            (a > 0.0 && b > 0.0).then(|| ratio * (sg / b) * (a / sw))
-        })
-        .collect();
-    est.sort_by(f64::total_cmp);
-    Some((
-        crate::record::stats::percentile(&est, 2.5)?,
-        crate::record::stats::percentile(&est, 97.5)?,
-    ))
+/// About how many items the interval would need to show the drop within `limit` (its
+/// half-width shrinks as 1/√n), when the observed difference is above −limit.
+fn items_to_show(p: &Paired, limit: f64) -> Option<u64> {
+    let (lo, hi) = p.ci?;
+    let room = p.delta + limit;
+    (room > 0.0).then(|| ((p.items as f64) * ((hi - lo) / 2.0 / room).powi(2)).ceil() as u64)
 }
 
 fn tie_rule(o: Objective) -> &'static str {
@@ -502,6 +444,7 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group]) -> TaskAnswer
         reference: reference.as_ref().map(|r| r.label.clone()),
         reference_problem,
         recommended: None,
+        alternative: None,
         verdicts: Vec::new(),
         picks: Vec::new(),
         pairs: pairs(gs, reference.as_ref()),
@@ -523,7 +466,10 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group]) -> TaskAnswer
         },
     );
     match slo.objective {
-        Some(o) => declared(rows, o, gs, &vs, &excluded, &mut answer),
+        Some(o) => {
+            declared(rows, o, gs, &vs, &excluded, &mut answer);
+            answer.alternative = alternative(rows, o, gs, &excluded, answer.recommended.as_deref());
+        }
         None => {
             // Failed, missing the SLO or over-saturated: out of every pick.
             let eligible: Vec<&Group> = gs
@@ -655,6 +601,37 @@ fn declared(
         .collect();
 }
 
+/// The recommendation were the inconclusive exclusions admitted, in words, when it differs.
+fn alternative(
+    rows: &[Row],
+    o: Objective,
+    gs: &[&Group],
+    excluded: &[Option<String>],
+    recommended: Option<&str>,
+) -> Option<String> {
+    let admitted = |e: &Option<String>| e.as_ref().is_none_or(|e| e.starts_with(INCONCLUSIVE));
+    if excluded
+        .iter()
+        .all(|e| e.as_ref().is_none_or(|e| !e.starts_with(INCONCLUSIVE)))
+    {
+        return None;
+    }
+    let (i, v) = (0..gs.len())
+        .filter(|&i| admitted(&excluded[i]))
+        .filter_map(|i| value(rows, gs[i], o).map(|v| (i, v.0)))
+        .reduce(|a, b| if better(o, b.1, a.1) { b } else { a })?;
+    if Some(gs[i].label.as_str()) == recommended {
+        return None;
+    }
+    Some(format!(
+        "were the configurations whose quality is inconclusive admitted (`quality-evidence \"not-worse\"`), `{}` would be ({} {}): {}",
+        gs[i].label,
+        o.name(),
+        sig3(v),
+        excluded[i].as_deref().unwrap_or("it qualifies")
+    ))
+}
+
 /// The best of the eligible configurations by one objective, and those tied with it.
 fn pick(rows: &[Row], o: Objective, eligible: &[&Group]) -> Pick {
     let best = eligible
@@ -753,6 +730,10 @@ pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
         }
     }
 }
+
+mod noise;
+pub(crate) use noise::{describe, fmt_p, sig3};
+use noise::{fmt_delta, tied};
 
 #[cfg(test)]
 mod tests;

@@ -102,7 +102,7 @@ fn the_declared_rule_recommends_the_cheapest_non_inferior_configuration_and_says
     assert!(
         by["tiny q4"]
             .why
-            .starts_with("quality may be more than 2.0 pt worse"),
+            .starts_with("quality worse than allowed: more than 2.0 pt below"),
         "{}",
         by["tiny q4"].why
     );
@@ -230,4 +230,34 @@ fn per_correct_ties_within_the_answers_noise_and_needs_repeats_beyond_it() {
     let b = &a.verdicts[1];
     assert_eq!(b.standing, Standing::Qualifies, "{b:?}");
     assert!(b.why.contains("worse beyond noise"), "{}", b.why);
+}
+
+#[test]
+fn an_inconclusive_quality_is_excluded_by_default_and_the_answer_says_what_admitting_it_would_pick()
+{
+    // big: 160 of 200 right. cheap: the same answers but 3 more wrong (−1.5 pt), less energy:
+    // its interval straddles −2 pt — the GPU slice's case of 32 slots against 8.
+    let mut slo = slo(Some(Objective::JPerCorrect), Some(0.02));
+    let rows = vec![
+        run("big q8", |i| i < 160, 1000.0, 400.0, &slo),
+        run("cheap q8", |i| i < 157, 600.0, 400.0, &slo),
+    ];
+    let a = &answers(&rows, &slo)[0];
+    assert_eq!(a.recommended.as_deref(), Some("big q8"));
+    let cheap = &a.verdicts[1];
+    assert_eq!(cheap.standing, Standing::Excluded);
+    assert!(
+        cheap
+            .why
+            .starts_with("inconclusive: these items cannot show"),
+        "{}",
+        cheap.why
+    );
+    assert!(cheap.why.contains("items would"), "{}", cheap.why);
+    let alt = a.alternative.as_ref().unwrap();
+    assert!(alt.contains("`cheap q8` would be"), "{alt}");
+    slo.quality_not_worse = true;
+    let a = &answers(&rows, &slo)[0];
+    assert_eq!(a.recommended.as_deref(), Some("cheap q8"));
+    assert_eq!(a.alternative, None);
 }

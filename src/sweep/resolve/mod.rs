@@ -52,6 +52,7 @@ const SLO_FIELDS: &[&str] = &[
     "quality-drop",
     "quality-baseline",
     "objective",
+    "quality-evidence",
     "over-saturated",
 ];
 const COST_FIELDS: &[&str] = &["energy-price", "hardware-per-hour", "currency"];

@@ -116,6 +116,20 @@ pub(super) fn resolve_slo(ctx: &mut Ctx, node: &RawNode) -> crate::spec::Slo {
         }
         None => false,
     };
+    let quality_not_worse = match Ctx::first(&f, "quality-evidence").and_then(|n| ctx.one_str(n)) {
+        Some(v) if v.value == "not-worse" => true,
+        Some(v) if v.value == "non-inferior" => false,
+        Some(v) => {
+            ctx.err_help(
+                v.span,
+                format!("unknown quality-evidence `{}`", v.value),
+                "not a choice",
+                "`non-inferior` (the default: the paired interval must show the drop within the limit) or `not-worse` (it must not show it beyond)",
+            );
+            false
+        }
+        None => false,
+    };
     let drop = Ctx::first(&f, "quality-drop");
     if let (Some(b), None) = (Ctx::first(&f, "quality-baseline"), drop) {
         ctx.err_help(
@@ -142,6 +156,7 @@ pub(super) fn resolve_slo(ctx: &mut Ctx, node: &RawNode) -> crate::spec::Slo {
             .and_then(|n| ctx.one_str(n))
             .map(|v| v.value),
         objective,
+        quality_not_worse,
         include_over_saturated,
     }
 }
