@@ -1,0 +1,109 @@
+//! bench360's answer on the committed H200 data (docs/results/h200-answer/: every run's
+//! requests, scores and telemetry from `sweeps/gpu-answer.kdl`): the report, rendered here
+//! from that cache alone, gives the answer docs/results-h200.md states — with its ties,
+//! exclusions and the inconclusive note — without any external script.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+#[test]
+fn the_report_on_the_h200_data_gives_the_published_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/h200-answer");
+    // Python's tarfile reads xz without an `xz` binary on the machine.
+    for archive in ["cache.tar.xz", "chunks.tar.xz"] {
+        let out = Command::new(python())
+            .arg("-c")
+            .arg("import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])")
+            .arg(results.join(archive))
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let cache = dir.path().join("cache");
+    let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/gpu-answer.kdl");
+    // The GPU machine's paths are not here; the report reads only the cache.
+    let out = assert_cmd::Command::cargo_bin("bench360")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .env("BENCH360_LLAMA_SERVER", "/gpu-machine/llama-server")
+        .env(
+            "BENCH360_QWEN2_5_CODER_0_5B_GGUF",
+            "/gpu-machine/qwen-0.5b.gguf",
+        )
+        .env(
+            "BENCH360_QWEN2_5_CODER_1_5B_GGUF",
+            "/gpu-machine/qwen-1.5b.gguf",
+        )
+        .arg("--cache")
+        .arg(&cache)
+        .arg("report")
+        .arg(&sweep)
+        .output()
+        .unwrap();
+    let terminal = text(&out);
+    assert!(
+        terminal.contains("answer (mmlu): qwen2.5-coder-1.5b:q4_k_m@llama-p8 mmlu c32"),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains(
+            "`qwen2.5-coder-1.5b:q4_k_m@llama-p32 mmlu c32` would be (j-per-correct 7.77)"
+        ),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains("answer (spider): qwen2.5-coder-1.5b:q4_k_m@llama-p32 spider c32-sql"),
+        "{terminal}"
+    );
+    let md = std::fs::read_to_string(cache.join("reports/gpu-answer/report.md")).unwrap();
+    let line = |label: &str| -> String {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {label} | ")) && l.contains("pt"))
+            .unwrap_or_else(|| panic!("no answer line for {label}"))
+            .to_string()
+    };
+    let p32 = line("qwen2.5-coder-1.5b:q4_k_m@llama-p32 mmlu c32");
+    assert!(
+        p32.contains("Δ -1.4 pt") && p32.contains("inconclusive"),
+        "{p32}"
+    );
+    let small = line("qwen2.5-coder-0.5b:q4_k_m@llama-p32 mmlu c32");
+    assert!(small.contains("quality worse than allowed"), "{small}");
+    let open = line("qwen2.5-coder-1.5b:q4_k_m@llama-p32 mmlu open-300");
+    assert!(open.contains("misses the SLO"), "{open}");
+    // The same weights with 32 or 8 slots: no detectable difference, item by item.
+    let pair = md
+        .lines()
+        .find(|l| {
+            l.starts_with("| qwen2.5-coder-1.5b:q4_k_m@llama-p32 mmlu c32 | qwen2.5-coder-1.5b:q4_k_m@llama-p8 mmlu c32 |")
+        })
+        .unwrap();
+    assert!(
+        pair.contains("| 200 | +1.4 |") && pair.contains("no detectable difference"),
+        "{pair}"
+    );
+    assert!(
+        md.contains("**over-saturated**: TTFT rose by"),
+        "steady-state section"
+    );
+    assert!(md.contains("stopped at ±"), "target-margin notes");
+    // summary.parquet says the same, per run.
+    let q = format!(
+        "import duckdb; print(duckdb.sql(\"select count(*) from read_parquet('{}') where answer = 'recommended'\").fetchone()[0], duckdb.sql(\"select count(*) from read_parquet('{}') where over_saturated\").fetchone()[0])",
+        cache.join("reports/gpu-answer/summary.parquet").display(),
+        cache.join("reports/gpu-answer/summary.parquet").display()
+    );
+    let py = Command::new(python()).arg("-c").arg(q).output().unwrap();
+    assert!(py.status.success(), "{}", text(&py));
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        "2 3",
+        "one per task; three open loops"
+    );
+}
