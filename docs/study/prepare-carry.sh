@@ -13,20 +13,10 @@ engine=$(scripts/install-engine.sh) || { echo "[prepare-carry] scripts/install-e
 eval "$engine"   # verified model in the per-user cache
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d "$tmp"
-echo "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e  $tmp/llama_cpp_python-0.3.36.tar.gz" | sha256sum -c -
-tar -xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$tmp" llama_cpp_python-0.3.36/vendor/llama.cpp
-src="$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp"
-( cd "$src"
-  rm -rf docs models tests examples media gguf-py benches pocs ci skills app requirements tools/server/tests tools/server/bench
-  find . -name '*.py' -delete
-  for b in ggml/src/ggml-*/; do case "$b" in *ggml-cpu/|*ggml-cuda/) ;; *) rm -rf "$b";; esac; done
-  # The UI target stays (the server links it; ui-assets.cmake reads these files) but without
-  # its web sources.
-  find tools/ui -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt ! -name '*.in' ! -name sources.cmake ! -name package.json -exec rm -rf {} + )
 rm -rf .devcarry/a .devcarry/b
 mkdir -p .devcarry/a .devcarry/b
-tar -cJf .devcarry/a/llama-src.tar.xz -C "$src/.." llama.cpp
+. docs/study/llama-source.sh
+llama_source .devcarry/a/llama-src.tar.xz
 split -b 50M "$BENCH360_SMOLLM2_GGUF" "$tmp/model.part-"
 mv "$tmp/model.part-aa" .devcarry/a/
 mv "$tmp/model.part-ab" .devcarry/b/

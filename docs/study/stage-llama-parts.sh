@@ -14,19 +14,8 @@ bin=$1; shift
 grep -qx '/.devcarry/' .git/info/exclude 2>/dev/null || echo '/.devcarry/' >> .git/info/exclude
 part_mib=${PART_MIB:-54}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-if [ ! -f .devcarry/a/llama-src.tar.xz ]; then
-  python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d "$tmp"
-  echo "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e  $tmp/llama_cpp_python-0.3.36.tar.gz" | sha256sum -c - >&2
-  tar -xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$tmp" llama_cpp_python-0.3.36/vendor/llama.cpp
-  src="$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp"
-  ( cd "$src"
-    rm -rf docs models tests examples media gguf-py benches pocs ci skills app requirements tools/server/tests tools/server/bench
-    find . -name '*.py' -delete
-    for b in ggml/src/ggml-*/; do case "$b" in *ggml-cpu/|*ggml-cuda/) ;; *) rm -rf "$b";; esac; done
-    find tools/ui -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt ! -name '*.in' ! -name sources.cmake ! -name package.json -exec rm -rf {} + )
-  mkdir -p .devcarry/a
-  tar -cJf .devcarry/a/llama-src.tar.xz -C "$src/.." llama.cpp
-fi
+. docs/study/llama-source.sh
+[ -f .devcarry/a/llama-src.tar.xz ] || llama_source .devcarry/a/llama-src.tar.xz
 rm -rf .devcarry/b .devcarry/parts .devcarry/stage .devcarry/p[0-9][0-9]
 mkdir -p .devcarry/b .devcarry/parts .devcarry/stage
 xz -T2 -c "$bin" > .devcarry/b/bench360.xz

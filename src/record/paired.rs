@@ -316,6 +316,14 @@ mod tests {
             .expect("reference.json parses")
     }
 
+    fn floats(v: &serde_json::Value) -> Vec<f64> {
+        v.as_array()
+            .expect("an array")
+            .iter()
+            .map(|x| x.as_f64().expect("a number"))
+            .collect()
+    }
+
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-300)
     }
@@ -335,12 +343,7 @@ mod tests {
     fn the_paired_bootstrap_matches_the_reference_implementation() {
         let r = reference();
         for case in r["paired_bootstrap"].as_array().unwrap() {
-            let diffs: Vec<f64> = case["diffs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_f64().unwrap())
-                .collect();
+            let diffs = floats(&case["diffs"]);
             let seed = case["seed"].as_u64().unwrap();
             let rounds = case["rounds"].as_u64().unwrap() as usize;
             let (lo, hi) = paired_bootstrap(&diffs, rounds, seed).unwrap();
@@ -359,18 +362,8 @@ mod tests {
     fn the_slope_interval_matches_scipy() {
         let r = reference();
         let case = &r["slope"];
-        let xs: Vec<f64> = case["x"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        let ys: Vec<f64> = case["y"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let xs = floats(&case["x"]);
+        let ys = floats(&case["y"]);
         let s = slope(&xs, &ys).unwrap();
         assert!(close(s.slope, case["slope"].as_f64().unwrap(), 1e-9));
         // t95 is tabulated to 3 decimals: the interval agrees to 1e-3 relative.
@@ -382,12 +375,7 @@ mod tests {
     fn items_needed_matches_the_normal_approximation() {
         let r = reference();
         let case = &r["items_needed"];
-        let diffs: Vec<f64> = case["diffs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let diffs = floats(&case["diffs"]);
         assert_eq!(items_needed(&diffs), case["n"].as_u64());
         assert_eq!(items_needed(&[0.0, 0.0, 1.0, -1.0]), None, "no difference");
     }
