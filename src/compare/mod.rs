@@ -37,6 +37,9 @@ pub(crate) struct RunValues {
     pub score_samples: Vec<String>,
     pub output_tokens_per_s: Option<f64>,
     pub j_per_output_token: Option<f64>,
+    /// Energy per correct answer (report's `j_per_correct`); absent in older baselines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub j_per_correct: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -74,6 +77,7 @@ pub(crate) fn from_rows(rows: &[Row]) -> Vec<RunValues> {
                 score_samples: r.data.score_samples.clone(),
                 output_tokens_per_s: r.data.stats.as_ref().map(|s| s.output_tokens_per_s),
                 j_per_output_token: r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token),
+                j_per_correct: r.j_per_correct,
             })
         })
         .collect()
@@ -139,6 +143,7 @@ pub(crate) const METRICS: &[&str] = &[
     "e2e_p99",
     "tokens_per_s",
     "j_per_token",
+    "j_per_correct",
     "quality",
 ];
 
@@ -278,6 +283,7 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
         None => {
             let f = |r: &RunValues| match metric {
                 "tokens_per_s" => r.output_tokens_per_s,
+                "j_per_correct" => r.j_per_correct,
                 _ => r.j_per_output_token,
             };
             Change {
@@ -498,6 +504,7 @@ mod tests {
             score_samples: (0..200).map(|i| format!("q{}", i % 20)).collect(),
             output_tokens_per_s: Some(100.0 * scale),
             j_per_output_token: None,
+            j_per_correct: None,
         }
     }
 
