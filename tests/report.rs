@@ -87,9 +87,16 @@ if ok:
     print("BEST_TTFT", min(ok, key=lambda r: r[2])[0])
 n = con.execute("select count(*) from read_csv_auto('{c}')").fetchone()[0]
 assert n == 4, n
+# Truncation, recomputed from each run's own requests.parquet: the share of successful
+# requests that stopped at max-tokens.
+for key, cut in con.execute("select node_key, cut_share from read_parquet('{p}') where status = 'ok'").fetchall():
+    want = con.execute("select avg(case when finish_reason = 'length' then 1.0 else 0.0 end) from read_parquet('{o}/' || ? || '/requests.parquet') where ok", [key]).fetchone()[0]
+    assert abs(cut - want) < 1e-12, (key, cut, want)
+print("CUT_CHECKED")
 "#,
         p = reports.join("summary.parquet").display(),
-        c = reports.join("summary.csv").display()
+        c = reports.join("summary.csv").display(),
+        o = cache.join("objects").display()
     );
     let py = Command::new(python())
         .arg("-c")
@@ -98,6 +105,7 @@ assert n == 4, n
         .unwrap();
     assert!(py.status.success(), "{}", text_of(&py));
     let stdout = String::from_utf8_lossy(&py.stdout);
+    assert!(stdout.contains("CUT_CHECKED"), "{stdout}");
     let answer = html
         .split(r#"<div class="answer""#)
         .nth(1)

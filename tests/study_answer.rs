@@ -61,7 +61,16 @@ fn the_report_on_the_h200_data_gives_the_published_answer() {
         terminal.contains("answer (spider): qwen2.5-coder-1.5b:q4_k_m@llama-p32 spider c32-sql"),
         "{terminal}"
     );
+    // Truncation in plain sight: every unparsed 1.5B answer was cut by the 16-token budget.
+    assert!(
+        terminal.contains("cut: qwen2.5-coder-1.5b:q4_k_m@llama-p32 mmlu c32: 43% of scored answers stopped at max-tokens (16), 219 of them with no readable answer"),
+        "{terminal}"
+    );
     let md = std::fs::read_to_string(cache.join("reports/gpu-answer/report.md")).unwrap();
+    assert!(
+        md.contains("| 44.4% | 21.2% (21.2% / 0.0%) | 43.3% |"),
+        "unparsed split into cut / other, and the cut share"
+    );
     let line = |label: &str| -> String {
         md.lines()
             .find(|l| l.starts_with(&format!("| {label} | ")) && l.contains("pt"))

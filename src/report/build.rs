@@ -106,6 +106,12 @@ fn run_data(
         &mut data,
         &store.object_dir(&score_key).join("scores.parquet"),
     );
+    data.truncation = truncation(
+        &req,
+        &ok,
+        &dir.join("requests.parquet"),
+        &store.object_dir(&score_key).join("scores.parquet"),
+    );
     gpu_series(&mut data, &dir, start);
     data
 }
@@ -208,6 +214,54 @@ fn itl(data: &mut RunData, req: &Columns, ok: &[Option<f64>], dir: &std::path::P
             data.itl_ms.push((t - prev) / 1e6);
         }
     }
+}
+
+/// How often max-tokens cut the successful requests (`finish_reason` `length`), and the
+/// scored answers' unparsed ones by cause. None without the finish reasons.
+fn truncation(
+    req: &Columns,
+    ok: &[Option<f64>],
+    requests_file: &std::path::Path,
+    scores_file: &std::path::Path,
+) -> Option<crate::report::summary::Truncation> {
+    let reasons = crate::trace::read_strings(requests_file, &["finish_reason"]).ok()?;
+    let reasons = reasons.get("finish_reason")?;
+    let ids = col(req, "request_id");
+    let mut cut_ids = std::collections::HashSet::new();
+    let mut t = crate::report::summary::Truncation::default();
+    for ((id, reason), o) in ids.iter().zip(reasons).zip(ok) {
+        if *o != Some(1.0) {
+            continue;
+        }
+        t.ok += 1;
+        if reason.as_deref() == Some("length") {
+            t.cut += 1;
+            if let Some(id) = id {
+                cut_ids.insert(*id as i64);
+            }
+        }
+    }
+    let sc = numeric(scores_file, &["request_id", "parsed", "score"]);
+    for ((id, parsed), score) in col(&sc, "request_id")
+        .iter()
+        .zip(col(&sc, "parsed"))
+        .zip(col(&sc, "score"))
+    {
+        if score.is_none() {
+            continue;
+        }
+        t.scored += 1;
+        let cut = id.is_some_and(|i| cut_ids.contains(&(i as i64)));
+        t.scored_cut += usize::from(cut);
+        if parsed == Some(0.0) {
+            if cut {
+                t.unparsed_cut += 1;
+            } else {
+                t.unparsed_other += 1;
+            }
+        }
+    }
+    Some(t)
 }
 
 /// Per-request scores and the dataset item each scored (quality's interval resamples items).

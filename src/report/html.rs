@@ -171,6 +171,8 @@ struct RunRow {
     j_per_token: String,
     j_per_correct: Option<Ci>,
     steady_tokens_per_s: String,
+    /// Share of successful requests stopped at max-tokens.
+    cut: String,
     cost: String,
     meets_slo: Option<bool>,
     slo_misses: String,
@@ -331,7 +333,11 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
             notes: rows
                 .iter()
                 .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == a.task))
-                .filter_map(summary::format_note)
+                .flat_map(|r| {
+                    summary::format_note(r)
+                        .into_iter()
+                        .chain(summary::truncation_note(r))
+                })
                 .collect(),
         })
         .collect()
@@ -390,6 +396,11 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
         j_per_token: n(d.telemetry.as_ref().and_then(|t| t.j_per_output_token), 3),
         j_per_correct: Some(ci(r.j_per_correct, r.j_per_correct_ci, 2)),
         steady_tokens_per_s: n(r.steady().map(|st| st.output_tokens_per_s), 1),
+        cut: d
+            .truncation
+            .and_then(|t| t.cut_share())
+            .map(|c| format!("{:.1}%", c * 100.0))
+            .unwrap_or_else(|| "–".into()),
         cost: r
             .cost_per_query
             .map(|c| format!("{} {currency}", per_thousand(c)))

@@ -102,9 +102,13 @@ pub(crate) fn markdown(
     out.push_str(&text::steady_markdown(rows));
     out.push_str(&text::per_correct_markdown(rows, None));
     out.push_str(&energy_section(rows));
-    let format_notes: Vec<String> = rows.iter().filter_map(summary::format_note).collect();
+    let format_notes: Vec<String> = rows
+        .iter()
+        .filter_map(summary::format_note)
+        .chain(rows.iter().filter_map(summary::truncation_note))
+        .collect();
     if !format_notes.is_empty() {
-        out.push_str("\n## Format failures\n\n");
+        out.push_str("\n## Format failures and truncation\n\n");
         for n in format_notes {
             let _ = writeln!(out, "- {n}");
         }
@@ -132,7 +136,8 @@ fn runs_section(rows: &[Row]) -> String {
                 format!("{:.1}", s.output_tokens_per_s),
                 format!("{:.2}", s.requests_per_s),
                 pct(r.data.metrics.get("quality")),
-                pct(r.data.metrics.get("unparsed_rate")),
+                unparsed_split(r),
+                pct(r.data.truncation.and_then(|t| t.cut_share()).as_ref()),
                 match (&r.data.failure, s.client_behind, r.over_saturated()) {
                     (Some(f), _, _) => format!(
                         "FAILED: {}",
@@ -145,6 +150,7 @@ fn runs_section(rows: &[Row]) -> String {
             ],
             None => vec![
                 r.data.label.clone(),
+                "–".into(),
                 "–".into(),
                 "–".into(),
                 "–".into(),
@@ -178,11 +184,25 @@ fn runs_section(rows: &[Row]) -> String {
             "out tok/s",
             "req/s",
             "quality",
-            "unparsed",
+            "unparsed (cut / other)",
+            "cut at max-tokens",
             "notes",
         ],
         &body,
     )
+}
+
+/// The unparsed share, split into answers cut by max-tokens and the others when known.
+fn unparsed_split(r: &Row) -> String {
+    let all = pct(r.data.metrics.get("unparsed_rate"));
+    match r.data.truncation {
+        Some(t) if t.scored > 0 && t.unparsed_cut + t.unparsed_other > 0 => format!(
+            "{all} ({:.1}% / {:.1}%)",
+            100.0 * t.unparsed_cut as f64 / t.scored as f64,
+            100.0 * t.unparsed_other as f64 / t.scored as f64
+        ),
+        _ => all,
+    }
 }
 
 /// One row per deployment: the cold start's phases, model size, memory after load.
@@ -389,6 +409,7 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
         "tok/s",
         "quality",
         "unparsed",
+        "cut",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -427,6 +448,7 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
                 format!("{:.1}", s.output_tokens_per_s),
                 pct(r.data.metrics.get("quality")),
                 pct(r.data.metrics.get("unparsed_rate")),
+                pct(r.data.truncation.and_then(|t| t.cut_share()).as_ref()),
             ],
             None => {
                 let mut v = vec![r.data.label.clone(), "FAILED".into()];
@@ -466,6 +488,9 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
     for r in rows {
         if let Some(why) = r.over_saturated() {
             out.push_str(&format!("over-saturated: {}: {why}\n", r.data.label));
+        }
+        if let Some(note) = summary::truncation_note(r) {
+            out.push_str(&format!("cut: {note}\n"));
         }
     }
     out.push_str(&text::answer_terminal(answers));

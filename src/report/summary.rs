@@ -48,6 +48,58 @@ pub(crate) struct RunData {
     pub sentences: usize,
     /// Where `target-margin` stopped the run (from run.json).
     pub stopped: Option<crate::workload::Stopped>,
+    /// Truncation: successful requests that stopped at max-tokens (`finish_reason` `length`),
+    /// and the unparsed scored answers split into those cut by the budget and the others.
+    pub truncation: Option<Truncation>,
+}
+
+/// How often the token budget cut a run's answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Truncation {
+    pub ok: usize,
+    /// Successful requests whose `finish_reason` was `length`.
+    pub cut: usize,
+    /// Scored answers, those cut among them, and the unparsed ones by cause.
+    pub scored: usize,
+    pub scored_cut: usize,
+    pub unparsed_cut: usize,
+    pub unparsed_other: usize,
+}
+
+/// Above this share of scored answers cut at max-tokens, a run carries a warning.
+pub(crate) const CUT_WARNING: f64 = 0.10;
+
+impl Truncation {
+    pub fn cut_share(&self) -> Option<f64> {
+        (self.ok > 0).then(|| self.cut as f64 / self.ok as f64)
+    }
+
+    fn of_scored(&self, n: usize) -> Option<f64> {
+        (self.scored > 0).then(|| n as f64 / self.scored as f64)
+    }
+}
+
+/// The warning of a run whose scored answers were often cut at max-tokens.
+pub(crate) fn truncation_note(r: &Row) -> Option<String> {
+    let t = r.data.truncation?;
+    let share = t.of_scored(t.scored_cut)?;
+    if share <= CUT_WARNING {
+        return None;
+    }
+    let max_tokens = r.data.columns.as_ref().map(|c| c.max_tokens).unwrap_or(0);
+    Some(format!(
+        "{}: {:.0}% of scored answers stopped at max-tokens ({max_tokens}){} — its quality mixes what the model knows with whether its answer fits in {max_tokens} tokens; raise the task's `max-tokens` to tell them apart.",
+        r.data.label,
+        100.0 * share,
+        if t.unparsed_cut > 0 {
+            format!(
+                ", {} of them with no readable answer",
+                t.unparsed_cut
+            )
+        } else {
+            String::new()
+        }
+    ))
 }
 
 /// A run's derived figures, as shown and as written to summary.parquet.
@@ -621,6 +673,19 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     str_(r.over_saturated().map(str::to_string)),
                 ),
                 ("stopped_at_margin", str_(r.stop_note())),
+                ("cut_share", f(d.truncation.and_then(|t| t.cut_share()))),
+                (
+                    "scored_cut_rate",
+                    f(d.truncation.and_then(|t| t.of_scored(t.scored_cut))),
+                ),
+                (
+                    "unparsed_cut_rate",
+                    f(d.truncation.and_then(|t| t.of_scored(t.unparsed_cut))),
+                ),
+                (
+                    "unparsed_other_rate",
+                    f(d.truncation.and_then(|t| t.of_scored(t.unparsed_other))),
+                ),
             ]);
             v
         })
@@ -770,5 +835,33 @@ mod tests {
         );
         r.data.metrics.insert("unparsed_rate".into(), 0.05);
         assert_eq!(format_note(&r), None);
+    }
+
+    #[test]
+    fn answers_cut_at_max_tokens_are_counted_apart_and_warned_of() {
+        let mut r = Row::default();
+        r.data.label = "m@e mmlu c32".into();
+        r.data.columns = Some(Columns {
+            max_tokens: 16,
+            ..Default::default()
+        });
+        r.data.truncation = Some(Truncation {
+            ok: 48,
+            cut: 11,
+            scored: 48,
+            scored_cut: 11,
+            unparsed_cut: 11,
+            unparsed_other: 0,
+        });
+        let note = truncation_note(&r).unwrap();
+        assert!(
+            note.contains("23% of scored answers stopped at max-tokens (16), 11 of them with no readable answer"),
+            "{note}"
+        );
+        let t = r.data.truncation.unwrap();
+        assert!((t.cut_share().unwrap() - 11.0 / 48.0).abs() < 1e-12);
+        // At or below the stated share: no warning.
+        r.data.truncation = Some(Truncation { scored_cut: 4, ..t });
+        assert_eq!(truncation_note(&r), None);
     }
 }
