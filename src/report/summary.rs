@@ -12,6 +12,9 @@ use crate::record::Columns;
 use crate::spec::{Cost, Slo};
 use crate::trace::Cell;
 
+mod caveats;
+pub(crate) use caveats::*;
+
 /// Everything the report knows of one run (read from the cache by the caller).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunData {
@@ -51,55 +54,6 @@ pub(crate) struct RunData {
     /// Truncation: successful requests that stopped at max-tokens (`finish_reason` `length`),
     /// and the unparsed scored answers split into those cut by the budget and the others.
     pub truncation: Option<Truncation>,
-}
-
-/// How often the token budget cut a run's answers.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Truncation {
-    pub ok: usize,
-    /// Successful requests whose `finish_reason` was `length`.
-    pub cut: usize,
-    /// Scored answers, those cut among them, and the unparsed ones by cause.
-    pub scored: usize,
-    pub scored_cut: usize,
-    pub unparsed_cut: usize,
-    pub unparsed_other: usize,
-}
-
-/// Above this share of scored answers cut at max-tokens, a run carries a warning.
-pub(crate) const CUT_WARNING: f64 = 0.10;
-
-impl Truncation {
-    pub fn cut_share(&self) -> Option<f64> {
-        (self.ok > 0).then(|| self.cut as f64 / self.ok as f64)
-    }
-
-    fn of_scored(&self, n: usize) -> Option<f64> {
-        (self.scored > 0).then(|| n as f64 / self.scored as f64)
-    }
-}
-
-/// The warning of a run whose scored answers were often cut at max-tokens.
-pub(crate) fn truncation_note(r: &Row) -> Option<String> {
-    let t = r.data.truncation?;
-    let share = t.of_scored(t.scored_cut)?;
-    if share <= CUT_WARNING {
-        return None;
-    }
-    let max_tokens = r.data.columns.as_ref().map(|c| c.max_tokens).unwrap_or(0);
-    Some(format!(
-        "{}: {:.0}% of scored answers stopped at max-tokens ({max_tokens}){} — its quality mixes what the model knows with whether its answer fits in {max_tokens} tokens; raise the task's `max-tokens` to tell them apart.",
-        r.data.label,
-        100.0 * share,
-        if t.unparsed_cut > 0 {
-            format!(
-                ", {} of them with no readable answer",
-                t.unparsed_cut
-            )
-        } else {
-            String::new()
-        }
-    ))
 }
 
 /// A run's derived figures, as shown and as written to summary.parquet.
@@ -334,37 +288,6 @@ fn per_correct(row: &mut Row, data: &RunData, cost: Option<&Cost>, seed: u64) {
     let (c, ci) = per(cost_total);
     row.cost_per_1k_correct = c.map(|x| x * 1000.0);
     row.cost_per_1k_correct_ci = ci.map(|(a, b)| (a * 1000.0, b * 1000.0));
-}
-
-/// Where a run's quality is mostly format failures — outputs whose answer could not be read
-/// at all (counted as wrong) — a note that says so, with the quality among readable outputs,
-/// so that a model that knows the answers but formats them badly is not taken for one that
-/// does not. None below 20 % unparsed.
-pub(crate) fn format_note(r: &Row) -> Option<String> {
-    let unparsed = *r.data.metrics.get("unparsed_rate")?;
-    let quality = *r.data.metrics.get("quality")?;
-    if unparsed < 0.2 {
-        return None;
-    }
-    let readable = if unparsed < 1.0 {
-        format!(
-            "; among readable outputs its quality is {:.1}%",
-            100.0 * quality / (1.0 - unparsed)
-        )
-    } else {
-        String::new()
-    };
-    let mostly = if unparsed >= 0.5 {
-        "mostly format failures"
-    } else {
-        "held down by format failures"
-    };
-    Some(format!(
-        "{}: quality {:.1}% is {mostly} — {:.0}% of outputs had no readable answer (scored 0){readable}. Try the task's `answer-format` or `extract`.",
-        r.data.label,
-        100.0 * quality,
-        100.0 * unparsed
-    ))
 }
 
 /// summary.parquet / summary.csv rows: configuration columns and every aggregate.
@@ -819,49 +742,5 @@ mod tests {
             ..c
         };
         assert!((cost_per_query(&hw_only, None, 100.0, 10).unwrap() - 0.01).abs() < 1e-12);
-    }
-
-    #[test]
-    fn quality_held_down_by_format_failures_is_said_so() {
-        let mut r = Row::default();
-        r.data.label = "m@e mmlu single".into();
-        r.data.metrics.insert("quality".into(), 0.3);
-        r.data.metrics.insert("unparsed_rate".into(), 0.6);
-        let note = format_note(&r).unwrap();
-        assert!(note.contains("mostly format failures"), "{note}");
-        assert!(
-            note.contains("among readable outputs its quality is 75.0%"),
-            "{note}"
-        );
-        r.data.metrics.insert("unparsed_rate".into(), 0.05);
-        assert_eq!(format_note(&r), None);
-    }
-
-    #[test]
-    fn answers_cut_at_max_tokens_are_counted_apart_and_warned_of() {
-        let mut r = Row::default();
-        r.data.label = "m@e mmlu c32".into();
-        r.data.columns = Some(Columns {
-            max_tokens: 16,
-            ..Default::default()
-        });
-        r.data.truncation = Some(Truncation {
-            ok: 48,
-            cut: 11,
-            scored: 48,
-            scored_cut: 11,
-            unparsed_cut: 11,
-            unparsed_other: 0,
-        });
-        let note = truncation_note(&r).unwrap();
-        assert!(
-            note.contains("23% of scored answers stopped at max-tokens (16), 11 of them with no readable answer"),
-            "{note}"
-        );
-        let t = r.data.truncation.unwrap();
-        assert!((t.cut_share().unwrap() - 11.0 / 48.0).abs() < 1e-12);
-        // At or below the stated share: no warning.
-        r.data.truncation = Some(Truncation { scored_cut: 4, ..t });
-        assert_eq!(truncation_note(&r), None);
     }
 }
