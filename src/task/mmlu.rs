@@ -14,7 +14,7 @@ pub(crate) const TEMPLATE: &str = "mmlu/1\n\
 The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n\
 {shots: question, A-D choices, `Answer: X`, blank line}\n\
 {question}\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nAnswer:";
-pub(crate) const METRIC: &str = "mmlu-accuracy/1 (letter extraction v3)";
+pub(crate) const METRIC: &str = "mmlu-accuracy/1 (letter extraction v4)";
 
 const LETTERS: [char; 4] = ['A', 'B', 'C', 'D'];
 
@@ -167,6 +167,7 @@ static EXPLICIT: LazyLock<Regex> = LazyLock::new(|| {
           | \[\s*(?P<b>[A-Da-d])\s*\]
           | (?P<u>[A-D])(?:[^A-Za-z0-9'-]|$)
           | (?P<l>[a-d])(?:[.):,;!]|\s*$)
+          | (?P<w>[a-d])\s+(?:because|since|as|which|given|due)\b
         )",
     )
     .expect("valid regex")
@@ -203,6 +204,24 @@ static NEGATED_AFTER: LazyLock<Regex> = LazyLock::new(|| {
 static NEXT_LETTER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[\s.,)\]*]{0,4}(?:(?:and|or|&|/)\s*)?\(?[A-D](?:[^A-Za-z0-9'’-]|$)")
         .expect("valid regex")
+});
+
+/// The whole answer is one option letter, in either case: "b", "(c)", "d.", "**a**".
+static WHOLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*[(\[]?\s*([A-Da-d])\s*[)\]]?\s*[.!]?\s*$").expect("valid regex")
+});
+
+/// A final preference after hedging: "It could be A or C, but C is best", "…, but (D) seems
+/// the better answer".
+static PREFERENCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bbut\s+(?:option\s+|choice\s+)?\(?(?-i:([A-D]))\)?\s+(?:is|seems|would\s+be|looks)\s+(?:to\s+be\s+)?(?:the\s+)?(?:best|better|correct|right|most\s+likely|(?:more\s+)?likely)\b")
+        .expect("valid regex")
+});
+
+/// A parenthetical after an explicit answer: "(option A would …)", "(C is a distractor)" — a
+/// letter followed by words inside parentheses, not a second letter.
+static PARENTHETICAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[\s.,]{0,3}\(\s*(?:(?i:option|choice)\s+)?[A-D]\s+[A-Za-z]").expect("valid regex")
 });
 
 /// A line that restates an option: "A. Paris", "(B) London".
@@ -275,11 +294,18 @@ fn one_of(letters: &[char]) -> Reading {
 /// several or none leave the output unparsed.
 pub(crate) fn read_letter(output: &str) -> Reading {
     let text = fold(output);
+    if let Some(c) = WHOLE.captures(&text) {
+        return Reading::Letter(c[1].chars().next().expect("one char").to_ascii_uppercase());
+    }
+    // Hedging resolved by a final preference: the last "but X is best" is the answer.
+    if let Some(c) = PREFERENCE.captures_iter(&text).last() {
+        return Reading::Letter(c[1].chars().next().expect("one char"));
+    }
     let mut explicit = Vec::new();
     let mut denied = Vec::new();
     for c in EXPLICIT.captures_iter(&text) {
         let whole = c.get(0).expect("match");
-        let m = ["p", "b", "u", "l"]
+        let m = ["p", "b", "u", "l", "w"]
             .iter()
             .find_map(|n| c.name(n))
             .expect("one letter group");
@@ -302,7 +328,8 @@ pub(crate) fn read_letter(output: &str) -> Reading {
             denied.push(letter);
             continue;
         }
-        if NEXT_LETTER.is_match(&text[m.end()..]) {
+        let rest = &text[m.end()..];
+        if NEXT_LETTER.is_match(rest) && !PARENTHETICAL.is_match(rest) {
             return Reading::Ambiguous;
         }
         explicit.push(letter);
@@ -422,6 +449,31 @@ mod tests {
             ("A common mistake is to pick the first option.", None),
             ("A. Paris\nB. London\nC. Rome\nD. Madrid", None),
             ("The answer is A. No wait, the answer is B.", None),
+            // Issue 25's three classes: a lowercase letter as the whole answer or after "the
+            // answer is" …
+            ("b", Some('B')),
+            ("  (c)", Some('C')),
+            ("d.", Some('D')),
+            ("a", Some('A')),
+            ("the answer is c because the others are smaller", Some('C')),
+            ("The answer is b since it doubles", Some('B')),
+            // … an explicit answer followed by a parenthetical naming another letter …
+            (
+                "The answer is B (option A would hold only for ideal gases).",
+                Some('B'),
+            ),
+            ("The answer is B (C is a common distractor).", Some('B')),
+            // … and a final preference after hedging between two letters.
+            ("It could be A or C, but C is best.", Some('C')),
+            (
+                "Both B and D seem plausible, but D is the better answer.",
+                Some('D'),
+            ),
+            // Where a careful reader would not guess, neither does the reader.
+            ("The correct answer is A (B)", None),
+            ("It could be A or C, but C is wrong.", None),
+            ("A or C, I am not sure.", None),
+            ("the answer is a bit unclear", None),
         ];
         for (text, want) in cases {
             assert_eq!(extract_letter(text), want, "{text:?}");
