@@ -194,19 +194,16 @@ fn mean_ratio_ci(a: &[f64], b: &[f64], seed: u64, metric: &str) -> Option<(f64, 
         return None;
     }
     let mut rng = SplitMix64::derive(seed, metric);
-    let mut est: Vec<f64> = (0..ROUNDS)
-        .filter_map(|_| {
-            ratio(
-                mean_of(&mut resample(a, &mut rng)),
-                mean_of(&mut resample(b, &mut rng)),
-            )
-        })
-        .collect();
-    est.sort_by(f64::total_cmp);
-    Some((
-        crate::record::stats::percentile(&est, 2.5)?,
-        crate::record::stats::percentile(&est, 97.5)?,
-    ))
+    crate::record::stats::interval95(
+        (0..ROUNDS)
+            .filter_map(|_| {
+                ratio(
+                    mean_of(&mut resample(a, &mut rng)),
+                    mean_of(&mut resample(b, &mut rng)),
+                )
+            })
+            .collect(),
+    )
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -311,32 +308,12 @@ fn paired_quality(a: &RunValues, b: &RunValues, seed: u64) -> Option<Change> {
         paired::item_means(&b.scores, &b.score_samples)?,
     );
     let p = paired::paired(&ia, &ib, seed)?;
-    let pairs: Vec<(f64, f64)> = ia
-        .iter()
-        .filter_map(|(k, x)| ib.get(k).map(|y| (*x, *y)))
-        .collect();
+    let pairs = paired::common(&ia, &ib);
     let n = pairs.len();
-    let ci = (n >= 2)
-        .then(|| {
-            let mut rng = SplitMix64::derive(seed, "quality");
-            let mut est: Vec<f64> = (0..ROUNDS)
-                .filter_map(|_| {
-                    let (mut sa, mut sb) = (0.0, 0.0);
-                    for _ in 0..n {
-                        let (x, y) = pairs[rng.below(n)];
-                        sa += x;
-                        sb += y;
-                    }
-                    ratio(Some(sa / n as f64), Some(sb / n as f64))
-                })
-                .collect();
-            est.sort_by(f64::total_cmp);
-            Some((
-                crate::record::stats::percentile(&est, 2.5)?,
-                crate::record::stats::percentile(&est, 97.5)?,
-            ))
-        })
-        .flatten();
+    let mut rng = SplitMix64::derive(seed, "quality");
+    let ci = paired::paired_sums_ci(&pairs, ROUNDS, &mut rng, |sa, sb| {
+        ratio(Some(sa / n as f64), Some(sb / n as f64))
+    });
     Some(Change {
         metric: "quality",
         a: Some(p.a),

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::rng::SplitMix64;
-use super::stats::{percentile, t95};
+use super::stats::{interval95, t95};
 
 /// Per dataset item, the mean score over the requests that asked it (repeats pooled).
 /// None when the scores and item names do not line up.
@@ -74,6 +74,41 @@ impl Paired {
     }
 }
 
+/// Each common item's (A, B) values, in the items' name order.
+pub(crate) fn common(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> Vec<(f64, f64)> {
+    a.iter()
+        .filter_map(|(k, va)| b.get(k).map(|vb| (*va, *vb)))
+        .collect()
+}
+
+/// The 95 % percentile-bootstrap interval of `stat(Σ A, Σ B)` over `rounds` resamples of the
+/// pairs (whole pairs drawn together, from `rng`); rounds where `stat` is None are left out.
+/// None for fewer than two pairs.
+pub(crate) fn paired_sums_ci(
+    pairs: &[(f64, f64)],
+    rounds: usize,
+    rng: &mut SplitMix64,
+    stat: impl Fn(f64, f64) -> Option<f64>,
+) -> Option<(f64, f64)> {
+    let n = pairs.len();
+    if n < 2 {
+        return None;
+    }
+    interval95(
+        (0..rounds)
+            .filter_map(|_| {
+                let (mut sa, mut sb) = (0.0, 0.0);
+                for _ in 0..n {
+                    let (x, y) = pairs[rng.below(n)];
+                    sa += x;
+                    sb += y;
+                }
+                stat(sa, sb)
+            })
+            .collect(),
+    )
+}
+
 /// Bootstrap rounds of the paired interval.
 pub(crate) const ROUNDS: usize = 2000;
 
@@ -84,10 +119,7 @@ pub(crate) fn paired(
     b: &BTreeMap<String, f64>,
     seed: u64,
 ) -> Option<Paired> {
-    let pairs: Vec<(f64, f64)> = a
-        .iter()
-        .filter_map(|(k, va)| b.get(k).map(|vb| (*va, *vb)))
-        .collect();
+    let pairs = common(a, b);
     if pairs.is_empty() {
         return None;
     }
@@ -132,11 +164,11 @@ pub(crate) fn paired_bootstrap(diffs: &[f64], rounds: usize, seed: u64) -> Optio
         return None;
     }
     let mut rng = SplitMix64::new(seed);
-    let mut means: Vec<f64> = (0..rounds)
-        .map(|_| (0..n).map(|_| diffs[rng.below(n)]).sum::<f64>() / n as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    Some((percentile(&means, 2.5)?, percentile(&means, 97.5)?))
+    interval95(
+        (0..rounds)
+            .map(|_| (0..n).map(|_| diffs[rng.below(n)]).sum::<f64>() / n as f64)
+            .collect(),
+    )
 }
 
 /// Two-sided exact McNemar p-value from the discordant counts.

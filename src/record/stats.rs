@@ -340,6 +340,13 @@ mod tests {
     }
 }
 
+/// The 2.5th and 97.5th percentiles of bootstrap estimates (sorted here): a 95 %
+/// percentile-bootstrap interval. None without estimates.
+pub(crate) fn interval95(mut estimates: Vec<f64>) -> Option<(f64, f64)> {
+    estimates.sort_by(f64::total_cmp);
+    Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
+}
+
 /// 95 % percentile-bootstrap interval of `stat` over `values` (resampled with replacement
 /// `rounds` times with a seeded generator). None for fewer than 2 values.
 pub(crate) fn bootstrap_ci(
@@ -361,8 +368,7 @@ pub(crate) fn bootstrap_ci(
             estimates.push(e);
         }
     }
-    estimates.sort_by(f64::total_cmp);
-    Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
+    interval95(estimates)
 }
 
 /// The 95 % percentile-bootstrap interval of a mean whose observations come in clusters —
@@ -381,17 +387,17 @@ pub(crate) fn cluster_bootstrap_mean_ci(
         return None;
     }
     let mut rng = crate::record::rng::SplitMix64::new(seed);
-    let mut estimates: Vec<f64> = (0..rounds)
-        .map(|_| resample_clusters(&groups, &mut rng))
-        .collect();
-    estimates.sort_by(f64::total_cmp);
-    Some((percentile(&estimates, 2.5)?, percentile(&estimates, 97.5)?))
+    interval95(
+        (0..rounds)
+            .map(|_| resample_clusters(&groups, &mut rng))
+            .collect(),
+    )
 }
 
 /// The values summed per cluster, as (sum, count), in the clusters' name order (so the same
 /// data and seed resample the same way). None without values or without one cluster name
 /// per value.
-pub(crate) fn cluster_sums(values: &[f64], clusters: &[String]) -> Option<Vec<(f64, f64)>> {
+fn cluster_sums(values: &[f64], clusters: &[String]) -> Option<Vec<(f64, f64)>> {
     if clusters.len() != values.len() || values.is_empty() {
         return None;
     }
@@ -405,7 +411,7 @@ pub(crate) fn cluster_sums(values: &[f64], clusters: &[String]) -> Option<Vec<(f
 }
 
 /// The mean over a resample (with replacement) of whole clusters from [`cluster_sums`].
-pub(crate) fn resample_clusters(
+fn resample_clusters(
     groups: &[(f64, f64)],
     rng: &mut crate::record::rng::SplitMix64,
 ) -> f64 {

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::paired::{slope, Slope};
-use super::stats::percentile;
+use super::stats::pct_of;
 use super::{ChunkKind, ChunkRecord, RequestRecord};
 
 /// How a scenario loads the engine.
@@ -158,9 +158,7 @@ pub(crate) fn analyze(
 }
 
 fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    percentile(&v, 50.0)
+    pct_of(&mut v.to_vec(), 50.0)
 }
 
 fn saturation(

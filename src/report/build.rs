@@ -102,16 +102,10 @@ fn run_data(
     let ok = col(&req, "ok");
     let start = request_series(&mut data, &req, &ok, &dir);
     itl(&mut data, &req, &ok, &dir);
-    scores(
-        &mut data,
-        &store.object_dir(&score_key).join("scores.parquet"),
-    );
-    data.truncation = truncation(
-        &req,
-        &ok,
-        &dir.join("requests.parquet"),
-        &store.object_dir(&score_key).join("scores.parquet"),
-    );
+    let scores_file = store.object_dir(&score_key).join("scores.parquet");
+    let sc = numeric(&scores_file, &["score", "parsed", "request_id"]);
+    scores(&mut data, &sc, &scores_file);
+    data.truncation = truncation(&req, &ok, &dir.join("requests.parquet"), &sc);
     gpu_series(&mut data, &dir, start);
     data
 }
@@ -222,7 +216,7 @@ fn truncation(
     req: &Columns,
     ok: &[Option<f64>],
     requests_file: &std::path::Path,
-    scores_file: &std::path::Path,
+    sc: &Columns,
 ) -> Option<crate::report::summary::Truncation> {
     let reasons = crate::trace::read_strings(requests_file, &["finish_reason"]).ok()?;
     let reasons = reasons.get("finish_reason")?;
@@ -241,11 +235,10 @@ fn truncation(
             }
         }
     }
-    let sc = numeric(scores_file, &["request_id", "parsed", "score"]);
-    for ((id, parsed), score) in col(&sc, "request_id")
+    for ((id, parsed), score) in col(sc, "request_id")
         .iter()
-        .zip(col(&sc, "parsed"))
-        .zip(col(&sc, "score"))
+        .zip(col(sc, "parsed"))
+        .zip(col(sc, "score"))
     {
         if score.is_none() {
             continue;
@@ -265,10 +258,8 @@ fn truncation(
 }
 
 /// Per-request scores and the dataset item each scored (quality's interval resamples items).
-fn scores(data: &mut RunData, scores_file: &std::path::Path) {
-    let scores: Vec<Option<f64>> = crate::trace::read_numeric(scores_file, &["score"])
-        .map(|mut m| m.remove("score").unwrap_or_default())
-        .unwrap_or_default();
+fn scores(data: &mut RunData, sc: &Columns, scores_file: &std::path::Path) {
+    let scores = col(sc, "score");
     let ids: Vec<Option<String>> = crate::trace::read_strings(scores_file, &["sample_id"])
         .map(|mut m| m.remove("sample_id").unwrap_or_default())
         .unwrap_or_default();

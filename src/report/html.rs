@@ -294,12 +294,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                     .iter()
                     .map(|v| VerdictRow {
                         label: v.label.clone(),
-                        standing: match v.standing {
-                            Standing::Recommended => "recommended",
-                            Standing::Tied => "tied",
-                            Standing::Qualifies => "qualifies",
-                            Standing::Excluded => "excluded",
-                        },
+                        standing: v.standing.as_str(),
                         value: v.value.map_or("–".into(), sig3),
                         vs_reference: v.vs_reference.as_ref().map_or("–".into(), answer::describe),
                         why: v.why.clone(),

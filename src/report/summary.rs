@@ -123,7 +123,8 @@ impl Row {
 
 const ROUNDS: usize = 1000;
 
-fn seed_of(key: &str) -> u64 {
+/// A seed from a key (blake3's first 8 bytes).
+pub(crate) fn seed_of(key: &str) -> u64 {
     u64::from_le_bytes(
         blake3::hash(key.as_bytes()).as_bytes()[..8]
             .try_into()

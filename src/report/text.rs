@@ -40,15 +40,6 @@ pub(crate) fn thin_legend() -> String {
     )
 }
 
-fn standing(s: Standing) -> &'static str {
-    match s {
-        Standing::Recommended => "recommended",
-        Standing::Tied => "tied",
-        Standing::Qualifies => "qualifies",
-        Standing::Excluded => "excluded",
-    }
-}
-
 /// `## The answer` of report.md.
 pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
     let mut out = String::from("## The answer\n\n");
@@ -78,7 +69,7 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
                         out,
                         "| {} | {} | {} | {} | {} |",
                         v.label,
-                        standing(v.standing),
+                        v.standing.as_str(),
                         v.value.map_or("–".into(), sig3),
                         v.vs_reference.as_ref().map_or("–".into(), describe),
                         v.why.replace('|', "\\|")

@@ -63,6 +63,21 @@ pub(crate) struct Outcome {
     pub stopped: Option<Stopped>,
 }
 
+/// Whether the stop rule is met now (and, if so, recorded in `out`).
+fn met(stopper: &mut Option<stop::Stopper>, out: &mut Outcome) -> bool {
+    if out.stopped.is_some() {
+        return true;
+    }
+    match stopper.as_mut().and_then(|st| st.check(&out.requests)) {
+        Some(s) => {
+            out.stopped = Some(s);
+            out.stopped_early = true;
+            true
+        }
+        None => false,
+    }
+}
+
 /// Runs planned arrivals open-loop: each request is sent at its time, whatever the others do.
 /// Request ids start at `first_id` (a saturation search numbers its probes' requests on).
 #[allow(clippy::too_many_arguments)]
@@ -110,12 +125,8 @@ async fn open_loop<C: InferenceClient>(
                     progress.inc(1);
                     out.requests.push(r);
                     out.parts.push(c);
-                    if out.stopped.is_none() {
-                        if let Some(s) = stopper.as_mut().and_then(|st| st.check(&out.requests)) {
-                            out.stopped = Some(s);
-                            out.stopped_early = true;
-                            let _ = halt_tx.send(true);
-                        }
+                    if out.stopped.is_none() && met(&mut stopper, out) {
+                        let _ = halt_tx.send(true);
                     }
                 }
                 Some(Ok(None)) => {}
@@ -286,21 +297,6 @@ impl<C: InferenceClient> Driver<'_, C> {
         out.parts.push(c);
     }
 
-    /// Whether the stop rule is met now (and, if so, recorded in `out`).
-    fn met(&self, stopper: &mut Option<stop::Stopper>, out: &mut Outcome) -> bool {
-        if out.stopped.is_some() {
-            return true;
-        }
-        match stopper.as_mut().and_then(|st| st.check(&out.requests)) {
-            Some(s) => {
-                out.stopped = Some(s);
-                out.stopped_early = true;
-                true
-            }
-            None => false,
-        }
-    }
-
     fn request(&self, id: u64) -> GenRequest {
         request(
             id as u32,
@@ -338,7 +334,7 @@ impl<C: InferenceClient> Driver<'_, C> {
                 out.stopped_early = true;
                 break;
             }
-            if out.cancelled || self.met(&mut stopper, out) {
+            if out.cancelled || met(&mut stopper, out) {
                 break;
             }
         }
@@ -350,7 +346,7 @@ impl<C: InferenceClient> Driver<'_, C> {
         let mut stopper = self.stop.map(stop::Stopper::new);
         'batches: for _ in 0..batches {
             // Between batches: a whole batch always runs.
-            if self.met(&mut stopper, out) {
+            if met(&mut stopper, out) {
                 break;
             }
             let scheduled = Instant::now();
@@ -406,7 +402,7 @@ impl<C: InferenceClient> Driver<'_, C> {
                             out.stopped_early = true;
                         }
                         if !out.stopped_early {
-                            self.met(&mut stopper, out);
+                            met(&mut stopper, out);
                         }
                         if next < total && !out.stopped_early {
                             launch(&mut set, &mut next);

@@ -102,11 +102,7 @@ fn pooled_items(rows: &[Row], idx: &[usize], hits: bool) -> Option<BTreeMap<Stri
 }
 
 fn seed_of(a: &str, b: &str) -> u64 {
-    u64::from_le_bytes(
-        blake3::hash(format!("{a}\u{0}{b}").as_bytes()).as_bytes()[..8]
-            .try_into()
-            .expect("8 bytes"),
-    )
+    super::summary::seed_of(&format!("{a}\u{0}{b}"))
 }
 
 /// B against A, paired over their common items.
@@ -220,6 +216,18 @@ pub(crate) enum Standing {
     /// Qualifies, and is worse on the objective beyond noise (or no interval tells).
     Qualifies,
     Excluded,
+}
+
+impl Standing {
+    /// As the report writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standing::Recommended => "recommended",
+            Standing::Tied => "tied",
+            Standing::Qualifies => "qualifies",
+            Standing::Excluded => "excluded",
+        }
+    }
 }
 
 /// One configuration of a task, judged.

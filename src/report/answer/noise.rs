@@ -72,38 +72,17 @@ pub(super) fn tied(rows: &[Row], o: Objective, w: &Group, g: &Group) -> Option<b
 /// resampled together and each side's correct share recomputed, the totals (energy, cost)
 /// held fixed — so two configurations that answered alike differ by their totals alone.
 fn per_correct_ratio_ci(w: &Group, g: &Group, ratio: f64) -> Option<(f64, f64)> {
-    let (hw, hg) = (w.hits.as_ref()?, g.hits.as_ref()?);
-    let pairs: Vec<(f64, f64)> = hw
-        .iter()
-        .filter_map(|(k, a)| hg.get(k).map(|b| (*a, *b)))
-        .collect();
-    let n = pairs.len();
-    if n < 2 {
-        return None;
-    }
+    let pairs = paired::common(w.hits.as_ref()?, g.hits.as_ref()?);
     let (sw, sg) = (
         pairs.iter().map(|p| p.0).sum::<f64>(),
         pairs.iter().map(|p| p.1).sum::<f64>(),
     );
-    if sw == 0.0 || sg == 0.0 {
+    if pairs.len() < 2 || sw == 0.0 || sg == 0.0 {
         return None;
     }
     let mut rng = crate::record::rng::SplitMix64::new(seed_of(&w.label, &g.label) ^ 7);
-    let mut est: Vec<f64> = (0..paired::ROUNDS)
-        .filter_map(|_| {
-            let (mut a, mut b) = (0.0, 0.0);
-            for _ in 0..n {
-                let p = pairs[rng.below(n)];
-                a += p.0;
-                b += p.1;
-            }
-            // J/correct ∝ 1 / share: g's / w's scales by (share_g / share_g*) · (share_w* / share_w).
-            (a > 0.0 && b > 0.0).then(|| ratio * (sg / b) * (a / sw))
-        })
-        .collect();
-    est.sort_by(f64::total_cmp);
-    Some((
-        crate::record::stats::percentile(&est, 2.5)?,
-        crate::record::stats::percentile(&est, 97.5)?,
-    ))
+    // J/correct ∝ 1 / share: g's / w's scales by (share_g / share_g*) · (share_w* / share_w).
+    paired::paired_sums_ci(&pairs, paired::ROUNDS, &mut rng, |a, b| {
+        (a > 0.0 && b > 0.0).then(|| ratio * (sg / b) * (a / sw))
+    })
 }
