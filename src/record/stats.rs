@@ -411,10 +411,7 @@ fn cluster_sums(values: &[f64], clusters: &[String]) -> Option<Vec<(f64, f64)>> 
 }
 
 /// The mean over a resample (with replacement) of whole clusters from [`cluster_sums`].
-fn resample_clusters(
-    groups: &[(f64, f64)],
-    rng: &mut crate::record::rng::SplitMix64,
-) -> f64 {
+fn resample_clusters(groups: &[(f64, f64)], rng: &mut crate::record::rng::SplitMix64) -> f64 {
     let (mut sum, mut n) = (0.0, 0.0);
     for _ in 0..groups.len() {
         let g = groups[rng.below(groups.len())];
