@@ -58,6 +58,9 @@ pub(crate) enum Judgement {
         ci: Option<(f64, f64)>,
         n: Option<usize>,
         need: Option<usize>,
+        /// What `n` and `need` count: requests, items (quality) or batches (requests sent
+        /// together, resampled as one).
+        unit: &'static str,
     },
 }
 
@@ -87,6 +90,12 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
         return None;
     }
     let ci = c.ci;
+    // Requests sent in groups are judged by their groups.
+    let (n, unit) = match (c.groups, c.metric) {
+        (Some(g), _) => (Some(g), "batches"),
+        (None, "quality") => (c.n, "items"),
+        (None, _) => (c.n, "requests"),
+    };
     if rule == GateRule::Point {
         return Some(Judgement::Fired { change, ci });
     }
@@ -99,22 +108,25 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
             // The half-width shrinks as 1/√n: n · (half-width / distance to the limit)².
             let half = (hi - lo) / 2.0;
             let gap = (change - g.limit).abs();
-            let need =
-                c.n.filter(|_| gap > 0.0)
-                    .map(|n| (n as f64 * (half / gap).powi(2)).ceil() as usize);
+            let need = n
+                .filter(|_| gap > 0.0)
+                .map(|n| (n as f64 * (half / gap).powi(2)).ceil() as usize);
             Some(Judgement::Inconclusive {
                 change,
                 ci,
-                n: c.n,
+                n,
                 need,
+                unit,
             })
         }
-        // Too few requests for a percentile's interval: it exists from `interval_from` on.
+        // Too few requests (or batches) for a percentile's interval: it exists from
+        // `interval_from` on.
         None => Some(Judgement::Inconclusive {
             change,
             ci: None,
-            n: c.n,
+            n,
             need: c.interval_from,
+            unit,
         }),
     }
 }
@@ -165,12 +177,8 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
             ci: c,
             n,
             need,
+            unit: what,
         } => {
-            let what = if v.metric == "quality" {
-                "items"
-            } else {
-                "requests"
-            };
             let more = match (need, n) {
                 (Some(need), Some(n)) if need > n => {
                     format!("need ~{} more {what} per side", need - n)

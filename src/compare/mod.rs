@@ -29,6 +29,15 @@ pub(crate) struct RunValues {
     pub ttft_ms: Vec<f64>,
     pub tpot_ms: Vec<f64>,
     pub e2e_ms: Vec<f64>,
+    /// The scheduled instant of each latency's request (`report::summary::RunData`): requests
+    /// scheduled together are resampled together. Empty in older baselines: each request on
+    /// its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttft_group: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tpot_group: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub e2e_group: Vec<i64>,
     /// Per scored request, the task's quality.
     pub scores: Vec<f64>,
     /// The dataset item of each score: quality is resampled by item (requests repeating an
@@ -73,6 +82,9 @@ pub(crate) fn from_rows(rows: &[Row]) -> Vec<RunValues> {
                 ttft_ms: r.data.ttft_ms.clone(),
                 tpot_ms: r.data.tpot_ms.clone(),
                 e2e_ms: r.data.e2e_ms.clone(),
+                ttft_group: r.data.ttft_group.clone(),
+                tpot_group: r.data.tpot_group.clone(),
+                e2e_group: r.data.e2e_group.clone(),
                 scores: r.data.scores.clone(),
                 score_samples: r.data.score_samples.clone(),
                 output_tokens_per_s: r.data.stats.as_ref().map(|s| s.output_tokens_per_s),
@@ -162,9 +174,15 @@ pub(crate) struct Change {
     /// Quality of a pass/fail metric, paired: McNemar's exact p-value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p: Option<f64>,
-    /// A percentile's interval exists from this many requests per side on.
+    /// A percentile's interval exists from this many requests per side on (from this many
+    /// groups, when `groups` is set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval_from: Option<usize>,
+    /// Requests came in groups scheduled at one instant (batches, an offline burst), which
+    /// move together: the interval resampled whole groups, and this is the smaller side's
+    /// number of them — the observations behind the interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<usize>,
 }
 
 /// Each side's percentile interval has coverage 1 − SIDE_ALPHA (97.5 %), so that the ratio's
@@ -185,6 +203,49 @@ fn percentile_ratio_ci(a: &[f64], b: &[f64], q: f64) -> Option<(f64, f64)> {
     let (al, ah) = crate::record::paired::order_statistic_ci(&sorted(a), q, SIDE_ALPHA)?;
     let (bl, bh) = crate::record::paired::order_statistic_ci(&sorted(b), q, SIDE_ALPHA)?;
     (al > 0.0).then(|| (bl / ah - 1.0, bh / al - 1.0))
+}
+
+/// The interval of B's percentile over A's, minus 1, when either side's requests came in
+/// groups (see [`crate::record::stats::grouped`]): whole groups of each side resampled on
+/// their own, 95 % percentile-bootstrap interval of the ratio. None when either side has
+/// fewer groups than its percentile's order-statistic rule asks of independent requests.
+fn grouped_ratio_ci(
+    a: (&[f64], &[i64]),
+    b: (&[f64], &[i64]),
+    q: f64,
+    seed: u64,
+    metric: &str,
+) -> Option<(f64, f64)> {
+    use crate::record::stats::{groups_of, resample_groups};
+    let split = |(v, g): (&[f64], &[i64])| {
+        if g.len() == v.len() {
+            groups_of(v, g)
+        } else {
+            v.iter().map(|x| vec![*x]).collect()
+        }
+    };
+    let (ga, gb) = (split(a), split(b));
+    let min = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
+    if ga.len() < min || gb.len() < min {
+        return None;
+    }
+    let mut rng = SplitMix64::derive(seed, &format!("{metric}/groups"));
+    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+    crate::record::stats::interval95(
+        (0..ROUNDS)
+            .filter_map(|_| {
+                resample_groups(&ga, &mut rng, &mut sa);
+                resample_groups(&gb, &mut rng, &mut sb);
+                ratio(pct_of(&mut sa, q), pct_of(&mut sb, q))
+            })
+            .collect(),
+    )
+}
+
+/// The number of groups behind a side's latencies, when they came in groups.
+fn group_count(v: &[f64], g: &[i64]) -> Option<usize> {
+    (crate::record::stats::grouped(v, g) == Some(true))
+        .then(|| crate::record::stats::groups_of(v, g).len())
 }
 
 /// The 95 % percentile-bootstrap interval of the relative change of a mean (each side's
@@ -212,19 +273,22 @@ pub(crate) struct Matched {
     pub changes: Vec<Change>,
 }
 
-/// Which per-request values a metric is computed from.
-type Values = fn(&RunValues) -> &Vec<f64>;
+/// Which per-request values a metric is computed from, with the group of each (empty: none).
+type Values = fn(&RunValues) -> (&[f64], &[i64]);
 
 /// The values and the statistic (a percentile; negative: the mean) of a metric.
 fn stat_of(metric: &str) -> Option<(Values, f64)> {
+    let ttft: Values = |r| (&r.ttft_ms, &r.ttft_group);
+    let tpot: Values = |r| (&r.tpot_ms, &r.tpot_group);
+    let e2e: Values = |r| (&r.e2e_ms, &r.e2e_group);
     Some(match metric {
-        "ttft_p50" => (|r: &RunValues| &r.ttft_ms, 50.0),
-        "ttft_p99" => (|r: &RunValues| &r.ttft_ms, 99.0),
-        "tpot_p50" => (|r: &RunValues| &r.tpot_ms, 50.0),
-        "tpot_p99" => (|r: &RunValues| &r.tpot_ms, 99.0),
-        "e2e_p50" => (|r: &RunValues| &r.e2e_ms, 50.0),
-        "e2e_p99" => (|r: &RunValues| &r.e2e_ms, 99.0),
-        "quality" => (|r: &RunValues| &r.scores, -1.0),
+        "ttft_p50" => (ttft, 50.0),
+        "ttft_p99" => (ttft, 99.0),
+        "tpot_p50" => (tpot, 50.0),
+        "tpot_p99" => (tpot, 99.0),
+        "e2e_p50" => (e2e, 50.0),
+        "e2e_p99" => (e2e, 99.0),
+        "quality" => (|r| (&r.scores, &[]), -1.0),
         _ => return None,
     })
 }
@@ -257,11 +321,17 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
     }
     match stat_of(metric) {
         Some((values, q)) => {
-            let (va, vb) = (values(a), values(b));
+            let ((va, ga), (vb, gb)) = (values(a), values(b));
             let (ea, eb) = (estimate(va, q), estimate(vb, q));
             let n = va.len().min(vb.len());
+            let groups = match (group_count(va, ga), group_count(vb, gb)) {
+                (None, None) => None,
+                (x, y) => Some(x.unwrap_or(va.len()).min(y.unwrap_or(vb.len()))),
+            };
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
+            } else if groups.is_some() {
+                grouped_ratio_ci((va, ga), (vb, gb), q, seed, metric)
             } else {
                 percentile_ratio_ci(va, vb, q)
             };
@@ -275,6 +345,7 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 p: None,
                 interval_from: (q >= 0.0)
                     .then(|| crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA)),
+                groups,
             }
         }
         None => {
@@ -292,6 +363,7 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 n: None,
                 p: None,
                 interval_from: None,
+                groups: None,
             }
         }
     }
@@ -323,6 +395,7 @@ fn paired_quality(a: &RunValues, b: &RunValues, seed: u64) -> Option<Change> {
         n: Some(n),
         p: p.mcnemar.map(|m| m.p),
         interval_from: None,
+        groups: None,
     })
 }
 
@@ -411,6 +484,9 @@ pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]
         }
         out.push('\n');
     }
+    if !matched.is_empty() {
+        out.push_str(SCOPE);
+    }
     out.push_str(&unmatched(only_a, only_b));
     out
 }
@@ -429,11 +505,17 @@ fn cells(c: &Change) -> [String; 6] {
             .unwrap_or_else(|| "–".into()),
         match (c.n, c.p) {
             (Some(n), Some(p)) => format!("{n} (McNemar p {})", crate::report::answer::fmt_p(p)),
-            (Some(n), None) => n.to_string(),
+            (Some(n), None) => match c.groups {
+                Some(g) => format!("{n} in {g} batches"),
+                None => n.to_string(),
+            },
             _ => "–".into(),
         },
     ]
 }
+
+/// What the intervals cover, said under the tables.
+const SCOPE: &str = "Intervals resample each run's requests (a batch's as one): they cover the noise between requests within a run, not a change of the machine between the runs; declare repeats to see how much runs vary.\n";
 
 /// The configurations only one side ran.
 fn unmatched(only_a: &[String], only_b: &[String]) -> String {
@@ -461,6 +543,9 @@ pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]
         }
         out.push('\n');
     }
+    if !matched.is_empty() {
+        out.push_str(SCOPE);
+    }
     out.push_str(&unmatched(only_a, only_b));
     out
 }
@@ -476,6 +561,9 @@ mod tests {
             ttft_ms: (1..=200).map(|i| i as f64 * scale).collect(),
             tpot_ms: (1..=200).map(|i| 10.0 + i as f64 * 0.01).collect(),
             e2e_ms: (1..=200).map(|i| 100.0 + i as f64).collect(),
+            ttft_group: Vec::new(),
+            tpot_group: Vec::new(),
+            e2e_group: Vec::new(),
             scores: (0..200).map(|i| f64::from(u8::from(i % 2 == 0))).collect(),
             // 20 questions, each asked 10 times.
             score_samples: (0..200).map(|i| format!("q{}", i % 20)).collect(),
@@ -532,7 +620,8 @@ mod tests {
                 change: 0.5,
                 ci: None,
                 n: Some(200),
-                need: Some(437)
+                need: Some(437),
+                unit: "requests",
             }
         );
         assert!(parse_gate("ttft>5%").is_err());
@@ -551,6 +640,7 @@ mod tests {
             n: Some(100),
             p: None,
             interval_from: None,
+            groups: None,
         };
         // The quickstart's case: +5.3 % with an interval of −90 % … +1132 %.
         let noisy = c(0.053, Some((-0.9, 11.32)));
@@ -598,6 +688,58 @@ mod tests {
             judge(&down, &c(-0.1, Some((-0.15, 0.01))), GateRule::Confident),
             Some(Judgement::Inconclusive { .. })
         ));
+    }
+
+    /// One run of `batches` batches of `size` requests whose TPOT moves with its batch: each
+    /// batch's server state (a lognormal factor, sd 10 %) times a small per-request noise.
+    fn batched(rng: &mut SplitMix64, batches: usize, size: usize) -> RunValues {
+        let mut r = run("x", 1.0);
+        r.tpot_ms.clear();
+        r.tpot_group.clear();
+        for b in 0..batches {
+            let state = (0.1 * rng.normal()).exp();
+            for _ in 0..size {
+                r.tpot_ms.push(20.0 * state * (0.01 * rng.normal()).exp());
+                r.tpot_group.push(b as i64 * 1_000_000);
+            }
+        }
+        r
+    }
+
+    /// Two runs of one configuration (the same distribution): a batch's requests resampled
+    /// one by one make an interval that misses "no change" most of the time; resampled by
+    /// batch, about as often as a 95 % interval should. Seeded: the same verdict every time.
+    #[test]
+    fn batched_requests_are_resampled_by_batch_and_keep_the_false_alarm_rate() {
+        let mut rng = SplitMix64::new(7);
+        let (trials, mut grouped_misses, mut flat_misses) = (100u64, 0, 0);
+        for t in 0..trials {
+            let (a, b) = (batched(&mut rng, 12, 16), batched(&mut rng, 12, 16));
+            let c = change("tpot_p50", &a, &b, t);
+            assert_eq!(c.groups, Some(12));
+            let (lo, hi) = c.ci.expect("12 batches per side are enough for p50");
+            grouped_misses += u64::from(lo > 0.0 || hi < 0.0);
+            let (lo, hi) = percentile_ratio_ci(&a.tpot_ms, &b.tpot_ms, 50.0).unwrap();
+            flat_misses += u64::from(lo > 0.0 || hi < 0.0);
+        }
+        assert!(
+            grouped_misses <= trials / 10,
+            "{grouped_misses} of {trials}"
+        );
+        assert!(flat_misses >= trials / 4, "{flat_misses} of {trials}");
+        // Three batches are three observations: no interval, and a gate cannot fire.
+        let (a, mut b) = (batched(&mut rng, 3, 4), batched(&mut rng, 3, 4));
+        b.tpot_ms.iter_mut().for_each(|x| *x *= 2.0);
+        let c = change("tpot_p50", &a, &b, 1);
+        assert_eq!((c.ci, c.groups, c.interval_from), (None, Some(3), Some(7)));
+        let g = parse_gate("tpot_p50>+5%").unwrap();
+        match judge(&g, &c, GateRule::Confident).unwrap() {
+            Judgement::Inconclusive { n, need, unit, .. } => {
+                assert_eq!((n, need, unit), (Some(3), Some(7), "batches"))
+            }
+            j => panic!("{j:?}"),
+        }
+        assert_eq!(cells(&c)[5], "12 in 3 batches");
     }
 
     #[test]

@@ -207,6 +207,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn latencies_sent_together_are_resampled_together() {
+        let v: Vec<f64> = (0..40)
+            .map(|i| f64::from(i / 4) + 0.01 * f64::from(i))
+            .collect();
+        let p50 = |x: &mut [f64]| pct_of(x, 50.0);
+        // One request per instant: the ordinary bootstrap, number for number.
+        let apart: Vec<i64> = (0..40).collect();
+        assert_eq!(grouped(&v, &apart), Some(false));
+        assert_eq!(
+            grouped_bootstrap_ci(&v, &apart, 6, 500, 3, p50),
+            bootstrap_ci(&v, 500, 3, p50)
+        );
+        assert_eq!(grouped(&v, &[]), None);
+        // Ten batches of four: whole batches resampled, a wider interval.
+        let batches: Vec<i64> = (0..40).map(|i| i / 4).collect();
+        assert_eq!(grouped(&v, &batches), Some(true));
+        assert_eq!(groups_of(&v, &batches).len(), 10);
+        let w = |c: Option<(f64, f64)>| c.map(|(lo, hi)| hi - lo).unwrap();
+        let (by_batch, by_request) = (
+            grouped_bootstrap_ci(&v, &batches, 6, 500, 3, p50),
+            bootstrap_ci(&v, 500, 3, p50),
+        );
+        assert!(w(by_batch) > w(by_request), "{by_batch:?} {by_request:?}");
+        // Fewer batches than the percentile's rule asks for: no interval.
+        assert_eq!(grouped_bootstrap_ci(&v, &batches, 11, 500, 3, p50), None);
+    }
+
+    #[test]
     fn percentiles_interpolate_like_numpy() {
         let v = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(percentile(&v, 50.0), Some(2.5));
@@ -364,6 +392,72 @@ pub(crate) fn bootstrap_ci(
     for _ in 0..rounds {
         sample.clear();
         sample.extend((0..values.len()).map(|_| values[rng.below(values.len())]));
+        if let Some(e) = stat(&mut sample) {
+            estimates.push(e);
+        }
+    }
+    interval95(estimates)
+}
+
+/// Requests sent together — a batch, an offline burst — share the server's state: their
+/// latencies move together, so they are one observation of it, not several. `groups[i]` is
+/// the instant `values[i]`'s request was scheduled; requests scheduled at the same instant
+/// form a group. Whether any group holds more than one value (None: `groups` does not name
+/// one group per value).
+pub(crate) fn grouped(values: &[f64], groups: &[i64]) -> Option<bool> {
+    if groups.len() != values.len() {
+        return None;
+    }
+    let distinct: std::collections::BTreeSet<&i64> = groups.iter().collect();
+    Some(distinct.len() < groups.len())
+}
+
+/// The values split into their groups (see [`grouped`]), in the groups' order.
+pub(crate) fn groups_of(values: &[f64], groups: &[i64]) -> Vec<Vec<f64>> {
+    let mut by: std::collections::BTreeMap<i64, Vec<f64>> = std::collections::BTreeMap::new();
+    for (v, g) in values.iter().zip(groups) {
+        by.entry(*g).or_default().push(*v);
+    }
+    by.into_values().collect()
+}
+
+/// One resample (with replacement) of whole groups, their values pooled into `into`.
+pub(crate) fn resample_groups(
+    groups: &[Vec<f64>],
+    rng: &mut crate::record::rng::SplitMix64,
+    into: &mut Vec<f64>,
+) {
+    into.clear();
+    for _ in 0..groups.len() {
+        into.extend_from_slice(&groups[rng.below(groups.len())]);
+    }
+}
+
+/// [`bootstrap_ci`] of a percentile-like `stat` when requests came in groups (see
+/// [`grouped`]): whole groups are resampled, and there is no interval with fewer than
+/// `min_groups` of them (a percentile's interval needs as many independent observations as
+/// its order-statistic rule asks of requests). Ungrouped values (one per instant, or no
+/// group names): exactly [`bootstrap_ci`].
+pub(crate) fn grouped_bootstrap_ci(
+    values: &[f64],
+    groups: &[i64],
+    min_groups: usize,
+    rounds: usize,
+    seed: u64,
+    stat: impl Fn(&mut [f64]) -> Option<f64>,
+) -> Option<(f64, f64)> {
+    if grouped(values, groups) != Some(true) {
+        return bootstrap_ci(values, rounds, seed, stat);
+    }
+    let gs = groups_of(values, groups);
+    if gs.len() < min_groups.max(2) {
+        return None;
+    }
+    let mut rng = crate::record::rng::SplitMix64::new(seed);
+    let mut sample = Vec::with_capacity(values.len());
+    let mut estimates = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        resample_groups(&gs, &mut rng, &mut sample);
         if let Some(e) = stat(&mut sample) {
             estimates.push(e);
         }

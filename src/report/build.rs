@@ -148,10 +148,25 @@ fn request_series(
             .filter_map(|(v, _)| *v)
             .collect()
     };
-    data.ttft_ms = pick("ttft_ms");
-    data.tpot_ms = pick("tpot_ms");
-    data.e2e_ms = pick("e2e_ms");
-    let start = col(req, "scheduled_ns")
+    // Each value with its request's scheduled instant (the group it was sent in).
+    let scheduled = col(req, "scheduled_ns");
+    let pick_grouped = |k: &str| -> (Vec<f64>, Vec<i64>) {
+        let values = col(req, k);
+        if scheduled.len() != values.len() {
+            return (pick(k), Vec::new());
+        }
+        values
+            .iter()
+            .zip(ok)
+            .zip(&scheduled)
+            .filter(|((_, o), _)| **o == Some(1.0))
+            .filter_map(|((v, _), s)| Some(((*v)?, (*s)? as i64)))
+            .unzip()
+    };
+    (data.ttft_ms, data.ttft_group) = pick_grouped("ttft_ms");
+    (data.tpot_ms, data.tpot_group) = pick_grouped("tpot_ms");
+    (data.e2e_ms, data.e2e_group) = pick_grouped("e2e_ms");
+    let start = scheduled
         .iter()
         .flatten()
         .fold(f64::INFINITY, |a, b| a.min(*b));

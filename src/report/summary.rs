@@ -32,6 +32,13 @@ pub(crate) struct RunData {
     pub ttft_ms: Vec<f64>,
     pub tpot_ms: Vec<f64>,
     pub e2e_ms: Vec<f64>,
+    /// The scheduled instant (ns) of each value's request above, in the same order: requests
+    /// scheduled together (a batch, an offline burst) are one observation of the server's
+    /// state, resampled together by the latency intervals. Empty when not read (requests are
+    /// then taken as independent).
+    pub ttft_group: Vec<i64>,
+    pub tpot_group: Vec<i64>,
+    pub e2e_group: Vec<i64>,
     pub itl_ms: Vec<f64>,
     /// Per scored request: the task's per-request score (1/0 for pass/fail metrics).
     pub scores: Vec<f64>,
@@ -151,14 +158,28 @@ pub(crate) fn cost_per_query(
     Some((energy.unwrap_or(0.0) + cost.hardware_per_hour * window_s / 3600.0) / ok as f64)
 }
 
+/// The 95 % bootstrap interval of a latency percentile: by request, or by group of requests
+/// sent together, which needs as many groups as the percentile's order-statistic rule asks of
+/// independent requests ([`crate::record::paired::percentile_min_n`]).
+fn latency_ci(values: &[f64], groups: &[i64], q: f64, seed: u64) -> Option<(f64, f64)> {
+    crate::record::stats::grouped_bootstrap_ci(
+        values,
+        groups,
+        crate::record::paired::percentile_min_n(q),
+        ROUNDS,
+        seed,
+        move |v: &mut [f64]| pct_of(v, q),
+    )
+}
+
 pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
     let seed = seed_of(&data.run_key);
-    let p = |q: f64| move |v: &mut [f64]| pct_of(v, q);
     let mut row = Row {
-        ttft_p50_ci: bootstrap_ci(&data.ttft_ms, ROUNDS, seed, p(50.0)),
-        ttft_p95_ci: bootstrap_ci(&data.ttft_ms, ROUNDS, seed ^ 1, p(95.0)),
-        e2e_p95_ci: bootstrap_ci(&data.e2e_ms, ROUNDS, seed ^ 2, p(95.0)),
-        tpot_p50_ci: bootstrap_ci(&data.tpot_ms, ROUNDS, seed ^ 3, p(50.0)),
+        // Requests sent together are resampled together (see `RunData::ttft_group`).
+        ttft_p50_ci: latency_ci(&data.ttft_ms, &data.ttft_group, 50.0, seed),
+        ttft_p95_ci: latency_ci(&data.ttft_ms, &data.ttft_group, 95.0, seed ^ 1),
+        e2e_p95_ci: latency_ci(&data.e2e_ms, &data.e2e_group, 95.0, seed ^ 2),
+        tpot_p50_ci: latency_ci(&data.tpot_ms, &data.tpot_group, 50.0, seed ^ 3),
         // Requests repeating a dataset item are resampled together (a run of 4,000 requests
         // over 200 questions has 200 observations of quality, not 4,000).
         quality_ci: if data.score_samples.len() == data.scores.len() {
