@@ -510,9 +510,15 @@ impl Executor<'_> {
             let ok: Vec<usize> = (0..outputs.len())
                 .filter(|&i| outputs[i]["ok"].as_bool().unwrap_or(false))
                 .collect();
+            // What the task reads: the output text, or the recorded log-probabilities.
+            let field = if imp.reads_logprobs() {
+                "top_logprobs"
+            } else {
+                "output"
+            };
             let items: Vec<(&Sample, &str)> = ok
                 .iter()
-                .map(|&i| (rows[i].1, outputs[i]["output"].as_str().unwrap_or("")))
+                .map(|&i| (rows[i].1, outputs[i][field].as_str().unwrap_or("")))
                 .collect();
             let scored = imp.score(&items)?;
             // "The scorer could not run" is a fault, not a wrong answer: over the run's error

@@ -249,7 +249,13 @@ impl Executor<'_> {
             let outputs: Vec<String> = f.outcome
                 .requests
                 .iter()
-                .map(|q| json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output}).to_string())
+                .map(|q| {
+                    let mut o = json!({"request_id": q.id, "sample": q.sample, "sample_id": q.sample_id, "ok": q.ok(), "output": q.output});
+                    if let Some(t) = &q.top_logprobs {
+                        o["top_logprobs"] = json!(t);
+                    }
+                    o.to_string()
+                })
                 .collect();
             std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
             if self.sweep.tasks[f.spec.config.task].synthetic.is_some() {

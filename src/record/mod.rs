@@ -94,6 +94,9 @@ pub(crate) struct RequestRecord {
     pub content_chunks: u32,
     pub error: Option<String>,
     pub output: String,
+    /// The first generated position's top log-probabilities as the server sent them, as JSON
+    /// `[[token, logprob], …]`, when the request asked for them (`logprobs` scoring).
+    pub top_logprobs: Option<String>,
 }
 
 impl RequestRecord {

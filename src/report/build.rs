@@ -378,6 +378,11 @@ pub(crate) fn summary_rows(
         .map(|spec| {
             let mut data = run_data(store, plan, spec, &resolve);
             data.primary = primaries[spec.config.task].to_string();
+            data.scoring = sweep.tasks[spec.config.task].scoring;
+            if data.scoring == crate::spec::Scoring::Logprobs {
+                // One token is the budget by design: nothing is cut.
+                data.truncation = None;
+            }
             crate::report::summary::derive(data, &sweep.slo, sweep.cost.as_ref())
         })
         .collect();

@@ -106,6 +106,7 @@ pub(crate) fn markdown(
         .iter()
         .filter_map(summary::format_note)
         .chain(rows.iter().filter_map(summary::truncation_note))
+        .chain(rows.iter().filter_map(summary::scoring_note))
         .collect();
     if !format_notes.is_empty() {
         out.push_str("\n## Format failures and truncation\n\n");

@@ -61,6 +61,9 @@ pub(crate) struct RunData {
     /// Truncation: successful requests that stopped at max-tokens (`finish_reason` `length`),
     /// and the unparsed scored answers split into those cut by the budget and the others.
     pub truncation: Option<Truncation>,
+    /// How the task read the model's choice (`logprobs`: one token per request, no
+    /// truncation to speak of).
+    pub scoring: crate::spec::Scoring,
 }
 
 /// A run's derived figures, as shown and as written to summary.parquet.
@@ -470,6 +473,10 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 (
                     "quality_metric",
                     str_(Some(d.primary.clone()).filter(|p| !p.is_empty())),
+                ),
+                (
+                    "quality_scoring",
+                    str_(Some(d.scoring.as_str().to_string())),
                 ),
                 ("quality", f(d.metrics.get("quality").copied())),
                 ("accuracy", f(d.metrics.get("accuracy").copied())),

@@ -61,6 +61,9 @@ pub(crate) struct CatalogEntry {
     pub quantizations: &'static [&'static str],
     /// How the engine counts tokens with its own tokenizer (synthetic prompts); None: probed.
     pub tokenize: Option<TokenizeApi>,
+    /// Its `/v1/completions` returns the top log-probabilities of generated tokens when asked
+    /// (`logprobs: N`): what `scoring "logprobs"` reads.
+    pub completion_logprobs: bool,
 }
 
 /// A server's tokenizer endpoints.
@@ -212,6 +215,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         min_tokens_field: None,
         quantizations: GGUF_TYPES,
         tokenize: Some(TokenizeApi::LlamaCpp),
+        completion_logprobs: true,
     },
     CatalogEntry {
         name: "vllm",
@@ -247,6 +251,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "experts_int8",
         ],
         tokenize: Some(TokenizeApi::Vllm),
+        completion_logprobs: true,
     },
     CatalogEntry {
         name: "sglang",
@@ -282,6 +287,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "gguf",
         ],
         tokenize: Some(TokenizeApi::Vllm),
+        completion_logprobs: true,
     },
     CatalogEntry {
         name: "tgi",
@@ -314,6 +320,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
             "bitsandbytes-fp4",
         ],
         tokenize: None,
+        completion_logprobs: false,
     },
     CatalogEntry {
         name: "lmdeploy",
@@ -337,6 +344,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         min_tokens_field: Some("min_new_tokens"),
         quantizations: &["awq", "gptq", "fp8"],
         tokenize: None,
+        completion_logprobs: false,
     },
     CatalogEntry {
         name: "ollama",
@@ -364,6 +372,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         min_tokens_field: None,
         quantizations: &[],
         tokenize: None,
+        completion_logprobs: false,
     },
     CatalogEntry {
         name: "openai",
@@ -381,6 +390,9 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         min_tokens_field: Some("min_tokens"),
         quantizations: &[],
         tokenize: None,
+        // The OpenAI completions API itself returns them; a server that does not leaves
+        // every answer unparsed, which the report shows.
+        completion_logprobs: true,
     },
 ];
 

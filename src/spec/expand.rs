@@ -414,6 +414,14 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                     } else {
                         t_def.stop.clone()
                     };
+                    // Logprobs scoring asks for the answer position's top log-probabilities.
+                    let mut extra_body = d.extra_body.clone();
+                    if t_def.scoring == crate::spec::Scoring::Logprobs {
+                        extra_body.insert(
+                            "logprobs".into(),
+                            serde_json::json!(crate::spec::LOGPROBS_TOP),
+                        );
+                    }
                     for &scenario in &scenarios {
                         for instance in instances(&sweep.scenarios[scenario].spec, sweep) {
                             for &mt in &max_tokens {
@@ -432,6 +440,7 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                                                     temperature: t,
                                                     top_p: p,
                                                     stop: stop.clone(),
+                                                    extra_body: extra_body.clone(),
                                                     ..d.clone()
                                                 },
                                                 repeat,

@@ -337,7 +337,41 @@ pub(crate) struct Task {
     pub custom: Option<CustomTask>,
     /// `synthetic` tasks: prompts of exact token counts, made with the engine's tokenizer.
     pub synthetic: Option<Synthetic>,
+    /// How a multiple-choice task reads the model's choice (part of the metric's identity).
+    pub scoring: Scoring,
 }
+
+/// How a multiple-choice task (MMLU) reads the model's choice.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Scoring {
+    /// The option letter read out of generated text: what users' traffic looks like.
+    #[default]
+    Generative,
+    /// The option whose label is most likely at the answer position, from the engine's
+    /// next-token log-probabilities (`/v1/completions` with `logprobs`): one generated token
+    /// per request, prefill-only timing (lm-evaluation-harness's and Hendrycks's method).
+    Logprobs,
+}
+
+impl Scoring {
+    pub const ALL: &'static [(&'static str, Scoring)] = &[
+        ("generative", Scoring::Generative),
+        ("logprobs", Scoring::Logprobs),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scoring::Generative => "generative",
+            Scoring::Logprobs => "logprobs",
+        }
+    }
+}
+
+/// How many top log-probabilities a `logprobs` request asks for at the answer position
+/// (vLLM's default ceiling). The chosen option is exact whenever any label is among them:
+/// a label not listed is less likely than every one listed.
+pub(crate) const LOGPROBS_TOP: u32 = 20;
 
 /// A distribution of token counts, drawn per request with the sweep's seed.
 #[derive(Debug, Clone, PartialEq, Serialize)]

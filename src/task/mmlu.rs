@@ -9,12 +9,22 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::{read_jsonl, DatasetError, Sample, Score, TaskDef};
+use crate::spec::Scoring;
 
 pub(crate) const TEMPLATE: &str = "mmlu/1\n\
 The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n\
 {shots: question, A-D choices, `Answer: X`, blank line}\n\
 {question}\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nAnswer:";
 pub(crate) const METRIC: &str = "mmlu-accuracy/1 (letter extraction v4)";
+
+/// The prompt of `scoring "logprobs"` (part of run keys): lm-evaluation-harness's MMLU format.
+pub(crate) const LOGPROBS_TEMPLATE: &str = "mmlu-logprobs/1\n\
+The following are multiple choice questions (with answers) about {subject}.\n\n\
+{shots: question, A-D choices, `Answer: X`, blank line}\n\
+{question}\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nAnswer:";
+
+/// The metric of `scoring "logprobs"`: the option label most likely at the answer position.
+pub(crate) const LOGPROBS_METRIC: &str = "mmlu-accuracy/1 (option log-probabilities v1)";
 
 const LETTERS: [char; 4] = ['A', 'B', 'C', 'D'];
 
@@ -86,10 +96,16 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
     let mut out = Vec::with_capacity(order.len());
     for i in order {
         let item = &test[i];
-        let mut prompt = format!(
-            "The following is a multiple choice question about {}. Reply with the letter of the correct answer.\n\n",
-            item.subject.replace('_', " ")
-        );
+        let subject = item.subject.replace('_', " ");
+        let mut prompt = match def.scoring {
+            Scoring::Generative => format!(
+                "The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n"
+            ),
+            // lm-evaluation-harness's MMLU prompt: the answer position follows "Answer:".
+            Scoring::Logprobs => format!(
+                "The following are multiple choice questions (with answers) about {subject}.\n\n"
+            ),
+        };
         if def.shots > 0 {
             let shots = by_subject
                 .get(item.subject.as_str())
@@ -415,9 +431,81 @@ pub(crate) fn score(sample: &Sample, output: &str) -> Score {
     }
 }
 
+/// The option a `logprobs` request chose: each label's log-probability is the largest among
+/// the listed tokens that are that label once trimmed (" A" or "A"), and the most likely label
+/// wins. A label that is not listed is less likely than every listed token, so the choice is
+/// exact whenever any label is listed; None when none is, when two labels tie, or when `top`
+/// is not the JSON the client records (`[[token, logprob], …]`).
+pub(crate) fn choose_by_logprobs(top: &str) -> Option<(char, f64)> {
+    let pairs: Vec<(String, f64)> = serde_json::from_str(top).ok()?;
+    let mut best: [Option<f64>; 4] = [None; 4];
+    for (tok, lp) in &pairs {
+        let t = tok.trim();
+        if let Some(i) = LETTERS
+            .iter()
+            .position(|l| t.len() == 1 && t.starts_with(*l))
+        {
+            best[i] = Some(best[i].map_or(*lp, |b: f64| b.max(*lp)));
+        }
+    }
+    let mut ranked: Vec<(char, f64)> = LETTERS
+        .iter()
+        .zip(best)
+        .filter_map(|(l, b)| Some((*l, b?)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    match ranked.as_slice() {
+        [] => None,
+        [(_, a), (_, b), ..] if a == b => None,
+        [(l, lp), ..] => Some((*l, *lp)),
+    }
+}
+
+/// A `logprobs` request's score: `top` is its recorded top log-probabilities (empty when the
+/// server sent none: unparsed).
+pub(crate) fn score_logprobs(sample: &Sample, top: &str) -> Score {
+    let chosen = choose_by_logprobs(top).map(|(l, _)| l);
+    let correct = chosen.is_some_and(|l| sample.reference.starts_with(l));
+    let v = f64::from(u8::from(correct));
+    Score {
+        score: v,
+        correct: Some(correct),
+        extracted: chosen.map(String::from),
+        parsed: Some(chosen.is_some()),
+        metrics: BTreeMap::from([("accuracy".to_string(), v)]),
+        ..Score::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_most_likely_label_at_the_answer_position_is_the_choice() {
+        // llama.cpp's SmolLM2 after "Answer:": an end of sequence first, then " A".
+        let top = r#"[["",-0.57],[" A",-2.41],[" ",-2.6],["B",-3.0],[" B",-2.9]]"#;
+        assert_eq!(choose_by_logprobs(top), Some(('A', -2.41)));
+        // The largest of a label's forms counts.
+        assert_eq!(
+            choose_by_logprobs(r#"[[" C",-1.5],["C",-0.5],[" D",-0.7]]"#),
+            Some(('C', -0.5))
+        );
+        // No label listed, a tie, or no record: no choice.
+        assert_eq!(choose_by_logprobs(r#"[[" The",-0.1],[" A.",-0.2]]"#), None);
+        assert_eq!(choose_by_logprobs(r#"[[" A",-1.0],[" B",-1.0]]"#), None);
+        assert_eq!(choose_by_logprobs(""), None);
+        let s = Sample {
+            reference: "C".into(),
+            ..Default::default()
+        };
+        let sc = score_logprobs(&s, r#"[[" C",-0.2],[" A",-1.9]]"#);
+        assert_eq!(
+            (sc.score, sc.parsed, sc.extracted.as_deref()),
+            (1.0, Some(true), Some("C"))
+        );
+        assert_eq!(score_logprobs(&s, "").parsed, Some(false));
+    }
 
     #[test]
     fn reads_letters_the_way_a_person_would() {

@@ -87,6 +87,11 @@ pub(crate) trait Task: Send + Sync {
     fn load(&self, seed: u64) -> Result<Vec<Sample>, DatasetError>;
     /// Scores outputs (sample, output text), one score per item in order.
     fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError>;
+    /// Scores from the recorded top log-probabilities (`RequestRecord::top_logprobs`) instead
+    /// of the output text: `score` is then handed those.
+    fn reads_logprobs(&self) -> bool {
+        false
+    }
 }
 
 struct Builtin {
@@ -105,8 +110,13 @@ impl Task for Builtin {
         }
     }
 
+    fn reads_logprobs(&self) -> bool {
+        self.def.scoring == crate::spec::Scoring::Logprobs
+    }
+
     fn template(&self) -> String {
         let t = match self.def.kind {
+            TaskKind::Mmlu if self.reads_logprobs() => mmlu::LOGPROBS_TEMPLATE,
             TaskKind::Mmlu => mmlu::TEMPLATE,
             TaskKind::SquadV2 => squad::TEMPLATE,
             TaskKind::Summarization => summarization::TEMPLATE,
@@ -126,6 +136,7 @@ impl Task for Builtin {
 
     fn metric(&self) -> String {
         let m: String = match self.def.kind {
+            TaskKind::Mmlu if self.reads_logprobs() => mmlu::LOGPROBS_METRIC.into(),
             TaskKind::Mmlu => mmlu::METRIC.into(),
             TaskKind::SquadV2 => squad::METRIC.into(),
             TaskKind::Summarization => summarization::METRIC.into(),
@@ -209,6 +220,7 @@ impl Builtin {
     /// The task's own reading and scoring of outputs.
     fn score_read(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError> {
         let one: fn(&Sample, &str) -> Score = match self.def.kind {
+            TaskKind::Mmlu if self.reads_logprobs() => mmlu::score_logprobs,
             TaskKind::Mmlu => mmlu::score,
             TaskKind::SquadV2 => squad::score,
             TaskKind::Summarization => summarization::score,
@@ -629,6 +641,7 @@ pub(crate) mod tests {
             extract: None,
             custom: None,
             synthetic: None,
+            scoring: crate::spec::Scoring::Generative,
         }
     }
 

@@ -335,6 +335,11 @@ pub(crate) fn write_requests(
         rs.iter().map(|r| Some(r.output.clone())).collect(),
         false,
     );
+    t.str(
+        "top_logprobs",
+        rs.iter().map(|r| r.top_logprobs.clone()).collect(),
+        true,
+    );
     t.write(path)
 }
 

@@ -52,6 +52,17 @@ pub(crate) fn truncation_note(r: &Row) -> Option<String> {
     ))
 }
 
+/// How a run's quality was read, when it was not from generated text: `scoring "logprobs"`
+/// runs generate one token, so their timing is a prefill's.
+pub(crate) fn scoring_note(r: &Row) -> Option<String> {
+    (r.data.scoring == crate::spec::Scoring::Logprobs).then(|| {
+        format!(
+            "{}: quality read from the options' log-probabilities at the answer position (`scoring \"logprobs\"`, lm-evaluation-harness's MMLU prompt), not from generated text; one token per request, so its TTFT is a prefill's and its TPOT, ITL and throughput are not a generation's.",
+            r.data.label
+        )
+    })
+}
+
 /// Where a run's quality is mostly format failures — outputs whose answer could not be read
 /// at all (counted as wrong) — a note that says so, with the quality among readable outputs,
 /// so that a model that knows the answers but formats them badly is not taken for one that
@@ -75,6 +86,15 @@ pub(crate) fn format_note(r: &Row) -> Option<String> {
     } else {
         "held down by format failures"
     };
+    if r.data.scoring == crate::spec::Scoring::Logprobs {
+        return Some(format!(
+            "{}: quality {:.1}% is {mostly} — at {:.0}% of answer positions no option label was among the {} most likely tokens (scored 0){readable}: the model is not answering with a label there (a chat model without its template, say).",
+            r.data.label,
+            100.0 * quality,
+            100.0 * unparsed,
+            crate::spec::LOGPROBS_TOP
+        ));
+    }
     Some(format!(
         "{}: quality {:.1}% is {mostly} — {:.0}% of outputs had no readable answer (scored 0){readable}. Try the task's `answer-format` or `extract`.",
         r.data.label,

@@ -28,6 +28,28 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
             "the exclude rules (or the quantization filter) remove every configuration",
         );
     }
+    // Logprobs scoring reads what only some engines' completions return.
+    let mut refused = BTreeSet::new();
+    for cfg in crate::spec::expand::configs(sweep) {
+        let (engine, task) = (&sweep.engines[cfg.engine], &sweep.tasks[cfg.task]);
+        if task.scoring == crate::spec::Scoring::Logprobs
+            && !engine.catalog.completion_logprobs
+            && refused.insert((cfg.engine, cfg.task))
+        {
+            ctx.err_help(
+                engine.kind.span,
+                format!(
+                    "engine `{}` ({}) cannot return log-probabilities from /v1/completions, which task `{}` scores with",
+                    engine.name.value, engine.catalog.name, task.name.value
+                ),
+                "no log-probabilities here",
+                format!(
+                    "use `scoring \"generative\"` for this engine, or add `exclude engine=\"{}\" task=\"{}\"` to the matrix",
+                    engine.name.value, task.name.value
+                ),
+            );
+        }
+    }
     for cfg in crate::spec::expand::deployments(sweep) {
         let engine = &sweep.engines[cfg.engine];
         let variant = &sweep.models[cfg.model].variants[cfg.variant];

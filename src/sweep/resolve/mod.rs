@@ -118,6 +118,7 @@ const TASK_FIELDS: &[&str] = &[
     "article-words",
     "sql-timeout",
     "answer-format",
+    "scoring",
     "template",
     "reference",
     "id",

@@ -106,9 +106,57 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
             );
         }
     }
+    let scoring_node = Ctx::first(&f, "scoring").and_then(|n| ctx.one_str(n));
+    let scoring = match &scoring_node {
+        None => Scoring::Generative,
+        Some(s) => match Scoring::ALL.iter().find(|(n, _)| *n == s.value) {
+            Some((_, sc)) => *sc,
+            None => {
+                let names = || Scoring::ALL.iter().map(|(n, _)| *n);
+                let help = did_you_mean(&s.value, names()).unwrap_or_else(|| known_list(names()));
+                ctx.err_help(
+                    s.span,
+                    format!("unknown scoring `{}`", s.value),
+                    "not a scoring mode",
+                    help,
+                );
+                Scoring::Generative
+            }
+        },
+    };
+    let (mut mode, mut max_tokens) = (mode, max_tokens);
+    if scoring == Scoring::Logprobs {
+        let span = scoring_node
+            .as_ref()
+            .map(|s| s.span)
+            .unwrap_or(node.name.span);
+        // The answer position's log-probabilities: a plain prompt ending at "Answer:", one
+        // token generated, no text read.
+        for field in ["answer-format", "extract", "max-tokens"] {
+            if let Some(n) = Ctx::first(&f, field) {
+                ctx.err_help(
+                    n.name.span,
+                    format!("`{field}` does not apply with `scoring \"logprobs\"`"),
+                    "not read in logprobs scoring",
+                    "logprobs scoring reads the options' log-probabilities after `Answer:` (one token, no text): remove it, or use `scoring \"generative\"`",
+                );
+            }
+        }
+        if mode == Some(Api::Chat) {
+            ctx.err_help(
+                span,
+                "`scoring \"logprobs\"` needs `mode \"completion\"`",
+                "a chat request has no answer position to read",
+                "remove `mode \"chat\"`: logprobs scoring sends the plain prompt to /v1/completions",
+            );
+        }
+        mode = Some(Api::Completion);
+        max_tokens = Some(1);
+    }
     if let Some(k) = kind {
         let only = |field: &str| -> Option<&'static str> {
             match field {
+                "scoring" => Some("mmlu"),
                 "answer-format" => Some("built-in (custom tasks write it in their template)"),
                 "extract" => Some("every kind but synthetic"),
                 "article-words" => Some("summarization"),
@@ -121,6 +169,7 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         };
         for (field, nodes) in &f {
             let allowed = match *field {
+                "scoring" => k == TaskKind::Mmlu,
                 "answer-format" => !matches!(k, TaskKind::Custom | TaskKind::Synthetic),
                 // Every kind with a reference reads answers; synthetic prompts have none.
                 "extract" => k != TaskKind::Synthetic,
@@ -170,6 +219,7 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         extract,
         custom,
         synthetic,
+        scoring,
     })
 }
 

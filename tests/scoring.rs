@@ -1,0 +1,97 @@
+//! `scoring "logprobs"` on the real llama-server: MMLU read from the options'
+//! log-probabilities at the answer position, checked from outside by a script that rebuilds
+//! lm-evaluation-harness's prompt itself and asks the same server without streaming.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+#[test]
+fn logprobs_scoring_chooses_what_the_server_finds_most_likely() {
+    let e = engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/quickstart.kdl");
+    let apply = |extra: &[&str]| {
+        Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+            .env("NO_COLOR", "1")
+            .env("BENCH360_LLAMA_SERVER", &e.server)
+            .env("BENCH360_SMOLLM2_GGUF", &e.gguf)
+            .arg("--cache")
+            .arg(&cache)
+            .arg("apply")
+            .arg(&sweep)
+            .args(["--only", "task=mmlu", "--only", "scenario=single"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = apply(&["--set", "task.mmlu.scoring=logprobs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The report says how quality was read, and that the timing is a prefill's.
+    let report = std::fs::read_to_string(cache.join("reports/quickstart/report.md")).unwrap();
+    assert!(report.contains("`scoring \"logprobs\"`"), "{report}");
+    assert!(!report.contains("stopped at max-tokens"), "{report}");
+
+    let recs = records(&cache);
+    let object = |kind: &str| {
+        let r = recs
+            .iter()
+            .find(|r| r["kind"] == kind && r["label"].as_str().unwrap().contains("mmlu single"))
+            .unwrap_or_else(|| panic!("no {kind} record"));
+        cache.join("objects").join(r["key"].as_str().unwrap())
+    };
+    let (run, score) = (object("run"), object("score"));
+    // Every request carried the answer position's log-probabilities.
+    let outputs = std::fs::read_to_string(run.join("outputs.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = outputs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 10, "{outputs}");
+    assert!(
+        lines.iter().all(|o| o["top_logprobs"].is_string()),
+        "{outputs}"
+    );
+
+    // The same server, asked from outside: the same choice on every item.
+    let port = free_port();
+    let _server = ServerGuard(
+        Command::new(&e.server)
+            .arg("-m")
+            .arg(&e.gguf)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--ctx-size", "1024", "--threads", "2"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_healthy(port);
+    let check = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/logprobs_reference.py"))
+        .arg(port.to_string())
+        .arg(datasets().join("mmlu"))
+        .arg(run.join("outputs.jsonl"))
+        .arg(score.join("scores.parquet"))
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(v["items"].as_u64(), Some(lines.len() as u64), "{v}");
+    assert_eq!(v["agree"], v["items"], "{v}");
+
+    // Generative scoring is another metric and another prompt: its nodes run apart.
+    let out = apply(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        ran(&out)
+            .iter()
+            .any(|l| l.contains("run ") && l.contains("mmlu single")),
+        "{}",
+        text(&out)
+    );
+}
