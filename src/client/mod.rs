@@ -218,7 +218,7 @@ pub(crate) fn apply_event(
     rec.chunks += 1;
     // The answer position's log-probabilities (`logprobs` scoring): that position is the
     // first token, whatever its text (an end of sequence has none).
-    if rec.top_logprobs.is_none() && payload.contains("\"logprobs\"") {
+    if rec.top_logprobs.is_none() && payload.contains("\"top_logprobs\"") {
         if let Some(top) = first_top_logprobs(payload) {
             rec.top_logprobs = Some(top);
             rec.first_token_ns.get_or_insert(t_ns);

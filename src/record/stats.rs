@@ -30,6 +30,11 @@ pub(crate) struct Dist {
     pub p95: Option<f64>,
     pub p99: Option<f64>,
     pub max: Option<f64>,
+    /// When requests were sent in groups scheduled at one instant (batches, an offline
+    /// burst), the number of groups: the independent observations behind the percentiles,
+    /// fewer than `n` (see [`grouped`]). None: one request per instant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<usize>,
 }
 
 /// Linear-interpolation percentile of sorted values, q in [0, 100].
@@ -65,7 +70,25 @@ impl Dist {
             p95: percentile(&v, 95.0),
             p99: percentile(&v, 99.0),
             max: v.last().copied(),
+            groups: None,
         }
+    }
+
+    /// [`Dist::of`] of values each with its request's scheduled instant, counting the groups
+    /// when some requests shared one.
+    pub fn of_scheduled(v: Vec<(f64, i64)>) -> Dist {
+        let (values, at): (Vec<f64>, Vec<i64>) =
+            v.into_iter().filter(|(x, _)| x.is_finite()).unzip();
+        let groups = (grouped(&values, &at) == Some(true)).then(|| groups_of(&values, &at).len());
+        Dist {
+            groups,
+            ..Dist::of(values)
+        }
+    }
+
+    /// The independent observations behind the percentiles: the groups, else the values.
+    pub fn observations(&self) -> usize {
+        self.groups.unwrap_or(self.n)
     }
 }
 
@@ -182,11 +205,19 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
         failed: requests.len() - ok.len(),
         failures,
         window_s,
-        ttft_ms: Dist::of(ok.iter().filter_map(|r| ttft_ms(r)).collect()),
-        tpot_ms: Dist::of(ok.iter().filter_map(|r| tpot_ms(r)).collect()),
+        ttft_ms: Dist::of_scheduled(
+            ok.iter()
+                .filter_map(|r| Some((ttft_ms(r)?, r.scheduled_ns)))
+                .collect(),
+        ),
+        tpot_ms: Dist::of_scheduled(
+            ok.iter()
+                .filter_map(|r| Some((tpot_ms(r)?, r.scheduled_ns)))
+                .collect(),
+        ),
         itl_ms: Dist::of(itl),
         itl_per_token_ms: Dist::of(itl_token),
-        e2e_ms: Dist::of(ok.iter().map(|r| e2e_ms(r)).collect()),
+        e2e_ms: Dist::of_scheduled(ok.iter().map(|r| (e2e_ms(r), r.scheduled_ns)).collect()),
         client_behind: queue.p99.is_some_and(|p| p > CLIENT_LAG_P99_MS),
         queue_ms: queue,
         prompt_tokens: ok
@@ -232,6 +263,12 @@ mod tests {
         assert!(w(by_batch) > w(by_request), "{by_batch:?} {by_request:?}");
         // Fewer batches than the percentile's rule asks for: no interval.
         assert_eq!(grouped_bootstrap_ci(&v, &batches, 11, 500, 3, p50), None);
+        // The distribution counts its batches as its observations.
+        let d = Dist::of_scheduled(v.iter().copied().zip(batches.iter().copied()).collect());
+        assert_eq!((d.n, d.groups, d.observations()), (40, Some(10), 10));
+        let d = Dist::of_scheduled(v.iter().copied().zip(apart).collect());
+        assert_eq!((d.groups, d.observations()), (None, 40));
+        assert_eq!(d, Dist::of(v));
     }
 
     #[test]

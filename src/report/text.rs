@@ -14,7 +14,8 @@ pub(crate) const THIN: &str = "†";
 
 /// `†` when the q-th percentile of `d` rests on fewer values than [`percentile_min_n`].
 pub(crate) fn thin(d: &Dist, q: f64) -> &'static str {
-    if d.n > 0 && d.n < percentile_min_n(q) {
+    // Requests sent together count once (`Dist::groups`).
+    if d.n > 0 && d.observations() < percentile_min_n(q) {
         THIN
     } else {
         ""
@@ -33,7 +34,7 @@ pub(crate) fn any_thin(rows: &[Row]) -> bool {
 /// The rule behind [`THIN`], in words.
 pub(crate) fn thin_legend() -> String {
     format!(
-        "{THIN}: fewer requests than a distribution-free 95 % interval of that percentile needs (the order-statistic rule: n ≥ ln 0.025 / ln q, i.e. p90 {}, p95 {}, p99 {}); read it as a rough estimate.",
+        "{THIN}: fewer requests (batches, where requests were sent together) than a distribution-free 95 % interval of that percentile needs (the order-statistic rule: n ≥ ln 0.025 / ln q, i.e. p90 {}, p95 {}, p99 {}); read it as a rough estimate.",
         percentile_min_n(90.0),
         percentile_min_n(95.0),
         percentile_min_n(99.0)
