@@ -118,7 +118,7 @@ case ${1:-} in
     $ROOT/bench360 --version
     [ -f $ROOT/apply.rc ] || [ ! -f $ROOT/apply.sweep ] || { log "an apply is still running: wait for it"; exit 1; }
     rm -rf $RUN; mkdir -p $RUN
-    cp -r sweeps datasets scripts $RUN/
+    cp -r sweeps datasets scripts docs $RUN/
     echo "$sweep" > $ROOT/apply.sweep; rm -f $ROOT/apply.rc
     echo "start $(date -u +%T)" >> $ROOT/times.txt
     only=true

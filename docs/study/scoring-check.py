@@ -5,8 +5,8 @@ Per task: items, accuracy, unparsed share and the share of requests cut at max-t
 requests.parquet's finish_reason). For the logprobs task, the choice is re-derived here from
 requests.parquet's top_logprobs (the largest log-probability among tokens that are an option
 label once trimmed) and compared with scores.parquet's `extracted`. Then every pair of tasks
-item by item: the accuracy difference with a numpy bootstrap interval (own RNG), the
-discordant items each way and McNemar's exact p.
+item by item (logprobs tasks by their re-derived choices): the accuracy difference with a
+numpy bootstrap interval (own RNG), the discordant items each way and McNemar's exact p.
 
 usage: scoring-check.py CACHE_DIR
 """
@@ -46,11 +46,11 @@ def choose(pairs):
         if t in ("A", "B", "C", "D"):
             best[t] = max(best.get(t, -math.inf), lp)
     if not best:
-        return None
-    ranked = sorted(best.items(), key=lambda kv: -kv[1])
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return None
-    return ranked[0][0]
+        return None, False
+    top = max(best.values())
+    tied = sorted(k for k, v in best.items() if v == top)
+    # Ties go to the earlier label (lm-evaluation-harness's argmax over A..D).
+    return tied[0], len(tied) > 1
 
 
 out = {"tasks": {}, "pairs": []}
@@ -60,8 +60,17 @@ for task, items in sorted(tasks.items()):
     t = {"items": len(items), "accuracy": float(s.mean()), "unparsed": unparsed / len(items),
          "cut_share": cut.get(task, 0) / max(n_ok.get(task, 1), 1)}
     if task in top:
-        same = sum(1 for sid, pairs in top[task].items() if choose(pairs) == items[sid][2])
-        t["logprob_choices_rederived"] = f"{same} of {len(top[task])} as recorded"
+        chosen = {sid: choose(pairs) for sid, pairs in top[task].items()}
+        same = sum(1 for sid, (c, _) in chosen.items() if c == items[sid][2])
+        t["logprob_choices_rederived"] = f"{same} of {len(chosen)} as recorded"
+        t["label_ties"] = sum(1 for c, tie in chosen.values() if tie)
+        # Accuracy with the tie rule, from the traces alone (whatever the recorded metric's).
+        refs = dict(con.execute(f"""select sample_id, reference from read_parquet({scores!r},
+                    union_by_name=true) where task = '{task}'""").fetchall())
+        t["accuracy_rederived"] = sum(1 for sid, (c, _) in chosen.items() if c == refs[sid]) / len(chosen)
+        # The pairs below compare the re-derived choices.
+        for sid, (c, _) in chosen.items():
+            items[sid] = (float(c == refs[sid]), c is not None, c)
     out["tasks"][task] = t
 
 rng = np.random.default_rng(25)

@@ -24,7 +24,8 @@ The following are multiple choice questions (with answers) about {subject}.\n\n\
 {question}\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nAnswer:";
 
 /// The metric of `scoring "logprobs"`: the option label most likely at the answer position.
-pub(crate) const LOGPROBS_METRIC: &str = "mmlu-accuracy/1 (option log-probabilities v1)";
+pub(crate) const LOGPROBS_METRIC: &str =
+    "mmlu-accuracy/1 (option log-probabilities v2, ties to the earlier label)";
 
 const LETTERS: [char; 4] = ['A', 'B', 'C', 'D'];
 
@@ -431,12 +432,14 @@ pub(crate) fn score(sample: &Sample, output: &str) -> Score {
     }
 }
 
-/// The option a `logprobs` request chose: each label's log-probability is the largest among
-/// the listed tokens that are that label once trimmed (" A" or "A"), and the most likely label
-/// wins. A label that is not listed is less likely than every listed token, so the choice is
-/// exact whenever any label is listed; None when none is, when two labels tie, or when `top`
-/// is not the JSON the client records (`[[token, logprob], …]`).
-pub(crate) fn choose_by_logprobs(top: &str) -> Option<(char, f64)> {
+/// The option a `logprobs` request chose, and whether it was tied: each label's
+/// log-probability is the largest among the listed tokens that are that label once trimmed
+/// (" A" or "A"), and the most likely label wins. A label that is not listed is less likely
+/// than every listed token, so the choice is exact whenever any label is listed. Labels tied
+/// at the engine's precision (bf16 logits tie often) go to the earliest, as
+/// lm-evaluation-harness's argmax does; the tie is reported. None when no label is listed or
+/// `top` is not the JSON the client records (`[[token, logprob], …]`).
+pub(crate) fn choose_by_logprobs(top: &str) -> Option<(char, f64, bool)> {
     let pairs: Vec<(String, f64)> = serde_json::from_str(top).ok()?;
     let mut best: [Option<f64>; 4] = [None; 4];
     for (tok, lp) in &pairs {
@@ -448,31 +451,33 @@ pub(crate) fn choose_by_logprobs(top: &str) -> Option<(char, f64)> {
             best[i] = Some(best[i].map_or(*lp, |b: f64| b.max(*lp)));
         }
     }
-    let mut ranked: Vec<(char, f64)> = LETTERS
+    let top_lp = best
+        .iter()
+        .flatten()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut at_top = LETTERS
         .iter()
         .zip(best)
-        .filter_map(|(l, b)| Some((*l, b?)))
-        .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-    match ranked.as_slice() {
-        [] => None,
-        [(_, a), (_, b), ..] if a == b => None,
-        [(l, lp), ..] => Some((*l, *lp)),
-    }
+        .filter(|(_, b)| *b == Some(top_lp))
+        .map(|(l, _)| *l);
+    let first = at_top.next()?;
+    Some((first, top_lp, at_top.next().is_some()))
 }
 
 /// A `logprobs` request's score: `top` is its recorded top log-probabilities (empty when the
-/// server sent none: unparsed).
+/// server sent none: unparsed). `label_tie` is 1 where the choice was a tie.
 pub(crate) fn score_logprobs(sample: &Sample, top: &str) -> Score {
-    let chosen = choose_by_logprobs(top).map(|(l, _)| l);
-    let correct = chosen.is_some_and(|l| sample.reference.starts_with(l));
+    let chosen = choose_by_logprobs(top);
+    let correct = chosen.is_some_and(|(l, _, _)| sample.reference.starts_with(l));
     let v = f64::from(u8::from(correct));
+    let tie = f64::from(u8::from(chosen.is_some_and(|(_, _, t)| t)));
     Score {
         score: v,
         correct: Some(correct),
-        extracted: chosen.map(String::from),
+        extracted: chosen.map(|(l, _, _)| String::from(l)),
         parsed: Some(chosen.is_some()),
-        metrics: BTreeMap::from([("accuracy".to_string(), v)]),
+        metrics: BTreeMap::from([("accuracy".to_string(), v), ("label_tie".to_string(), tie)]),
         ..Score::default()
     }
 }
@@ -485,15 +490,20 @@ mod tests {
     fn the_most_likely_label_at_the_answer_position_is_the_choice() {
         // llama.cpp's SmolLM2 after "Answer:": an end of sequence first, then " A".
         let top = r#"[["",-0.57],[" A",-2.41],[" ",-2.6],["B",-3.0],[" B",-2.9]]"#;
-        assert_eq!(choose_by_logprobs(top), Some(('A', -2.41)));
+        assert_eq!(choose_by_logprobs(top), Some(('A', -2.41, false)));
         // The largest of a label's forms counts.
         assert_eq!(
             choose_by_logprobs(r#"[[" C",-1.5],["C",-0.5],[" D",-0.7]]"#),
-            Some(('C', -0.5))
+            Some(('C', -0.5, false))
         );
-        // No label listed, a tie, or no record: no choice.
+        // vLLM's bf16 logits on the H200 (high_school_macroeconomics/test/1): A and C tie;
+        // the earlier label, as the harness's argmax, and the tie said.
+        assert_eq!(
+            choose_by_logprobs(r#"[[" A",-1.3397],[" B",-1.5272],[" C",-1.3397],[" D",-1.5272]]"#),
+            Some(('A', -1.3397, true))
+        );
+        // No label listed, or no record: no choice.
         assert_eq!(choose_by_logprobs(r#"[[" The",-0.1],[" A.",-0.2]]"#), None);
-        assert_eq!(choose_by_logprobs(r#"[[" A",-1.0],[" B",-1.0]]"#), None);
         assert_eq!(choose_by_logprobs(""), None);
         let s = Sample {
             reference: "C".into(),
@@ -504,7 +514,11 @@ mod tests {
             (sc.score, sc.parsed, sc.extracted.as_deref()),
             (1.0, Some(true), Some("C"))
         );
+        assert_eq!(sc.metrics["label_tie"], 0.0);
         assert_eq!(score_logprobs(&s, "").parsed, Some(false));
+        let tied = score_logprobs(&s, r#"[[" C",-0.5],[" B",-0.5]]"#);
+        assert_eq!((tied.extracted.as_deref(), tied.score), (Some("B"), 0.0));
+        assert_eq!(tied.metrics["label_tie"], 1.0);
     }
 
     #[test]

@@ -46,7 +46,8 @@ def choose(p):
             best[tok] = max(best.get(tok, float("-inf")), t["logprob"])
     if not best:
         return None
-    return max(best, key=best.get)
+    # Ties go to the earlier label (the harness's argmax over A..D).
+    return max(sorted(best), key=best.get)
 
 
 scores = pq.read_table(scores_path).to_pylist()

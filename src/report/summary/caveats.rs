@@ -56,8 +56,15 @@ pub(crate) fn truncation_note(r: &Row) -> Option<String> {
 /// runs generate one token, so their timing is a prefill's.
 pub(crate) fn scoring_note(r: &Row) -> Option<String> {
     (r.data.scoring == crate::spec::Scoring::Logprobs).then(|| {
+        let ties = match r.data.metrics.get("label_tie") {
+            Some(t) if *t > 0.0 => format!(
+                " At {:.1}% of answer positions two labels were tied at the engine's precision (bf16 logits tie often): the earlier label was taken, as lm-evaluation-harness's argmax does.",
+                100.0 * t
+            ),
+            _ => String::new(),
+        };
         format!(
-            "{}: quality read from the options' log-probabilities at the answer position (`scoring \"logprobs\"`, lm-evaluation-harness's MMLU prompt), not from generated text; one token per request, so its TTFT is a prefill's and its TPOT, ITL and throughput are not a generation's.",
+            "{}: quality read from the options' log-probabilities at the answer position (`scoring \"logprobs\"`, lm-evaluation-harness's MMLU prompt), not from generated text; one token per request, so its TTFT is a prefill's and its TPOT, ITL and throughput are not a generation's.{ties}",
             r.data.label
         )
     })
