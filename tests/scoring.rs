@@ -84,6 +84,41 @@ fn logprobs_scoring_chooses_what_the_server_finds_most_likely() {
     assert_eq!(v["items"].as_u64(), Some(lines.len() as u64), "{v}");
     assert_eq!(v["agree"], v["items"], "{v}");
 
+    // Constrained: the engine's grammar forces every answer to one label.
+    let out = apply(&["--set", "task.mmlu.scoring=constrained"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = std::fs::read_to_string(cache.join("reports/quickstart/report.md")).unwrap();
+    assert!(report.contains("`scoring \"constrained\"`"), "{report}");
+    let recs = records(&cache);
+    let run = recs
+        .iter()
+        .filter(|r| r["kind"] == "run" && r["label"].as_str().unwrap().contains("mmlu single"))
+        .max_by_key(|r| r["started_at"].as_str().unwrap().to_string())
+        .unwrap();
+    let outputs = std::fs::read_to_string(
+        cache
+            .join("objects")
+            .join(run["key"].as_str().unwrap())
+            .join("outputs.jsonl"),
+    )
+    .unwrap();
+    let answers: Vec<String> = outputs
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["output"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(answers.len() >= 10, "{outputs}");
+    assert!(
+        answers
+            .iter()
+            .all(|a| ["A", "B", "C", "D"].contains(&a.as_str())),
+        "{answers:?}"
+    );
+
     // Generative scoring is another metric and another prompt: its nodes run apart.
     let out = apply(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

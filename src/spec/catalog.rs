@@ -64,6 +64,55 @@ pub(crate) struct CatalogEntry {
     /// Its `/v1/completions` returns the top log-probabilities of generated tokens when asked
     /// (`logprobs: N`): what `scoring "logprobs"` reads.
     pub completion_logprobs: bool,
+    /// How the engine is told to answer with one of a few strings (`scoring "constrained"`),
+    /// if it can be.
+    pub choice_constraint: Option<ChoiceConstraint>,
+}
+
+/// An engine's own form of "the output is exactly one of these strings".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChoiceConstraint {
+    /// llama.cpp: a GBNF `grammar` field.
+    Grammar,
+    /// vLLM (0.12 on): `structured_outputs: {choice: […]}`.
+    StructuredOutputs,
+    /// SGLang: a `regex` field.
+    Regex,
+}
+
+impl ChoiceConstraint {
+    /// The request field and value that restrict the output to one of `choices` (plain
+    /// letters or words: no quoting beyond what they need).
+    pub fn field(self, choices: &[&str]) -> (&'static str, serde_json::Value) {
+        match self {
+            ChoiceConstraint::Grammar => (
+                "grammar",
+                serde_json::json!(format!(
+                    "root ::= {}",
+                    choices
+                        .iter()
+                        .map(|c| format!("{c:?}"))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )),
+            ),
+            ChoiceConstraint::StructuredOutputs => (
+                "structured_outputs",
+                serde_json::json!({ "choice": choices }),
+            ),
+            ChoiceConstraint::Regex => (
+                "regex",
+                serde_json::json!(format!(
+                    "({})",
+                    choices
+                        .iter()
+                        .map(|c| regex::escape(c))
+                        .collect::<Vec<_>>()
+                        .join("|")
+                )),
+            ),
+        }
+    }
 }
 
 /// A server's tokenizer endpoints.
@@ -216,6 +265,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         quantizations: GGUF_TYPES,
         tokenize: Some(TokenizeApi::LlamaCpp),
         completion_logprobs: true,
+        choice_constraint: Some(ChoiceConstraint::Grammar),
     },
     CatalogEntry {
         name: "vllm",
@@ -252,6 +302,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ],
         tokenize: Some(TokenizeApi::Vllm),
         completion_logprobs: true,
+        choice_constraint: Some(ChoiceConstraint::StructuredOutputs),
     },
     CatalogEntry {
         name: "sglang",
@@ -288,6 +339,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ],
         tokenize: Some(TokenizeApi::Vllm),
         completion_logprobs: true,
+        choice_constraint: Some(ChoiceConstraint::Regex),
     },
     CatalogEntry {
         name: "tgi",
@@ -321,6 +373,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ],
         tokenize: None,
         completion_logprobs: false,
+        choice_constraint: None,
     },
     CatalogEntry {
         name: "lmdeploy",
@@ -345,6 +398,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         quantizations: &["awq", "gptq", "fp8"],
         tokenize: None,
         completion_logprobs: false,
+        choice_constraint: None,
     },
     CatalogEntry {
         name: "ollama",
@@ -373,6 +427,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         quantizations: &[],
         tokenize: None,
         completion_logprobs: false,
+        choice_constraint: None,
     },
     CatalogEntry {
         name: "openai",
@@ -393,6 +448,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         // The OpenAI completions API itself returns them; a server that does not leaves
         // every answer unparsed, which the report shows.
         completion_logprobs: true,
+        choice_constraint: None,
     },
 ];
 
@@ -407,6 +463,30 @@ pub(crate) fn names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_engine_is_told_its_own_form_of_one_of_the_labels() {
+        let labels = ["A", "B", "C", "D"];
+        assert_eq!(
+            ChoiceConstraint::Grammar.field(&labels),
+            (
+                "grammar",
+                serde_json::json!(r#"root ::= "A" | "B" | "C" | "D""#)
+            )
+        );
+        assert_eq!(
+            ChoiceConstraint::StructuredOutputs.field(&labels),
+            ("structured_outputs", serde_json::json!({"choice": labels}))
+        );
+        assert_eq!(
+            ChoiceConstraint::Regex.field(&["A", "B.1"]),
+            ("regex", serde_json::json!(r"(A|B\.1)"))
+        );
+        let of = |k: &str| lookup(k).unwrap().choice_constraint;
+        assert_eq!(of("llama.cpp"), Some(ChoiceConstraint::Grammar));
+        assert_eq!(of("vllm"), Some(ChoiceConstraint::StructuredOutputs));
+        assert_eq!(of("tgi"), None);
+    }
 
     #[test]
     fn llama_cpp_runs_gguf_types_only() {

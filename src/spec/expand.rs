@@ -416,11 +416,22 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                     };
                     // Logprobs scoring asks for the answer position's top log-probabilities.
                     let mut extra_body = d.extra_body.clone();
-                    if t_def.scoring == crate::spec::Scoring::Logprobs {
-                        extra_body.insert(
-                            "logprobs".into(),
-                            serde_json::json!(crate::spec::LOGPROBS_TOP),
-                        );
+                    match t_def.scoring {
+                        crate::spec::Scoring::Logprobs => {
+                            extra_body.insert(
+                                "logprobs".into(),
+                                serde_json::json!(crate::spec::LOGPROBS_TOP),
+                            );
+                        }
+                        // The engine's own form of "one of the labels" (refused at resolve
+                        // time where it has none).
+                        crate::spec::Scoring::Constrained => {
+                            if let Some(c) = sweep.engines[engine].catalog.choice_constraint {
+                                let (k, v) = c.field(crate::spec::CHOICE_LABELS);
+                                extra_body.insert(k.into(), v);
+                            }
+                        }
+                        crate::spec::Scoring::Generative => {}
                     }
                     for &scenario in &scenarios {
                         for instance in instances(&sweep.scenarios[scenario].spec, sweep) {

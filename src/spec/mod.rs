@@ -352,21 +352,29 @@ pub(crate) enum Scoring {
     /// next-token log-probabilities (`/v1/completions` with `logprobs`): one generated token
     /// per request, prefill-only timing (lm-evaluation-harness's and Hendrycks's method).
     Logprobs,
+    /// Generative, with the engine's own constrained decoding forcing the output to be one
+    /// option label (llama.cpp `grammar`, vLLM `structured_outputs`, SGLang `regex`).
+    Constrained,
 }
 
 impl Scoring {
     pub const ALL: &'static [(&'static str, Scoring)] = &[
         ("generative", Scoring::Generative),
         ("logprobs", Scoring::Logprobs),
+        ("constrained", Scoring::Constrained),
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Scoring::Generative => "generative",
             Scoring::Logprobs => "logprobs",
+            Scoring::Constrained => "constrained",
         }
     }
 }
+
+/// The labels a `constrained` MMLU answer is forced to.
+pub(crate) const CHOICE_LABELS: &[&str] = &["A", "B", "C", "D"];
 
 /// How many top log-probabilities a `logprobs` request asks for at the answer position
 /// (vLLM's default ceiling). The chosen option is exact whenever any label is among them:

@@ -23,6 +23,11 @@ The following are multiple choice questions (with answers) about {subject}.\n\n\
 {shots: question, A-D choices, `Answer: X`, blank line}\n\
 {question}\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nAnswer:";
 
+/// The metric of `scoring "constrained"`: the label the engine was forced to write, read as
+/// generative output is.
+pub(crate) const CONSTRAINED_METRIC: &str =
+    "mmlu-accuracy/1 (constrained to A-D, letter extraction v4)";
+
 /// The metric of `scoring "logprobs"`: the option label most likely at the answer position.
 pub(crate) const LOGPROBS_METRIC: &str =
     "mmlu-accuracy/1 (option log-probabilities v2, ties to the earlier label)";
@@ -99,7 +104,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
         let item = &test[i];
         let subject = item.subject.replace('_', " ");
         let mut prompt = match def.scoring {
-            Scoring::Generative => format!(
+            Scoring::Generative | Scoring::Constrained => format!(
                 "The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n"
             ),
             // lm-evaluation-harness's MMLU prompt: the answer position follows "Answer:".

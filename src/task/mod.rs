@@ -131,12 +131,19 @@ impl Task for Builtin {
         if let Some(a) = &self.def.answer_format {
             t.push_str(&format!("\nanswer-format={a}"));
         }
+        if self.def.scoring == crate::spec::Scoring::Constrained {
+            // The generative prompt, its answer forced by the engine (the field is keyed too).
+            t.push_str("\nscoring=constrained");
+        }
         t
     }
 
     fn metric(&self) -> String {
         let m: String = match self.def.kind {
             TaskKind::Mmlu if self.reads_logprobs() => mmlu::LOGPROBS_METRIC.into(),
+            TaskKind::Mmlu if self.def.scoring == crate::spec::Scoring::Constrained => {
+                mmlu::CONSTRAINED_METRIC.into()
+            }
             TaskKind::Mmlu => mmlu::METRIC.into(),
             TaskKind::SquadV2 => squad::METRIC.into(),
             TaskKind::Summarization => summarization::METRIC.into(),

@@ -52,9 +52,16 @@ pub(crate) fn truncation_note(r: &Row) -> Option<String> {
     ))
 }
 
-/// How a run's quality was read, when it was not from generated text: `scoring "logprobs"`
-/// runs generate one token, so their timing is a prefill's.
+/// How a run's quality was read, when it was not from free generated text: `scoring
+/// "logprobs"` runs generate one token, so their timing is a prefill's; `constrained` ones were
+/// forced to a label.
 pub(crate) fn scoring_note(r: &Row) -> Option<String> {
+    if r.data.scoring == crate::spec::Scoring::Constrained {
+        return Some(format!(
+            "{}: answers forced to one option label by the engine's constrained decoding (`scoring \"constrained\"`): no format failures by construction, and the model cannot reason before it answers.",
+            r.data.label
+        ));
+    }
     (r.data.scoring == crate::spec::Scoring::Logprobs).then(|| {
         let ties = match r.data.metrics.get("label_tie") {
             Some(t) if *t > 0.0 => format!(

@@ -32,22 +32,34 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
     let mut refused = BTreeSet::new();
     for cfg in crate::spec::expand::configs(sweep) {
         let (engine, task) = (&sweep.engines[cfg.engine], &sweep.tasks[cfg.task]);
-        if task.scoring == crate::spec::Scoring::Logprobs
-            && !engine.catalog.completion_logprobs
-            && refused.insert((cfg.engine, cfg.task))
-        {
-            ctx.err_help(
-                engine.kind.span,
-                format!(
-                    "engine `{}` ({}) cannot return log-probabilities from /v1/completions, which task `{}` scores with",
-                    engine.name.value, engine.catalog.name, task.name.value
-                ),
+        let missing = match task.scoring {
+            crate::spec::Scoring::Logprobs if !engine.catalog.completion_logprobs => Some((
+                "cannot return log-probabilities from /v1/completions",
                 "no log-probabilities here",
-                format!(
-                    "use `scoring \"generative\"` for this engine, or add `exclude engine=\"{}\" task=\"{}\"` to the matrix",
-                    engine.name.value, task.name.value
-                ),
-            );
+            )),
+            crate::spec::Scoring::Constrained if engine.catalog.choice_constraint.is_none() => {
+                Some((
+                    "has no constrained decoding bench360 can ask for",
+                    "no constrained decoding here",
+                ))
+            }
+            _ => None,
+        };
+        if let Some((what, label)) = missing {
+            if refused.insert((cfg.engine, cfg.task)) {
+                ctx.err_help(
+                    engine.kind.span,
+                    format!(
+                        "engine `{}` ({}) {what}, which task `{}` scores with",
+                        engine.name.value, engine.catalog.name, task.name.value
+                    ),
+                    label,
+                    format!(
+                        "use `scoring \"generative\"` for this engine, or add `exclude engine=\"{}\" task=\"{}\"` to the matrix",
+                        engine.name.value, task.name.value
+                    ),
+                );
+            }
         }
     }
     for cfg in crate::spec::expand::deployments(sweep) {
