@@ -206,25 +206,18 @@ fn percentile_ratio_ci(a: &[f64], b: &[f64], q: f64) -> Option<(f64, f64)> {
 }
 
 /// The interval of B's percentile over A's, minus 1, when either side's requests came in
-/// groups (see [`crate::record::stats::grouped`]): whole groups of each side resampled on
-/// their own, 95 % percentile-bootstrap interval of the ratio. None when either side has
-/// fewer groups than its percentile's order-statistic rule asks of independent requests.
+/// groups (see [`crate::record::stats::batches`]; a side without groups is one group per
+/// request): whole groups of each side resampled on their own, 95 % percentile-bootstrap
+/// interval of the ratio. None when either side has fewer groups than its percentile's
+/// order-statistic rule asks of independent requests.
 fn grouped_ratio_ci(
-    a: (&[f64], &[i64]),
-    b: (&[f64], &[i64]),
+    ga: &[Vec<f64>],
+    gb: &[Vec<f64>],
     q: f64,
     seed: u64,
     metric: &str,
 ) -> Option<(f64, f64)> {
-    use crate::record::stats::{groups_of, resample_groups};
-    let split = |(v, g): (&[f64], &[i64])| {
-        if g.len() == v.len() {
-            groups_of(v, g)
-        } else {
-            v.iter().map(|x| vec![*x]).collect()
-        }
-    };
-    let (ga, gb) = (split(a), split(b));
+    use crate::record::stats::resample_groups;
     let min = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
     if ga.len() < min || gb.len() < min {
         return None;
@@ -234,18 +227,12 @@ fn grouped_ratio_ci(
     crate::record::stats::interval95(
         (0..ROUNDS)
             .filter_map(|_| {
-                resample_groups(&ga, &mut rng, &mut sa);
-                resample_groups(&gb, &mut rng, &mut sb);
+                resample_groups(ga, &mut rng, &mut sa);
+                resample_groups(gb, &mut rng, &mut sb);
                 ratio(pct_of(&mut sa, q), pct_of(&mut sb, q))
             })
             .collect(),
     )
-}
-
-/// The number of groups behind a side's latencies, when they came in groups.
-fn group_count(v: &[f64], g: &[i64]) -> Option<usize> {
-    (crate::record::stats::grouped(v, g) == Some(true))
-        .then(|| crate::record::stats::groups_of(v, g).len())
 }
 
 /// The 95 % percentile-bootstrap interval of the relative change of a mean (each side's
@@ -324,14 +311,24 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let ((va, ga), (vb, gb)) = (values(a), values(b));
             let (ea, eb) = (estimate(va, q), estimate(vb, q));
             let n = va.len().min(vb.len());
-            let groups = match (group_count(va, ga), group_count(vb, gb)) {
-                (None, None) => None,
-                (x, y) => Some(x.unwrap_or(va.len()).min(y.unwrap_or(vb.len()))),
-            };
+            use crate::record::stats::batches;
+            let (ka, kb) = (batches(va, ga), batches(vb, gb));
+            let groups = (ka.is_some() || kb.is_some()).then(|| {
+                let count =
+                    |k: &Option<Vec<Vec<f64>>>, v: &[f64]| k.as_ref().map_or(v.len(), Vec::len);
+                count(&ka, va).min(count(&kb, vb))
+            });
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
             } else if groups.is_some() {
-                grouped_ratio_ci((va, ga), (vb, gb), q, seed, metric)
+                let alone = |v: &[f64]| v.iter().map(|x| vec![*x]).collect::<Vec<_>>();
+                grouped_ratio_ci(
+                    &ka.unwrap_or_else(|| alone(va)),
+                    &kb.unwrap_or_else(|| alone(vb)),
+                    q,
+                    seed,
+                    metric,
+                )
             } else {
                 percentile_ratio_ci(va, vb, q)
             };

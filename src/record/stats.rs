@@ -32,7 +32,7 @@ pub(crate) struct Dist {
     pub max: Option<f64>,
     /// When requests were sent in groups scheduled at one instant (batches, an offline
     /// burst), the number of groups: the independent observations behind the percentiles,
-    /// fewer than `n` (see [`grouped`]). None: one request per instant.
+    /// fewer than `n` (see [`batches`]). None: one request per instant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
 }
@@ -79,9 +79,8 @@ impl Dist {
     pub fn of_scheduled(v: Vec<(f64, i64)>) -> Dist {
         let (values, at): (Vec<f64>, Vec<i64>) =
             v.into_iter().filter(|(x, _)| x.is_finite()).unzip();
-        let groups = (grouped(&values, &at) == Some(true)).then(|| groups_of(&values, &at).len());
         Dist {
-            groups,
+            groups: batches(&values, &at).map(|g| g.len()),
             ..Dist::of(values)
         }
     }
@@ -245,16 +244,17 @@ mod tests {
         let p50 = |x: &mut [f64]| pct_of(x, 50.0);
         // One request per instant: the ordinary bootstrap, number for number.
         let apart: Vec<i64> = (0..40).collect();
-        assert_eq!(grouped(&v, &apart), Some(false));
+        assert_eq!(batches(&v, &apart), None);
         assert_eq!(
             grouped_bootstrap_ci(&v, &apart, 6, 500, 3, p50),
             bootstrap_ci(&v, 500, 3, p50)
         );
-        assert_eq!(grouped(&v, &[]), None);
+        assert_eq!(batches(&v, &[]), None);
         // Ten batches of four: whole batches resampled, a wider interval.
         let batches: Vec<i64> = (0..40).map(|i| i / 4).collect();
-        assert_eq!(grouped(&v, &batches), Some(true));
-        assert_eq!(groups_of(&v, &batches).len(), 10);
+        let split = super::batches(&v, &batches).unwrap();
+        assert_eq!(split.len(), 10);
+        assert!(split.iter().all(|b| b.len() == 4));
         let w = |c: Option<(f64, f64)>| c.map(|(lo, hi)| hi - lo).unwrap();
         let (by_batch, by_request) = (
             grouped_bootstrap_ci(&v, &batches, 6, 500, 3, p50),
@@ -437,25 +437,20 @@ pub(crate) fn bootstrap_ci(
 }
 
 /// Requests sent together — a batch, an offline burst — share the server's state: their
-/// latencies move together, so they are one observation of it, not several. `groups[i]` is
-/// the instant `values[i]`'s request was scheduled; requests scheduled at the same instant
-/// form a group. Whether any group holds more than one value (None: `groups` does not name
-/// one group per value).
-pub(crate) fn grouped(values: &[f64], groups: &[i64]) -> Option<bool> {
-    if groups.len() != values.len() {
+/// latencies move together, so they are one observation of it, not several. `at[i]` is the
+/// instant `values[i]`'s request was scheduled; requests scheduled at the same instant form a
+/// group. The values split into their groups, in the instants' order — or None when no group
+/// holds more than one value (each request on its own), or `at` does not name one instant
+/// per value.
+pub(crate) fn batches(values: &[f64], at: &[i64]) -> Option<Vec<Vec<f64>>> {
+    if at.len() != values.len() {
         return None;
     }
-    let distinct: std::collections::BTreeSet<&i64> = groups.iter().collect();
-    Some(distinct.len() < groups.len())
-}
-
-/// The values split into their groups (see [`grouped`]), in the groups' order.
-pub(crate) fn groups_of(values: &[f64], groups: &[i64]) -> Vec<Vec<f64>> {
     let mut by: std::collections::BTreeMap<i64, Vec<f64>> = std::collections::BTreeMap::new();
-    for (v, g) in values.iter().zip(groups) {
+    for (v, g) in values.iter().zip(at) {
         by.entry(*g).or_default().push(*v);
     }
-    by.into_values().collect()
+    (by.len() < values.len()).then(|| by.into_values().collect())
 }
 
 /// One resample (with replacement) of whole groups, their values pooled into `into`.
@@ -471,7 +466,7 @@ pub(crate) fn resample_groups(
 }
 
 /// [`bootstrap_ci`] of a percentile-like `stat` when requests came in groups (see
-/// [`grouped`]): whole groups are resampled, and there is no interval with fewer than
+/// [`batches`]): whole groups are resampled, and there is no interval with fewer than
 /// `min_groups` of them (a percentile's interval needs as many independent observations as
 /// its order-statistic rule asks of requests). Ungrouped values (one per instant, or no
 /// group names): exactly [`bootstrap_ci`].
@@ -483,10 +478,9 @@ pub(crate) fn grouped_bootstrap_ci(
     seed: u64,
     stat: impl Fn(&mut [f64]) -> Option<f64>,
 ) -> Option<(f64, f64)> {
-    if grouped(values, groups) != Some(true) {
+    let Some(gs) = batches(values, groups) else {
         return bootstrap_ci(values, rounds, seed, stat);
-    }
-    let gs = groups_of(values, groups);
+    };
     if gs.len() < min_groups.max(2) {
         return None;
     }

@@ -28,9 +28,19 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
             "the exclude rules (or the quantization filter) remove every configuration",
         );
     }
-    // Logprobs scoring reads what only some engines' completions return.
+    // Logprobs and constrained scoring need what only some engines offer; the configurations
+    // are expanded for it only when a task asks for either.
     let mut refused = BTreeSet::new();
-    for cfg in crate::spec::expand::configs(sweep) {
+    let needs_engine = sweep
+        .tasks
+        .iter()
+        .any(|t| t.scoring != crate::spec::Scoring::Generative);
+    let configs = if needs_engine {
+        crate::spec::expand::configs(sweep)
+    } else {
+        Vec::new()
+    };
+    for cfg in configs {
         let (engine, task) = (&sweep.engines[cfg.engine], &sweep.tasks[cfg.task]);
         let missing = match task.scoring {
             crate::spec::Scoring::Logprobs if !engine.catalog.completion_logprobs => Some((
