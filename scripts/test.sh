@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests use (the real llama-server and SmolLM2 model,
-# pyarrow + duckdb to read the Parquet tables, a local llama-server Docker image and Debian's
+# pyarrow + duckdb to read the Parquet tables, lm-evaluation-harness as the reference harness, a local llama-server Docker image and Debian's
 # docker-registry, Chromium, a one-node Slurm cluster; all pinned, checksummed, cached), then
 # checks formatting and lints and runs every test.
 # Every setup step must succeed: the first one that fails stops this script with its own error
@@ -21,6 +21,7 @@ step() {
 }
 step scripts/install-engine.sh
 step scripts/setup-python.sh
+step scripts/setup-lm-eval.sh
 step scripts/setup-docker-test.sh
 step scripts/setup-browser.sh
 # A one-node Slurm cluster for tests/slurm.rs; stopped afterwards unless it was already up.

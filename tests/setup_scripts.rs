@@ -14,6 +14,7 @@ fn copy_scripts(to: &Path) -> PathBuf {
         "test.sh",
         "install-engine.sh",
         "setup-python.sh",
+        "setup-lm-eval.sh",
         "setup-browser.sh",
         "setup-docker-test.sh",
         "setup-slurm.sh",

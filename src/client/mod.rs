@@ -235,6 +235,9 @@ pub(crate) fn apply_event(
         rec.prompt_tokens = prompt;
         rec.completion_tokens = completion;
     }
+    if p.reasoning_tokens.is_some() {
+        rec.reasoning_tokens = p.reasoning_tokens;
+    }
     // A server that reports usage on every chunk (vLLM's continuous usage stats) tells how
     // many tokens each chunk carried.
     let chunk_tokens = match (p.usage, rec.completion_tokens) {
@@ -248,7 +251,10 @@ pub(crate) fn apply_event(
         rec.last_token_ns = Some(t_ns);
         ChunkKind::Content
     } else if !reasoning.is_empty() {
+        // Reasoning is generated tokens too: it ends where the last token is, but it is never
+        // the answer (`output` holds the content only).
         rec.first_reasoning_ns.get_or_insert(t_ns);
+        rec.last_token_ns = Some(t_ns);
         ChunkKind::Reasoning
     } else {
         ChunkKind::Empty
@@ -415,6 +421,16 @@ mod fast {
         prompt_tokens: Option<u64>,
         #[serde(default)]
         completion_tokens: Option<u64>,
+        #[serde(default)]
+        completion_tokens_details: Option<Details>,
+    }
+
+    /// OpenAI's breakdown of the completion tokens (vLLM and others send it for reasoning
+    /// models).
+    #[derive(Deserialize)]
+    struct Details {
+        #[serde(default)]
+        reasoning_tokens: Option<u64>,
     }
 
     /// What an event says, however it was read.
@@ -424,6 +440,8 @@ mod fast {
         pub finish_reason: Option<String>,
         /// (prompt tokens, completion tokens) when the event carries usage.
         pub usage: Option<(Option<u32>, Option<u32>)>,
+        /// Of the completion tokens, those spent reasoning, when the usage says.
+        pub reasoning_tokens: Option<u32>,
         pub error: Option<String>,
     }
 
@@ -448,6 +466,12 @@ mod fast {
                 text,
                 reasoning,
                 finish_reason,
+                reasoning_tokens: e
+                    .usage
+                    .as_ref()
+                    .and_then(|u| u.completion_tokens_details.as_ref())
+                    .and_then(|d| d.reasoning_tokens)
+                    .map(|x| x as u32),
                 usage: e.usage.map(|u| {
                     (
                         u.prompt_tokens.map(|x| x as u32),
@@ -480,9 +504,14 @@ mod fast {
                 let n = |k: &str| u.get(k).and_then(Value::as_u64).map(|x| x as u32);
                 (n("prompt_tokens"), n("completion_tokens"))
             });
+            let reasoning_tokens = v
+                .pointer("/usage/completion_tokens_details/reasoning_tokens")
+                .and_then(Value::as_u64)
+                .map(|x| x as u32);
             Parsed {
                 text,
                 reasoning,
+                reasoning_tokens,
                 finish_reason: choice
                     .and_then(|c| c.get("finish_reason"))
                     .and_then(Value::as_str)

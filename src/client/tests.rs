@@ -86,7 +86,7 @@ fn records_content_usage_and_finish_from_events() {
         (r#"{"choices":[{"delta":{"content":"lo"}}]}"#, 30),
         (r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#, 31),
         (
-            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":1}}}"#,
             32,
         ),
     ];
@@ -103,6 +103,8 @@ fn records_content_usage_and_finish_from_events() {
         (Some(7), Some(3))
     );
     assert_eq!(rec.finish_reason.as_deref(), Some("length"));
+    // The engine's breakdown of the completion tokens (vLLM's form for reasoning models).
+    assert_eq!(rec.reasoning_tokens, Some(1));
     assert_eq!((rec.chunks, rec.content_chunks), (6, 2));
     let kinds: Vec<_> = chunks.iter().map(|c| c.kind).collect();
     assert_eq!(

@@ -258,8 +258,9 @@ impl Executor<'_> {
                 })
                 .collect();
             std::fs::write(tmp.join("outputs.jsonl"), outputs.join("\n") + "\n").map_err(&js)?;
-            if self.sweep.tasks[f.spec.config.task].synthetic.is_some() {
-                // What each synthetic request sent, with its targets.
+            if self.sweep.tasks[f.spec.config.task].synthetic.is_some() || f.samples.iter().any(|s| !s.history.is_empty()) {
+                // What each synthetic request sent, with its targets; and the earlier turns of
+                // conversations (`turns`, `fewshot-as-turns`), which outputs.jsonl does not show.
                 let prompts: Vec<String> = f.samples.iter().enumerate().map(|(i, s)| json!({"sample": i, "sample_id": s.id, "target_prompt_tokens": s.extra.get("target_prompt_tokens").and_then(|v| v.parse::<u64>().ok()), "output_tokens": s.extra.get("output_tokens").and_then(|v| v.parse::<u64>().ok()), "system": s.system, "history": s.history, "prompt": s.prompt}).to_string()).collect();
                 std::fs::write(tmp.join("prompts.jsonl"), prompts.join("\n") + "\n").map_err(&js)?;
             }

@@ -90,6 +90,9 @@ pub(crate) struct RequestRecord {
     pub finish_reason: Option<String>,
     pub prompt_tokens: Option<u32>,
     pub completion_tokens: Option<u32>,
+    /// Of `completion_tokens`, those the engine says were spent reasoning
+    /// (`usage.completion_tokens_details.reasoning_tokens`); None where it does not say.
+    pub reasoning_tokens: Option<u32>,
     pub chunks: u32,
     pub content_chunks: u32,
     pub error: Option<String>,

@@ -93,16 +93,34 @@ impl Dist {
 
 const MS: f64 = 1e6;
 
+/// The first generated token of any kind: reasoning (`reasoning_content`) or answer.
+fn first_output_ns(r: &RequestRecord) -> Option<i64> {
+    match (r.first_token_ns, r.first_reasoning_ns) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Time to first token: to the first generated token, reasoning included (what a streaming
+/// client sees first).
 pub(crate) fn ttft_ms(r: &RequestRecord) -> Option<f64> {
+    Some((first_output_ns(r)? - r.sent_ns?) as f64 / MS)
+}
+
+/// Time to the first token of the answer (content), after any reasoning; the TTFT of a
+/// request that did not reason.
+pub(crate) fn ttfa_ms(r: &RequestRecord) -> Option<f64> {
     Some((r.first_token_ns? - r.sent_ns?) as f64 / MS)
 }
 
+/// Time per output token over every generated token after the first, reasoning included
+/// (`completion_tokens` counts both).
 pub(crate) fn tpot_ms(r: &RequestRecord) -> Option<f64> {
     let n = r.completion_tokens?;
     if n < 2 {
         return None;
     }
-    Some((r.last_token_ns? - r.first_token_ns?) as f64 / MS / (n - 1) as f64)
+    Some((r.last_token_ns? - first_output_ns(r)?) as f64 / MS / (n - 1) as f64)
 }
 
 pub(crate) fn e2e_ms(r: &RequestRecord) -> f64 {
@@ -140,6 +158,17 @@ pub(crate) struct RunStats {
     pub requests_per_s: f64,
     /// True when the client sent late: p99 of send − scheduled above the threshold.
     pub client_behind: bool,
+    /// Successful requests that streamed any reasoning (`reasoning_content`) before or beside
+    /// their answer; 0 for a model that does not reason.
+    #[serde(default)]
+    pub reasoning_requests: usize,
+    /// Time to the first answer token, after any reasoning (equal to TTFT where none).
+    #[serde(default)]
+    pub ttfa_ms: Dist,
+    /// Of `output_tokens`, those the engine reported as reasoning; None when it reported none
+    /// for any request.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
     /// The steady part of the window (`record::steady`); None when the run has none or was
     /// recorded before bench360 measured it.
     #[serde(default)]
@@ -167,18 +196,25 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
     let ok_ids: std::collections::HashSet<u32> = ok.iter().map(|r| r.id).collect();
     let mut itl = Vec::new();
     let mut itl_token = Vec::new();
+    // Tokens are generated as answer (content) or reasoning: both are the engine's output
+    // rate, so both count between tokens.
+    let generated = |c: &&ChunkRecord| {
+        matches!(c.kind, ChunkKind::Content | ChunkKind::Reasoning)
+            && ok_ids.contains(&c.request_id)
+    };
+    let mut token_chunks: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    for c in chunks.iter().filter(generated) {
+        *token_chunks.entry(c.request_id).or_default() += 1;
+    }
     let per_chunk: std::collections::HashMap<u32, f64> = ok
         .iter()
-        .filter_map(|r| match (r.completion_tokens, r.content_chunks) {
-            (Some(t), c) if c > 0 => Some((r.id, t as f64 / c as f64)),
+        .filter_map(|r| match (r.completion_tokens, token_chunks.get(&r.id)) {
+            (Some(t), Some(&c)) if c > 0 => Some((r.id, t as f64 / c as f64)),
             _ => None,
         })
         .collect();
     let mut last: BTreeMap<u32, i64> = BTreeMap::new();
-    for c in chunks
-        .iter()
-        .filter(|c| c.kind == ChunkKind::Content && ok_ids.contains(&c.request_id))
-    {
+    for c in chunks.iter().filter(generated) {
         if let Some(prev) = last.insert(c.request_id, c.t_ns) {
             let gap = (c.t_ns - prev) as f64 / MS;
             itl.push(gap);
@@ -228,6 +264,17 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
         usage_missing: ok.iter().filter(|r| r.completion_tokens.is_none()).count(),
         output_tokens_per_s: per_s(output_tokens as f64),
         requests_per_s: per_s(ok.len() as f64),
+        reasoning_requests: ok.iter().filter(|r| r.first_reasoning_ns.is_some()).count(),
+        ttfa_ms: Dist::of_scheduled(
+            ok.iter()
+                .filter_map(|r| Some((ttfa_ms(r)?, r.scheduled_ns)))
+                .collect(),
+        ),
+        reasoning_tokens: ok
+            .iter()
+            .filter_map(|r| r.reasoning_tokens)
+            .map(u64::from)
+            .reduce(|a, b| a + b),
         steady: None,
     }
 }
@@ -296,6 +343,49 @@ mod tests {
             prompt_tokens: Some(10),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_reasoning_model_is_timed_from_its_first_thought_and_to_its_first_answer_token() {
+        // Reasoning from 12 ms, the answer from 32 ms, the last token at 52 ms; 5 tokens.
+        let r = RequestRecord {
+            first_reasoning_ns: Some(12_000_000),
+            first_token_ns: Some(32_000_000),
+            reasoning_tokens: Some(2),
+            ..req(0, 0, 2_000_000, 0, 52_000_000, 5)
+        };
+        assert_eq!(ttft_ms(&r), Some(10.0));
+        assert_eq!(ttfa_ms(&r), Some(30.0));
+        assert_eq!(tpot_ms(&r), Some(10.0)); // every generated token, reasoning included
+        let chunk = |t_ns, kind| ChunkRecord {
+            request_id: 0,
+            index: 0,
+            t_ns,
+            kind,
+            chars: 1,
+            tokens: None,
+        };
+        let chunks = [
+            chunk(12_000_000, ChunkKind::Reasoning),
+            chunk(22_000_000, ChunkKind::Reasoning),
+            chunk(32_000_000, ChunkKind::Content),
+            chunk(42_000_000, ChunkKind::Content),
+            chunk(52_000_000, ChunkKind::Content),
+        ];
+        let plain = req(1, 0, 2_000_000, 12_000_000, 52_000_000, 5);
+        let s = run_stats(&[r], &chunks);
+        assert_eq!(s.reasoning_requests, 1);
+        assert_eq!(s.reasoning_tokens, Some(2));
+        assert_eq!(s.ttft_ms.p50, Some(10.0));
+        assert_eq!(s.ttfa_ms.p50, Some(30.0));
+        // Four gaps of 10 ms between generated chunks, reasoning and answer alike.
+        assert_eq!(s.itl_ms.n, 4);
+        assert_eq!(s.itl_ms.p50, Some(10.0));
+        // A model that does not reason: TTFA is its TTFT, and no reasoning tokens are claimed.
+        let s = run_stats(&[plain], &[]);
+        assert_eq!(s.reasoning_requests, 0);
+        assert_eq!(s.reasoning_tokens, None);
+        assert_eq!(s.ttfa_ms.p50, s.ttft_ms.p50);
     }
 
     #[test]

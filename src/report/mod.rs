@@ -94,7 +94,7 @@ pub(crate) fn markdown(
 ) -> String {
     let mut out = format!("# bench360 report: {sweep}\n\n");
     out.push_str(&text::answer_markdown(answers));
-    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first content token − send; TPOT = (last − first content token) / (completion tokens − 1); ITL = gap between content chunks; E2E = last token − scheduled.\n\n");
+    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled.\n\n");
     out.push_str(&runs_section(rows));
     if text::any_thin(rows) {
         out.push_str(&format!("\n{}\n", text::thin_legend()));
@@ -111,6 +111,13 @@ pub(crate) fn markdown(
     if !format_notes.is_empty() {
         out.push_str("\n## Format failures and truncation\n\n");
         for n in format_notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
+    let reasoning: Vec<String> = rows.iter().filter_map(summary::reasoning_note).collect();
+    if !reasoning.is_empty() {
+        out.push_str("\n## Reasoning\n\n");
+        for n in reasoning {
             let _ = writeln!(out, "- {n}");
         }
     }

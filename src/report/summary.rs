@@ -445,6 +445,18 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     "itl_per_token_p99_ms",
                     f(s.and_then(|s| s.itl_per_token_ms.p99)),
                 ),
+                // Reasoning models: the answer's first token after the reasoning, and how
+                // much of the output was reasoning.
+                (
+                    "reasoning_requests",
+                    Cell::I64(s.map(|s| s.reasoning_requests as i64)),
+                ),
+                ("ttfa_p50_ms", f(s.and_then(|s| s.ttfa_ms.p50))),
+                ("ttfa_p95_ms", f(s.and_then(|s| s.ttfa_ms.p95))),
+                (
+                    "reasoning_tokens",
+                    Cell::I64(s.and_then(|s| s.reasoning_tokens.map(|t| t as i64))),
+                ),
             ]);
             let lo = |ci: Option<(f64, f64)>| f(ci.map(|c| c.0));
             let hi = |ci: Option<(f64, f64)>| f(ci.map(|c| c.1));

@@ -405,10 +405,14 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                 for &task in &tasks {
                     // A task's own max-tokens and stop replace the sweep's.
                     let t_def = &sweep.tasks[task];
-                    let max_tokens = match t_def.max_tokens {
+                    // `reason N`: N more tokens for the reasoning before the answer.
+                    let max_tokens: Vec<u32> = match t_def.max_tokens {
                         Some(x) => vec![x],
                         None => max_tokens.clone(),
-                    };
+                    }
+                    .into_iter()
+                    .map(|m| m.saturating_add(t_def.reason.unwrap_or(0)))
+                    .collect();
                     let stop = if t_def.stop.is_empty() {
                         d.stop.clone()
                     } else {
@@ -427,7 +431,18 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                         // time where it has none).
                         crate::spec::Scoring::Constrained => {
                             if let Some(c) = sweep.engines[engine].catalog.choice_constraint {
-                                let (k, v) = c.field(crate::spec::CHOICE_LABELS);
+                                // A custom task's declared options, else MMLU's labels.
+                                let custom: Vec<&str> = t_def
+                                    .custom
+                                    .iter()
+                                    .flat_map(|c| c.choices.iter().map(String::as_str))
+                                    .collect();
+                                let choices = if custom.is_empty() {
+                                    crate::spec::CHOICE_LABELS
+                                } else {
+                                    &custom
+                                };
+                                let (k, v) = c.field(choices);
                                 extra_body.insert(k.into(), v);
                             }
                         }

@@ -339,6 +339,13 @@ pub(crate) struct Task {
     pub synthetic: Option<Synthetic>,
     /// How a multiple-choice task reads the model's choice (part of the metric's identity).
     pub scoring: Scoring,
+    /// K-shot examples sent as earlier chat turns (user: the example, assistant: its answer)
+    /// instead of inside one prompt; part of the prompt's identity.
+    pub fewshot_as_turns: bool,
+    /// Reason, then answer: the model is asked to think step by step and end with a line
+    /// `Final answer: …`, which is what the task reads; this many tokens are added to the
+    /// task's max-tokens for the reasoning. Part of the prompt's and the metric's identity.
+    pub reason: Option<u32>,
 }
 
 /// How a multiple-choice task (MMLU) reads the model's choice.
@@ -463,6 +470,9 @@ pub(crate) struct CustomTask {
     pub database: Option<Spanned<String>>,
     /// Fields to report per-group metrics by.
     pub group_by: Vec<String>,
+    /// The options a `choice` task answers with (`choices "yes" "no"`): what `scoring
+    /// "logprobs"` compares at the answer position and `scoring "constrained"` forces.
+    pub choices: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

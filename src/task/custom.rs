@@ -237,16 +237,16 @@ pub(crate) fn load(
             Some(f) => row.fields.get(f).and_then(text_of).unwrap_or_default(),
             None => format!("row-{}", row.line),
         };
-        let mut prompt = String::new();
+        let mut shots = super::Shots::new("", def.fewshot_as_turns);
         for s in super::shot_indices(rows.len(), &order, i, def.shots, seed, &id) {
             let shot = &rows[s];
             let reference = references(&shot.fields[&c.reference.value])
                 .into_iter()
                 .next()
                 .unwrap_or_default();
-            prompt.push_str(&format!("{} {reference}\n\n", render(shot)?.trim_end()));
+            shots.push(render(shot)?.trim_end(), &reference);
         }
-        prompt.push_str(&render(row)?);
+        let (prompt, history) = shots.finish(&render(row)?);
         let refs = references(&row.fields[&c.reference.value]);
         out.push(Sample {
             id,
@@ -263,10 +263,40 @@ pub(crate) fn load(
                 "row".to_string(),
                 Value::Object(row.fields.clone()).to_string(),
             )]),
+            history,
             ..Default::default()
         });
     }
     Ok(out)
+}
+
+/// A custom `choice` task's score from the recorded top log-probabilities (`scoring
+/// "logprobs"`): the declared option most likely at the answer position, right when it is one
+/// of the references (case-insensitive, as the `choice` metric compares). `label_tie` is 1 where
+/// the choice was a tie.
+pub(crate) fn score_logprobs(c: &CustomTask, sample: &Sample, top: &str) -> Score {
+    let options: Vec<&str> = c.choices.iter().map(String::as_str).collect();
+    let chosen = mmlu::choose_among(top, &options);
+    let picked = chosen.map(|(i, _, _)| options[i].to_string());
+    let correct = picked.as_ref().is_some_and(|p| {
+        sample
+            .references
+            .iter()
+            .any(|r| r.trim().eq_ignore_ascii_case(p.trim()))
+    });
+    let v = f64::from(u8::from(correct));
+    let tie = f64::from(u8::from(chosen.is_some_and(|(_, _, t)| t)));
+    Score {
+        score: v,
+        correct: Some(correct),
+        extracted: picked,
+        parsed: Some(chosen.is_some()),
+        metrics: BTreeMap::from([
+            ("choice_accuracy".to_string(), v),
+            ("label_tie".to_string(), tie),
+        ]),
+        ..Score::default()
+    }
 }
 
 static FENCED: LazyLock<Regex> =
@@ -339,6 +369,10 @@ pub(crate) fn score_builtin(
             Metric::Choice => {
                 let picked = match &c.extract {
                     Some(_) => (!answer.is_empty()).then(|| answer.clone()),
+                    // A declared option, as a constrained answer is written.
+                    None if c.choices.iter().any(|o| o.trim() == output.trim()) => {
+                        Some(output.trim().to_string())
+                    }
                     None => mmlu::extract_letter(output).map(String::from),
                 };
                 s.parsed = Some(picked.is_some());
@@ -565,6 +599,7 @@ mod tests {
             scorer_timeout_s: 10.0,
             database: None,
             group_by: vec![],
+            choices: vec![],
         }
     }
 

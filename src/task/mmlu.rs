@@ -103,7 +103,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
     for i in order {
         let item = &test[i];
         let subject = item.subject.replace('_', " ");
-        let mut prompt = match def.scoring {
+        let head = match def.scoring {
             Scoring::Generative | Scoring::Constrained => format!(
                 "The following is a multiple choice question about {subject}. Reply with the letter of the correct answer.\n\n"
             ),
@@ -112,6 +112,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
                 "The following are multiple choice questions (with answers) about {subject}.\n\n"
             ),
         };
+        let mut turns = super::Shots::new(head, def.fewshot_as_turns);
         if def.shots > 0 {
             let shots = by_subject
                 .get(item.subject.as_str())
@@ -129,11 +130,10 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
                 });
             }
             for shot in &shots[..def.shots as usize] {
-                prompt.push_str(&question_block(shot));
-                prompt.push_str(&format!(" {}\n\n", shot.answer));
+                turns.push(&question_block(shot), &shot.answer);
             }
         }
-        prompt.push_str(&question_block(item));
+        let (prompt, history) = turns.finish(&question_block(item));
         let mut groups = BTreeMap::new();
         groups.insert("subject".to_string(), item.subject.clone());
         groups.insert("category".to_string(), item.category.clone());
@@ -145,6 +145,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             references: vec![item.answer.clone()],
             groups,
             extra: BTreeMap::new(),
+            history,
             ..Default::default()
         });
     }
@@ -445,14 +446,20 @@ pub(crate) fn score(sample: &Sample, output: &str) -> Score {
 /// lm-evaluation-harness's argmax does; the tie is reported. None when no label is listed or
 /// `top` is not the JSON the client records (`[[token, logprob], …]`).
 pub(crate) fn choose_by_logprobs(top: &str) -> Option<(char, f64, bool)> {
+    let (i, lp, tie) = choose_among(top, &["A", "B", "C", "D"])?;
+    Some((LETTERS[i], lp, tie))
+}
+
+/// The option most likely at the answer position among `options`, from recorded top
+/// log-probabilities: each option's log-probability is the largest among the tokens that are
+/// that option once trimmed (`" yes"` or `"yes"`); ties go to the earlier option. Returns
+/// (option index, its log-probability, whether it was tied); None when no option is listed.
+pub(crate) fn choose_among(top: &str, options: &[&str]) -> Option<(usize, f64, bool)> {
     let pairs: Vec<(String, f64)> = serde_json::from_str(top).ok()?;
-    let mut best: [Option<f64>; 4] = [None; 4];
+    let mut best: Vec<Option<f64>> = vec![None; options.len()];
     for (tok, lp) in &pairs {
         let t = tok.trim();
-        if let Some(i) = LETTERS
-            .iter()
-            .position(|l| t.len() == 1 && t.starts_with(*l))
-        {
+        if let Some(i) = options.iter().position(|o| !t.is_empty() && o.trim() == t) {
             best[i] = Some(best[i].map_or(*lp, |b: f64| b.max(*lp)));
         }
     }
@@ -461,11 +468,11 @@ pub(crate) fn choose_by_logprobs(top: &str) -> Option<(char, f64, bool)> {
         .flatten()
         .copied()
         .fold(f64::NEG_INFINITY, f64::max);
-    let mut at_top = LETTERS
+    let mut at_top = best
         .iter()
-        .zip(best)
-        .filter(|(_, b)| *b == Some(top_lp))
-        .map(|(l, _)| *l);
+        .enumerate()
+        .filter(|(_, b)| **b == Some(top_lp))
+        .map(|(i, _)| i);
     let first = at_top.next()?;
     Some((first, top_lp, at_top.next().is_some()))
 }
@@ -507,6 +514,15 @@ mod tests {
             choose_by_logprobs(r#"[[" A",-1.3397],[" B",-1.5272],[" C",-1.3397],[" D",-1.5272]]"#),
             Some(('A', -1.3397, true))
         );
+        // Any declared options (a custom `choice` task): trimmed, exact, ties to the earlier.
+        assert_eq!(
+            choose_among(
+                r#"[[" yes",-0.9],["Yes",-0.1],[" no",-0.9]]"#,
+                &["yes", "no"]
+            ),
+            Some((0, -0.9, true))
+        );
+        assert_eq!(choose_among(r#"[[" maybe",-0.1]]"#, &["yes", "no"]), None);
         // No label listed, or no record: no choice.
         assert_eq!(choose_by_logprobs(r#"[[" The",-0.1],[" A.",-0.2]]"#), None);
         assert_eq!(choose_by_logprobs(""), None);

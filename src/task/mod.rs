@@ -9,6 +9,7 @@
 pub(crate) mod custom;
 pub(crate) mod mmlu;
 pub(crate) mod porter;
+pub(crate) mod reason;
 pub(crate) mod rouge;
 pub(crate) mod sql;
 pub(crate) mod squad;
@@ -135,6 +136,9 @@ impl Task for Builtin {
             // The generative prompt, its answer forced by the engine (the field is keyed too).
             t.push_str("\nscoring=constrained");
         }
+        if self.def.fewshot_as_turns {
+            t.push_str("\nfewshot-as-turns");
+        }
         t
     }
 
@@ -255,10 +259,25 @@ impl Task for Custom {
         vec![self.path.clone()]
     }
 
+    fn reads_logprobs(&self) -> bool {
+        self.def.scoring == crate::spec::Scoring::Logprobs
+    }
+
     fn template(&self) -> String {
         let c = self.custom();
+        let mut extra = String::new();
+        if self.def.fewshot_as_turns {
+            extra.push_str("\nfewshot-as-turns");
+        }
+        if self.def.scoring != crate::spec::Scoring::Generative {
+            extra.push_str(&format!(
+                "\nscoring={} choices={:?}",
+                self.def.scoring.as_str(),
+                c.choices
+            ));
+        }
         format!(
-            "custom/1\n{}\nreference={} id={:?}",
+            "custom/1\n{}\nreference={} id={:?}{extra}",
             c.template.value, c.reference.value, c.id_field
         )
     }
@@ -266,6 +285,17 @@ impl Task for Custom {
     fn metric(&self) -> String {
         let c = self.custom();
         let metrics: Vec<&str> = c.metrics.iter().map(|m| m.value.name()).collect();
+        if self.reads_logprobs() {
+            return format!(
+                "custom-choice-logprobs/1 choices={:?} (ties to the earlier option) group-by={:?}",
+                c.choices, c.group_by
+            );
+        }
+        let constrained = if self.def.scoring == crate::spec::Scoring::Constrained {
+            format!(" constrained={:?}", c.choices)
+        } else {
+            String::new()
+        };
         format!(
             "custom-metrics/1 {metrics:?} extract={:?} scorer={:?} timeout={} database={:?} group-by={:?} sql-timeout={}",
             c.extract.as_ref().map(|e| &e.value),
@@ -274,7 +304,7 @@ impl Task for Custom {
             c.database.as_ref().map(|d| &d.value),
             c.group_by,
             self.def.sql_timeout_s,
-        )
+        ) + &constrained
     }
 
     fn primary(&self) -> &'static str {
@@ -287,6 +317,12 @@ impl Task for Custom {
 
     fn score(&self, items: &[(&Sample, &str)]) -> Result<Vec<Score>, ScoreError> {
         let c = self.custom();
+        if self.reads_logprobs() {
+            return Ok(items
+                .par_iter()
+                .map(|(s, top)| custom::score_logprobs(c, s, top))
+                .collect());
+        }
         if let Some(cmd) = &c.scorer {
             return custom::run_scorer(
                 cmd,
@@ -382,7 +418,8 @@ impl Task for SyntheticTask {
 pub(crate) fn of(sweep: &Sweep, t: usize) -> Box<dyn Task> {
     let def = sweep.tasks[t].clone();
     let path = sweep.resolve_path(&def.dataset.value);
-    match def.kind {
+    let reason = def.reason;
+    let task: Box<dyn Task> = match def.kind {
         TaskKind::Custom => Box::new(Custom {
             def,
             path,
@@ -393,6 +430,13 @@ pub(crate) fn of(sweep: &Sweep, t: usize) -> Box<dyn Task> {
             def,
         }),
         _ => Box::new(Builtin { def, dir: path }),
+    };
+    match reason {
+        Some(budget) => Box::new(reason::Reasoned {
+            inner: task,
+            budget,
+        }),
+        None => task,
     }
 }
 
@@ -450,6 +494,45 @@ pub(crate) fn shot_indices(
     SplitMix64::derive(seed, &format!("shots/{id}")).shuffle(&mut pool);
     pool.truncate(shots as usize);
     pool
+}
+
+/// The K-shot examples of one item, put before its question in one prompt (each
+/// `{example} {answer}` and a blank line) or, with `fewshot-as-turns`, sent as earlier chat
+/// turns (the example as the user's message, its answer as the assistant's). The task's
+/// instruction heads the first message either way.
+pub(crate) struct Shots {
+    head: String,
+    turns: Vec<(String, String)>,
+    as_turns: bool,
+}
+
+impl Shots {
+    pub(crate) fn new(head: impl Into<String>, as_turns: bool) -> Self {
+        Shots {
+            head: head.into(),
+            turns: Vec::new(),
+            as_turns,
+        }
+    }
+
+    pub(crate) fn push(&mut self, example: &str, answer: &str) {
+        self.turns.push((example.to_string(), answer.to_string()));
+    }
+
+    /// The prompt and the earlier turns of the item whose question is `question`.
+    pub(crate) fn finish(self, question: &str) -> (String, Vec<(String, String)>) {
+        if !self.as_turns || self.turns.is_empty() {
+            let mut prompt = self.head;
+            for (example, answer) in &self.turns {
+                prompt.push_str(&format!("{example} {answer}\n\n"));
+            }
+            prompt.push_str(question);
+            return (prompt, Vec::new());
+        }
+        let mut turns = self.turns;
+        turns[0].0 = format!("{}{}", self.head, turns[0].0);
+        (question.to_string(), turns)
+    }
 }
 
 /// Aggregate metrics over scored requests: `quality` (mean of the per-request score), the
@@ -649,6 +732,8 @@ pub(crate) mod tests {
             custom: None,
             synthetic: None,
             scoring: crate::spec::Scoring::Generative,
+            fewshot_as_turns: false,
+            reason: None,
         }
     }
 
@@ -708,6 +793,61 @@ pub(crate) mod tests {
         assert_eq!(m["f1.answerable.has_answer"], 0.75);
         assert_eq!(m["f1.answerable.no_answer"], 0.0);
         assert!(!m.contains_key("unparsed_rate"));
+    }
+
+    #[test]
+    fn shots_go_into_one_prompt_or_into_earlier_turns() {
+        let build = |as_turns| {
+            let mut s = Shots::new("Do this.\n\n", as_turns);
+            s.push("Q: 1+1?", "2");
+            s.push("Q: 2+2?", "4");
+            s.finish("Q: 3+3?")
+        };
+        assert_eq!(
+            build(false),
+            (
+                "Do this.\n\nQ: 1+1? 2\n\nQ: 2+2? 4\n\nQ: 3+3?".to_string(),
+                vec![]
+            )
+        );
+        let (prompt, turns) = build(true);
+        assert_eq!(prompt, "Q: 3+3?");
+        assert_eq!(
+            turns,
+            [
+                ("Do this.\n\nQ: 1+1?".to_string(), "2".to_string()),
+                ("Q: 2+2?".to_string(), "4".to_string())
+            ]
+        );
+        // No shots: the instruction stays with the question.
+        let (prompt, turns) = Shots::new("Do this.\n\n", true).finish("Q: 3+3?");
+        assert_eq!((prompt.as_str(), turns.len()), ("Do this.\n\nQ: 3+3?", 0));
+    }
+
+    #[test]
+    fn mmlu_shots_as_turns_end_with_the_question_alone_and_are_keyed() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mmlu");
+        let mut d = def(TaskKind::Mmlu, Some(2));
+        d.shots = 2;
+        let one = Builtin {
+            def: d.clone(),
+            dir: dir.clone(),
+        };
+        d.fewshot_as_turns = true;
+        let turns = Builtin { def: d, dir };
+        let (a, b) = (one.load(1).unwrap(), turns.load(1).unwrap());
+        assert_eq!(a[0].id, b[0].id);
+        assert!(a[0].history.is_empty());
+        assert_eq!(b[0].history.len(), 2);
+        // The same text, cut into turns: the shots' questions and answers, then the question.
+        let joined: String = b[0]
+            .history
+            .iter()
+            .map(|(q, a)| format!("{q} {a}\n\n"))
+            .collect::<String>()
+            + &b[0].prompt;
+        assert_eq!(joined, a[0].prompt);
+        assert_ne!(one.template(), turns.template());
     }
 
     #[test]

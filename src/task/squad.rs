@@ -241,15 +241,16 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
     let mut out = Vec::with_capacity(chosen.len());
     for &i in &chosen {
         let item = &items[i];
-        let mut prompt = String::from(
+        let mut shots = super::Shots::new(
             "Answer the question with a short span copied from the context. If the context does not contain the answer, reply: unanswerable\n\n",
+            def.fewshot_as_turns,
         );
         for s in super::shot_indices(items.len(), &chosen, i, def.shots, seed, &item.id) {
             let shot = &items[s];
             let answer = shot.answers.first().map_or("unanswerable", String::as_str);
-            prompt.push_str(&format!("{} {answer}\n\n", block(shot)));
+            shots.push(&block(shot), answer);
         }
-        prompt.push_str(&block(item));
+        let (prompt, history) = shots.finish(&block(item));
         let mut groups = BTreeMap::new();
         groups.insert(
             "answerable".to_string(),
@@ -270,6 +271,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             references: item.answers.clone(),
             groups,
             extra: BTreeMap::new(),
+            history,
             ..Default::default()
         });
     }

@@ -60,17 +60,18 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
     let mut out = Vec::with_capacity(order.len());
     for &i in &order {
         let item = &items[i];
-        let mut prompt =
-            String::from("Summarize the following news article in three sentences.\n\n");
+        let mut shots = super::Shots::new(
+            "Summarize the following news article in three sentences.\n\n",
+            def.fewshot_as_turns,
+        );
         for s in super::shot_indices(items.len(), &order, i, def.shots, seed, &item.id) {
             let shot = &items[s];
-            prompt.push_str(&format!(
-                "Article: {}\n\nSummary: {}\n\n",
-                cut(&shot.article, words),
-                shot.highlights.trim()
-            ));
+            shots.push(
+                &format!("Article: {}\n\nSummary:", cut(&shot.article, words)),
+                shot.highlights.trim(),
+            );
         }
-        prompt.push_str(&format!(
+        let (prompt, history) = shots.finish(&format!(
             "Article: {}\n\nSummary:",
             cut(&item.article, words)
         ));
@@ -86,6 +87,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
             references: vec![item.highlights.clone()],
             groups,
             extra: BTreeMap::new(),
+            history,
             ..Default::default()
         });
     }

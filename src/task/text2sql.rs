@@ -164,18 +164,18 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
     let mut out = Vec::with_capacity(order.len());
     for &i in &order {
         let item = &items[i];
-        let mut prompt = String::from(
+        let mut shots = super::Shots::new(
             "Write one SQLite query that answers the question. Reply with the SQL query only.\n\n",
+            def.fewshot_as_turns,
         );
         for s in super::shot_indices(items.len(), &order, i, def.shots, seed, &item.id) {
             let shot = &items[s];
-            prompt.push_str(&format!(
-                "{} {}\n\n",
-                block(&schemas[shot.db_id.as_str()], &shot.question),
-                shot.query.trim()
-            ));
+            shots.push(
+                &block(&schemas[shot.db_id.as_str()], &shot.question),
+                shot.query.trim(),
+            );
         }
-        prompt.push_str(&block(&schemas[item.db_id.as_str()], &item.question));
+        let (prompt, history) = shots.finish(&block(&schemas[item.db_id.as_str()], &item.question));
         out.push(Sample {
             id: item.id.clone(),
             system: def.system.clone(),
@@ -187,6 +187,7 @@ pub(crate) fn load(def: &TaskDef, dir: &Path, seed: u64) -> Result<Vec<Sample>, 
                 "database".to_string(),
                 database_path(dir, &item.db_id).display().to_string(),
             )]),
+            history,
             ..Default::default()
         });
     }

@@ -296,6 +296,13 @@ pub(crate) fn write_requests(
         true,
     );
     t.f64(
+        "ttfa_ms",
+        rs.iter()
+            .map(|r| r.ok().then(|| stats::ttfa_ms(r)).flatten())
+            .collect(),
+        true,
+    );
+    t.f64(
         "e2e_ms",
         rs.iter()
             .map(|r| r.ok().then(|| stats::e2e_ms(r)))
@@ -310,6 +317,11 @@ pub(crate) fn write_requests(
     t.u32(
         "completion_tokens",
         rs.iter().map(|r| r.completion_tokens).collect(),
+        true,
+    );
+    t.u32(
+        "reasoning_tokens",
+        rs.iter().map(|r| r.reasoning_tokens).collect(),
         true,
     );
     t.u32("chunks", rs.iter().map(|r| Some(r.chunks)).collect(), false);

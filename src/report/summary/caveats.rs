@@ -71,10 +71,37 @@ pub(crate) fn scoring_note(r: &Row) -> Option<String> {
             _ => String::new(),
         };
         format!(
-            "{}: quality read from the options' log-probabilities at the answer position (`scoring \"logprobs\"`, lm-evaluation-harness's MMLU prompt), not from generated text; one token per request, so its TTFT is a prefill's and its TPOT, ITL and throughput are not a generation's.{ties}",
+            "{}: quality read from the options' log-probabilities at the answer position (`scoring \"logprobs\"`; for MMLU, lm-evaluation-harness's prompt), not from generated text; one token per request, so its TTFT is a prefill's and its TPOT, ITL and throughput are not a generation's.{ties}",
             r.data.label
         )
     })
+}
+
+/// A run whose model reasoned before answering (text the engine returned apart as
+/// `reasoning_content`, never scored): how long the answer took to begin, beside TTFT (which
+/// counts the first reasoning token), and how much of the output was reasoning.
+pub(crate) fn reasoning_note(r: &Row) -> Option<String> {
+    let s = r.data.stats.as_ref()?;
+    if s.reasoning_requests == 0 {
+        return None;
+    }
+    let ms = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.0} ms"));
+    let tokens = match s.reasoning_tokens {
+        Some(t) if s.output_tokens > 0 => format!(
+            "{t} of its {} output tokens were reasoning (as the engine reported them)",
+            s.output_tokens
+        ),
+        _ => "the engine did not report how many output tokens were reasoning".to_string(),
+    };
+    Some(format!(
+        "{}: {} of {} answers came after reasoning the engine returned apart (`reasoning_content`, never scored as the answer). Time to the first answer token p50 {} / p95 {}, against TTFT p50 {} (the first token of any kind); {tokens}. TPOT and throughput count reasoning tokens as output.",
+        r.data.label,
+        s.reasoning_requests,
+        s.ok,
+        ms(s.ttfa_ms.p50),
+        ms(s.ttfa_ms.p95),
+        ms(s.ttft_ms.p50),
+    ))
 }
 
 /// Where a run's quality is mostly format failures — outputs whose answer could not be read

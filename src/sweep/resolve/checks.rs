@@ -34,7 +34,7 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
     let needs_engine = sweep
         .tasks
         .iter()
-        .any(|t| t.scoring != crate::spec::Scoring::Generative);
+        .any(|t| t.scoring != crate::spec::Scoring::Generative || t.fewshot_as_turns);
     let configs = if needs_engine {
         crate::spec::expand::configs(sweep)
     } else {
@@ -42,6 +42,24 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
     };
     for cfg in configs {
         let (engine, task) = (&sweep.engines[cfg.engine], &sweep.tasks[cfg.task]);
+        // Shots as turns are chat messages: a completion prompt would drop them.
+        if task.fewshot_as_turns
+            && task.mode.unwrap_or(engine.api) == crate::spec::Api::Completion
+            && refused.insert((cfg.engine, cfg.task))
+        {
+            ctx.err_help(
+                engine.name.span,
+                format!(
+                    "engine `{}` is asked through /v1/completions, and task `{}` sends its shots as chat turns (`fewshot-as-turns`)",
+                    engine.name.value, task.name.value
+                ),
+                "a plain prompt has no turns",
+                format!(
+                    "give task `{}` `mode \"chat\"`, or remove `fewshot-as-turns`",
+                    task.name.value
+                ),
+            );
+        }
         let missing = match task.scoring {
             crate::spec::Scoring::Logprobs if !engine.catalog.completion_logprobs => Some((
                 "cannot return log-probabilities from /v1/completions",

@@ -119,6 +119,8 @@ const TASK_FIELDS: &[&str] = &[
     "sql-timeout",
     "answer-format",
     "scoring",
+    "fewshot-as-turns",
+    "reason",
     "template",
     "reference",
     "id",
@@ -128,6 +130,7 @@ const TASK_FIELDS: &[&str] = &[
     "scorer-timeout",
     "database",
     "group-by",
+    "choices",
     "input-tokens",
     "output-tokens",
     "shared-prefix",
@@ -152,6 +155,7 @@ const CUSTOM_FIELDS: &[&str] = &[
     "scorer-timeout",
     "database",
     "group-by",
+    "choices",
 ];
 const SCENARIO_KINDS: &[&str] = &[
     "single",

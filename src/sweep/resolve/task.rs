@@ -124,6 +124,40 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
             }
         },
     };
+    let fewshot_as_turns_node = Ctx::first(&f, "fewshot-as-turns");
+    let fewshot_as_turns = fewshot_as_turns_node
+        .and_then(|n| ctx.one_bool(n))
+        .unwrap_or(false);
+    if let (Some(n), true) = (fewshot_as_turns_node, fewshot_as_turns) {
+        if shots == 0 {
+            ctx.err_help(
+                n.name.span,
+                "`fewshot-as-turns` with no shots",
+                "nothing to send as turns",
+                "add `shots K` (1-5), or remove `fewshot-as-turns`",
+            );
+        }
+        if mode == Some(Api::Completion) {
+            ctx.err_help(
+                n.name.span,
+                "`fewshot-as-turns` needs chat messages, and this task is `mode \"completion\"`",
+                "turns need a chat request",
+                "remove `mode \"completion\"` (and use an engine with `api \"chat\"`), or remove `fewshot-as-turns`",
+            );
+        }
+    }
+    let reason_node = Ctx::first(&f, "reason");
+    let reason = reason_node
+        .and_then(|n| ctx.one_int(n, 1, 1_000_000))
+        .map(|v| v as u32);
+    if let (Some(n), true) = (reason_node, scoring != Scoring::Generative) {
+        ctx.err_help(
+            n.name.span,
+            "`reason` does not apply with this task's `scoring`",
+            "no reasoning is read",
+            "reason-then-answer reads a generated final answer: use it with `scoring \"generative\"`",
+        );
+    }
     let (mut mode, mut max_tokens) = (mode, max_tokens);
     if scoring == Scoring::Logprobs {
         let span = scoring_node
@@ -156,7 +190,8 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     if let Some(k) = kind {
         let only = |field: &str| -> Option<&'static str> {
             match field {
-                "scoring" => Some("mmlu"),
+                "scoring" => Some("mmlu or custom `choice`"),
+                "reason" => Some("every kind but synthetic"),
                 "answer-format" => Some("built-in (custom tasks write it in their template)"),
                 "extract" => Some("every kind but synthetic"),
                 "article-words" => Some("summarization"),
@@ -169,7 +204,8 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         };
         for (field, nodes) in &f {
             let allowed = match *field {
-                "scoring" => k == TaskKind::Mmlu,
+                "scoring" => matches!(k, TaskKind::Mmlu | TaskKind::Custom),
+                "reason" => k != TaskKind::Synthetic,
                 "answer-format" => !matches!(k, TaskKind::Custom | TaskKind::Synthetic),
                 // Every kind with a reference reads answers; synthetic prompts have none.
                 "extract" => k != TaskKind::Synthetic,
@@ -195,6 +231,9 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     } else {
         None
     };
+    if let (Some(c), Some(s)) = (&custom, &scoring_node) {
+        check_custom_scoring(ctx, c, scoring, s.span);
+    }
     if kind == Some(TaskKind::Custom) && custom.is_none() {
         return None;
     }
@@ -220,7 +259,36 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         custom,
         synthetic,
         scoring,
+        fewshot_as_turns,
+        reason,
     })
+}
+
+/// A custom task scored other than generatively reads one of its declared `choices`: it
+/// needs them, the `choice` metric first and no external scorer (`extract` is refused with
+/// logprobs scoring above, as for MMLU).
+fn check_custom_scoring(ctx: &mut Ctx, c: &CustomTask, scoring: Scoring, span: SourceSpan) {
+    if scoring == Scoring::Generative {
+        return;
+    }
+    let mode = scoring.as_str();
+    if c.choices.is_empty() {
+        ctx.err_help(
+            span,
+            format!("`scoring \"{mode}\"` on a custom task needs its `choices`"),
+            "no options to choose among",
+            "list the options the answer is one of, e.g. `choices \"yes\" \"no\"`",
+        );
+    }
+    if c.metrics.first().map(|m| m.value) != Some(crate::spec::Metric::Choice) || c.scorer.is_some()
+    {
+        ctx.err_help(
+            span,
+            format!("`scoring \"{mode}\"` on a custom task needs `metrics \"choice\"` first"),
+            "the choice is what is scored",
+            "make `choice` the task's first metric (and drop `scorer`), or use `scoring \"generative\"`",
+        );
+    }
 }
 
 /// The fields of a `synthetic` task.
@@ -562,6 +630,24 @@ pub(super) fn resolve_custom(
     let group_by = Ctx::first(f, "group-by")
         .map(|n| ctx.strs(n).into_iter().map(|s| s.value).collect())
         .unwrap_or_default();
+    let choices: Vec<String> = Ctx::first(f, "choices")
+        .map(|n| ctx.strs(n).into_iter().map(|s| s.value).collect())
+        .unwrap_or_default();
+    if let Some(n) = Ctx::first(f, "choices") {
+        let mut seen = std::collections::BTreeSet::new();
+        if choices.len() < 2
+            || choices
+                .iter()
+                .any(|c| c.trim().is_empty() || !seen.insert(c.trim()))
+        {
+            ctx.err_help(
+                n.span,
+                "`choices` needs two or more distinct, non-empty options",
+                "not a set of options",
+                "list the answers the task accepts, e.g. `choices \"yes\" \"no\"`",
+            );
+        }
+    }
     if metrics.is_empty() && scorer.is_none() {
         ctx.err_help(
             node.name.span,
@@ -594,5 +680,6 @@ pub(super) fn resolve_custom(
         scorer_timeout_s,
         database,
         group_by,
+        choices,
     })
 }

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""bench360's `scoring "logprobs"` MMLU run beside lm-evaluation-harness on the same server.
+
+    $BENCH360_LM_EVAL_PYTHON scripts/lm-eval-mmlu.py --cache CACHE --label "mmlu single" \\
+        --url http://127.0.0.1:PORT/v1/completions [--dataset datasets/mmlu] [--shots K] \\
+        [--work DIR] [--markdown FILE]
+
+Takes the newest run (and its score) in bench360's cache whose label contains LABEL, writes the
+items that run asked as a local lm-eval task (JSON files, one task per subject so that K-shot
+examples come from the subject's dev split in file order, as bench360 and the harness's MMLU
+both take them; no hub), runs lm-eval 0.4.13 (`local-completions`, the Python this script runs
+under: scripts/setup-lm-eval.sh) against URL, and compares the two choices item by item.
+
+The harness's log-likelihood MMLU needs the prompt's own log-probabilities (`echo`) and a
+tokenizer, which llama-server's /v1/completions does not give; so the harness asks for one
+generated token with every option label's logit raised by 100 (" A" and "A", … " D" and "D"):
+greedy decoding then picks the label with the highest log-probability at the answer position,
+which is what bench360 reads from the top 20. The prompt is the harness's MMLU template
+(description, `{{question.strip()}}`, `A. {{choices[0]}}` … `Answer:`; K shots with
+` X` answers and blank lines between), the same text bench360 sends.
+
+Prints one JSON object (and writes FILE as a Markdown table): items compared, agreements, each
+difference with its explanation, both accuracies. Exit 0 when the comparison ran; the verdict
+is the caller's (tests/reference_harness.rs asks for agreement on every item both answered).
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pyarrow.parquet as pq
+
+LABELS = "ABCD"
+
+
+def records(cache, label):
+    """The newest run record whose label contains `label`, and the newest score of that run."""
+    rows = []
+    for name in os.listdir(os.path.join(cache, "records")):
+        if name.startswith("."):
+            continue
+        with open(os.path.join(cache, "records", name)) as f:
+            r = json.load(f)
+        if r.get("status") == "finished":
+            rows.append(r)
+    runs = [r for r in rows if r.get("kind") == "run" and label in r.get("label", "")]
+    if not runs:
+        sys.exit(f"lm-eval-mmlu: no run in {cache} whose label contains {label!r}")
+    run = max(runs, key=lambda r: r.get("started_at", ""))
+    scores = [
+        r
+        for r in rows
+        if r.get("kind") == "score" and run["key"] in json.dumps(r.get("inputs", ""))
+    ]
+    if not scores:
+        scores = [r for r in rows if r.get("kind") == "score" and label in r.get("label", "")]
+    if not scores:
+        sys.exit(f"lm-eval-mmlu: run {run['label']} has no score in {cache}")
+    score = max(scores, key=lambda r: r.get("started_at", ""))
+    obj = lambda r: os.path.join(cache, "objects", r["key"])  # noqa: E731
+    return run, obj(run), obj(score)
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def write_tasks(work, dataset, ids, shots):
+    """One lm-eval task per subject over exactly `ids`, and a group over them. Returns the
+    group's name."""
+    test = {it["id"]: it for it in read_jsonl(os.path.join(dataset, "test.jsonl"))}
+    dev = read_jsonl(os.path.join(dataset, "dev.jsonl")) if shots else []
+    by_subject = {}
+    for i in ids:
+        it = dict(test[i])
+        it["answer"] = LABELS.index(it["answer"])  # the harness's MMLU keeps the index
+        by_subject.setdefault(it["subject"], []).append(it)
+    names = []
+    for subject, items in sorted(by_subject.items()):
+        name = f"b360_mmlu_{subject}"
+        names.append(name)
+        data = {"test": os.path.join(work, f"{name}.test.jsonl")}
+        with open(data["test"], "w") as f:
+            f.writelines(json.dumps(it) + "\n" for it in items)
+        if shots:
+            data["dev"] = os.path.join(work, f"{name}.dev.jsonl")
+            with open(data["dev"], "w") as f:
+                for it in dev:
+                    if it["subject"] == subject:
+                        f.write(json.dumps(dict(it, answer=LABELS.index(it["answer"]))) + "\n")
+        bias = [[f" {l}", 100] for l in LABELS] + [[l, 100] for l in LABELS]
+        cfg = {
+            "task": name,
+            "dataset_path": "json",
+            "dataset_kwargs": {"data_files": data},
+            "test_split": "test",
+            "output_type": "generate_until",
+            "description": "The following are multiple choice questions (with answers) about "
+            + subject.replace("_", " ")
+            + ".\n\n",
+            "doc_to_text": "{{question.strip()}}\nA. {{choices[0]}}\nB. {{choices[1]}}\n"
+            "C. {{choices[2]}}\nD. {{choices[3]}}\nAnswer:",
+            "doc_to_target": "{{['A', 'B', 'C', 'D'][answer]}}",
+            "target_delimiter": " ",
+            "fewshot_delimiter": "\n\n",
+            "generation_kwargs": {
+                "until": ["\n"],
+                "max_gen_toks": 1,
+                "temperature": 0.0,
+                "do_sample": False,
+                "logit_bias": bias,
+            },
+            "filter_list": [
+                {
+                    "name": "label",
+                    "filter": [
+                        {"function": "regex", "regex_pattern": "([ABCD])"},
+                        {"function": "take_first"},
+                    ],
+                }
+            ],
+            "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
+            "metadata": {"version": 1.0},
+        }
+        if shots:
+            cfg["fewshot_split"] = "dev"
+            cfg["fewshot_config"] = {"sampler": "first_n"}
+        # JSON is YAML: no YAML writer needed.
+        with open(os.path.join(work, f"{name}.yaml"), "w") as f:
+            json.dump(cfg, f, indent=1)
+    with open(os.path.join(work, "b360_mmlu.yaml"), "w") as f:
+        json.dump({"group": "b360_mmlu", "task": names}, f, indent=1)
+    return "b360_mmlu"
+
+
+def run_harness(work, url, shots):
+    out = os.path.join(work, "out")
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [
+        sys.executable, "-m", "lm_eval", "run",
+        "--model", "local-completions",
+        "--model_args",
+        f"model=local,base_url={url},tokenizer_backend=None,tokenized_requests=False,"
+        "num_concurrent=1,max_retries=1,timeout=300",
+        "--tasks", "b360_mmlu",
+        "--include_path", work,
+        "--num_fewshot", str(shots),
+        "--log_samples",
+        "--output_path", out,
+    ]  # fmt: skip
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-4000:] + p.stderr[-8000:])
+        sys.exit(f"lm-eval-mmlu: lm-eval exited {p.returncode}: {' '.join(cmd)}")
+    chosen = {}
+    for path in glob.glob(os.path.join(out, "**", "samples_b360_mmlu_*.jsonl"), recursive=True):
+        for s in read_jsonl(path):
+            got = s["filtered_resps"][0]
+            got = got[0] if isinstance(got, list) else got
+            chosen[s["doc"]["id"]] = got if len(got) == 1 and got in LABELS else None
+    return chosen, " ".join(cmd)
+
+
+def label_logprobs(output):
+    """Each label's log-probability at the answer position, as bench360 recorded it."""
+    best = {}
+    for tok, lp in json.loads(output.get("top_logprobs") or "[]"):
+        t = tok.strip()
+        if len(t) == 1 and t in LABELS:
+            best[t] = max(best.get(t, float("-inf")), lp)
+    return best
+
+
+# Two labels closer than this (in nats) at bench360's answer position are a near tie: the same
+# prompt evaluated again (another batch split, a prompt cache hit) may order them either way.
+NEAR_TIE = 0.05
+
+
+def explain(item, ours, theirs, output):
+    """Why the two readings differ, as far as the records say."""
+    if not output["ok"]:
+        return f"bench360's request failed ({output.get('error') or 'no error recorded'})"
+    if ours is None:
+        return "no option label among the top 20 log-probabilities bench360 reads"
+    if any(c != c.strip() for c in item["choices"]):
+        return "an option with leading or trailing whitespace (the harness keeps it, bench360 trims it)"
+    lp = label_logprobs(output)
+    if theirs in lp and ours in lp and abs(lp[ours] - lp[theirs]) < NEAR_TIE:
+        return (
+            f"a near tie: bench360 saw {ours} at {lp[ours]:.4f} and {theirs} at {lp[theirs]:.4f} "
+            f"(closer than {NEAR_TIE} nats), an order another evaluation of the same prompt can flip"
+        )
+    return "unexplained"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cache", required=True)
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--url", required=True, help="the engine's /v1/completions URL")
+    ap.add_argument("--dataset", default=os.path.join(os.path.dirname(__file__), "..", "datasets", "mmlu"))
+    ap.add_argument("--shots", type=int, default=0)
+    ap.add_argument("--work", help="keep the task files and lm-eval's output here")
+    ap.add_argument("--markdown", help="write the comparison as a Markdown table here")
+    a = ap.parse_args()
+
+    run, run_dir, score_dir = records(a.cache, a.label)
+    outputs = read_jsonl(os.path.join(run_dir, "outputs.jsonl"))
+    scores = {s["request_id"]: s for s in pq.read_table(os.path.join(score_dir, "scores.parquet")).to_pylist()}
+    test = {it["id"]: it for it in read_jsonl(os.path.join(a.dataset, "test.jsonl"))}
+    ids = sorted({o["sample_id"] for o in outputs})
+    work = a.work or tempfile.mkdtemp(prefix="lm-eval-mmlu-")
+    os.makedirs(work, exist_ok=True)
+    write_tasks(work, a.dataset, ids, a.shots)
+    harness, command = run_harness(work, a.url, a.shots)
+
+    agree, differ = 0, []
+    right = {"bench360": 0, "harness": 0}
+    for o in outputs:
+        item = test[o["sample_id"]]
+        s = scores.get(o["request_id"])
+        ours = s["extracted"] if s and o["ok"] else None
+        ours = ours if ours and len(ours) == 1 and ours in LABELS else None
+        theirs = harness.get(o["sample_id"])
+        right["bench360"] += ours == item["answer"]
+        right["harness"] += theirs == item["answer"]
+        if ours == theirs and ours is not None:
+            agree += 1
+        else:
+            differ.append(
+                {
+                    "sample_id": o["sample_id"],
+                    "bench360": ours,
+                    "harness": theirs,
+                    "why": explain(item, ours, theirs, o),
+                    "bench360_label_logprobs": label_logprobs(o) if o["ok"] else None,
+                }
+            )
+    n = len(outputs)
+    result = {
+        "run": run["label"],
+        "items": n,
+        "agree": agree,
+        "agree_share": agree / n if n else None,
+        "accuracy": {k: v / n if n else None for k, v in right.items()},
+        "differ": differ,
+        "unexplained": sum(d["why"] == "unexplained" for d in differ),
+        "harness_command": command,
+        "work": work,
+    }
+    print(json.dumps(result, indent=1))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(f"| run | items | same label | bench360 accuracy | lm-eval accuracy |\n|---|---|---|---|---|\n")
+            f.write(
+                f"| {run['label']} | {n} | {agree} ({100 * agree / n:.1f} %) | "
+                f"{100 * right['bench360'] / n:.1f} % | {100 * right['harness'] / n:.1f} % |\n\n"
+            )
+            for d in differ:
+                f.write(f"- `{d['sample_id']}`: bench360 {d['bench360']}, lm-eval {d['harness']}: {d['why']}\n")
+
+
+if __name__ == "__main__":
+    main()
