@@ -130,3 +130,139 @@ fn logprobs_scoring_chooses_what_the_server_finds_most_likely() {
         text(&out)
     );
 }
+
+/// A custom `choice` task with declared options, scored from log-probabilities and with the
+/// engine's grammar forcing one of them.
+#[test]
+fn custom_choice_tasks_score_their_declared_options() {
+    let e = engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sweep = dir.path().join("choices.kdl");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/custom/answerable.jsonl");
+    let task = |name: &str, scoring: &str| {
+        format!(
+            r##"task "{name}" {{
+    kind "custom"
+    dataset "{data}"
+    id "id"
+    template #"""
+        Read the paragraph and say whether it answers the question.
+
+        Paragraph: {{{{ context }}}}
+        Question: {{{{ question }}}}
+        Answer (yes or no):
+        """#
+    reference "answerable"
+    metrics "choice"
+    choices "yes" "no"
+    scoring "{scoring}"
+    samples 12
+}}
+"##,
+            data = data.display()
+        )
+    };
+    std::fs::write(
+        &sweep,
+        format!(
+            r#"sweep "choices" {{
+    seed 3
+}}
+defaults {{
+    temperature 0.0
+    warmup 1
+}}
+model "smollm2-135m" {{
+    path "{gguf}"
+}}
+engine "llama" {{
+    kind "llama.cpp"
+    binary "{server}"
+    ctx-size 2048
+    args "--threads" "2"
+}}
+{lp}{constrained}scenario "single" {{
+    kind "single"
+}}
+"#,
+            gguf = e.gguf.display(),
+            server = e.server.display(),
+            lp = task("yn-lp", "logprobs"),
+            constrained = task("yn-constrained", "constrained"),
+        ),
+    )
+    .unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+        .env("NO_COLOR", "1")
+        .arg("--cache")
+        .arg(&cache)
+        .arg("apply")
+        .arg(&sweep)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let recs = records(&cache);
+    let object = |kind: &str, label: &str| {
+        let r = recs
+            .iter()
+            .find(|r| r["kind"] == kind && r["label"].as_str().unwrap().contains(label))
+            .unwrap_or_else(|| panic!("no {kind} record for {label}"));
+        cache.join("objects").join(r["key"].as_str().unwrap())
+    };
+    // Log-probabilities: the choice is the option most likely at the answer position, as a
+    // reading written here of the recorded top 20 finds it.
+    let check = Command::new(python())
+        .arg("-c")
+        .arg(
+            r#"
+import json, sys
+import pyarrow.parquet as pq
+outputs = [json.loads(l) for l in open(sys.argv[1] + "/outputs.jsonl")]
+scores = {s["request_id"]: s for s in pq.read_table(sys.argv[2] + "/scores.parquet").to_pylist()}
+agree, listed = 0, 0
+for o in outputs:
+    best = {}
+    for tok, lp in json.loads(o["top_logprobs"]):
+        if tok.strip() in ("yes", "no"):
+            best[tok.strip()] = max(best.get(tok.strip(), -1e9), lp)
+    ours = max(("yes", "no"), key=lambda k: best.get(k, -1e9)) if best else None
+    listed += bool(best)
+    agree += ours == scores[o["request_id"]]["extracted"]
+print(json.dumps({"items": len(outputs), "agree": agree, "listed": listed}))
+"#,
+        )
+        .arg(object("run", "yn-lp single"))
+        .arg(object("score", "yn-lp single"))
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(v["items"], 12, "{v}");
+    assert_eq!(v["agree"], 12, "{v}");
+    assert!(v["listed"].as_u64().unwrap() >= 6, "{v}");
+    // Constrained: every answer is exactly one of the options, and read as that option.
+    let outputs =
+        std::fs::read_to_string(object("run", "yn-constrained single").join("outputs.jsonl"))
+            .unwrap();
+    let answers: Vec<String> = outputs
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["output"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(answers.len(), 12);
+    assert!(
+        answers.iter().all(|a| a == "yes" || a == "no"),
+        "{answers:?}"
+    );
+    let metrics: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(object("score", "yn-constrained single").join("metrics.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(metrics["unparsed_rate"], 0.0, "{metrics}");
+}
