@@ -14,17 +14,10 @@ STEP=setup-lm-eval ENV_NAME=lm-eval
 here=$(cd "$(dirname "$0")" && pwd)
 req="$here/requirements-lm-eval.txt"
 req_sdist="$here/requirements-lm-eval-sdist.txt"
-PY="${PYTHON:-python3}"
 tag=$(cat "$req" "$req_sdist" | sha256sum | cut -c1-12)
 venv="$HOME_DIR/venv-lm-eval-$tag"
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
-  log "creating $venv"
-  rm -rf "$venv"
-  "$PY" -m venv "$venv" >&2 || die "$PY -m venv failed (Debian: apt-get install python3-venv)"
-  pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes)
-  "${pip[@]}" --only-binary :all: -r "$req" >&2 || die "pip install -r $req failed (pip's error is above)"
-  "${pip[@]}" --no-binary :all: --no-build-isolation --use-pep517 -r "$req_sdist" >&2 ||
-    die "pip install -r $req_sdist failed (pip's error is above)"
+  make_venv "$venv" "$req" "$req_sdist"
   # Import check, offline: the harness, its registry's local-completions model, and the
   # packages its generative tasks' filters and metrics load.
   HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 "$venv/bin/python" - >&2 <<'PYEOF' || die "the lm-eval venv's import check failed (its traceback is above)"

@@ -13,20 +13,11 @@ STEP=setup-python ENV_NAME=python
 here=$(cd "$(dirname "$0")" && pwd)
 req="$here/requirements-test.txt"
 req_sdist="$here/requirements-test-sdist.txt"
-PY="${PYTHON:-python3}"
 tag=$(cat "$req" "$req_sdist" | sha256sum | cut -c1-12)
 venv="$HOME_DIR/venv-test-$tag"
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
-  log "creating $venv"
-  rm -rf "$venv"
-  "$PY" -m venv "$venv" >&2 || die "$PY -m venv failed (Debian: apt-get install python3-venv)"
-  pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes)
-  # 1. Wheels only (this also puts the pinned setuptools in place for step 2).
-  "${pip[@]}" --only-binary :all: -r "$req" >&2 || die "pip install -r $req failed (pip's error is above)"
-  # 2. The sdist-only packages, built in the venv itself: no build isolation, so pip fetches no
-  #    unpinned build tools; --use-pep517 so the build goes through setuptools' own backend.
-  "${pip[@]}" --no-binary :all: --no-build-isolation --use-pep517 -r "$req_sdist" >&2 ||
-    die "pip install -r $req_sdist failed (pip's error is above)"
+  # Wheels (with the pinned setuptools), then the sdist-only rouge-score built against it.
+  make_venv "$venv" "$req" "$req_sdist"
   # Import check, and one ROUGE score, which must work offline (no nltk data is needed for
   # rouge_score's tokenizer and Porter stemmer). transformers is not imported as a package (its
   # dependencies are not installed): ref_squad.py loads the one file that holds the SQuAD metrics.

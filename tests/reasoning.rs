@@ -8,7 +8,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::*;
 
@@ -18,21 +18,24 @@ fn reasoning_is_timed_apart_and_never_scored() {
     let port = free_port();
     let template =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reasoning/chatml-think.jinja");
-    let _server = ServerGuard(
-        Command::new(&e.server)
-            .arg("-m")
-            .arg(&e.gguf)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--ctx-size", "4096", "--parallel", "1", "--threads", "2"])
-            .args(["--jinja", "--reasoning-format", "deepseek"])
-            .arg("--chat-template-file")
-            .arg(&template)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let template = template.to_str().unwrap();
+    let _server = start_llama_server(
+        &e,
+        port,
+        &[
+            "--ctx-size",
+            "4096",
+            "--parallel",
+            "1",
+            "--threads",
+            "2",
+            "--jinja",
+            "--reasoning-format",
+            "deepseek",
+            "--chat-template-file",
+            template,
+        ],
     );
-    wait_healthy(port);
 
     // The reasoning states a lowercase letter as "the answer" (which the MMLU reader would
     // take, were it read); the answer that follows names one of B, C or D.
@@ -86,24 +89,9 @@ scenario "single" {{
         ),
     )
     .unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("bench360"))
-        .env("NO_COLOR", "1")
-        .arg("--cache")
-        .arg(&cache)
-        .arg("apply")
-        .arg(&sweep)
-        .output()
-        .unwrap();
+    let out = apply_sweep(&cache, &sweep);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-
-    let recs = records(&cache);
-    let object = |kind: &str, label: &str| {
-        let r = recs
-            .iter()
-            .find(|r| r["kind"] == kind && r["label"].as_str().unwrap().contains(label))
-            .unwrap_or_else(|| panic!("no {kind} record for {label}"));
-        cache.join("objects").join(r["key"].as_str().unwrap())
-    };
+    let object = |kind: &str, label: &str| object_of(&cache, kind, label);
 
     // Reason, then answer: 8 + 48 tokens asked, the reasoning apart, the answer read after
     // "Final answer:" and never from the reasoning's "the answer is a".

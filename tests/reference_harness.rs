@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::*;
 
@@ -23,19 +23,19 @@ fn lm_eval_chooses_the_options_bench360_reads_from_log_probabilities() {
     // harness and bench360 see the same logits for the same text (with the cache, a prompt
     // whose prefix was cached is evaluated in other batch splits, and two labels 0.016 nats
     // apart swapped order once). 2048 tokens hold every five-shot prompt of the sample.
-    let _server = ServerGuard(
-        Command::new(&e.server)
-            .arg("-m")
-            .arg(&e.gguf)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--ctx-size", "2048", "--parallel", "1", "--threads", "2"])
-            .arg("--no-cache-prompt")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let _server = start_llama_server(
+        &e,
+        port,
+        &[
+            "--ctx-size",
+            "2048",
+            "--parallel",
+            "1",
+            "--threads",
+            "2",
+            "--no-cache-prompt",
+        ],
     );
-    wait_healthy(port);
 
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
@@ -81,14 +81,7 @@ scenario "single" {{
         ),
     )
     .unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("bench360"))
-        .env("NO_COLOR", "1")
-        .arg("--cache")
-        .arg(&cache)
-        .arg("apply")
-        .arg(&sweep)
-        .output()
-        .unwrap();
+    let out = apply_sweep(&cache, &sweep);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/lm-eval-mmlu.py");

@@ -59,18 +59,7 @@ fn logprobs_scoring_chooses_what_the_server_finds_most_likely() {
 
     // The same server, asked from outside: the same choice on every item.
     let port = free_port();
-    let _server = ServerGuard(
-        Command::new(&e.server)
-            .arg("-m")
-            .arg(&e.gguf)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--ctx-size", "1024", "--threads", "2"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_healthy(port);
+    let _server = start_llama_server(&e, port, &["--ctx-size", "1024", "--threads", "2"]);
     let check = Command::new(python())
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/logprobs_reference.py"))
         .arg(port.to_string())
@@ -193,23 +182,9 @@ engine "llama" {{
         ),
     )
     .unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("bench360"))
-        .env("NO_COLOR", "1")
-        .arg("--cache")
-        .arg(&cache)
-        .arg("apply")
-        .arg(&sweep)
-        .output()
-        .unwrap();
+    let out = apply_sweep(&cache, &sweep);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let recs = records(&cache);
-    let object = |kind: &str, label: &str| {
-        let r = recs
-            .iter()
-            .find(|r| r["kind"] == kind && r["label"].as_str().unwrap().contains(label))
-            .unwrap_or_else(|| panic!("no {kind} record for {label}"));
-        cache.join("objects").join(r["key"].as_str().unwrap())
-    };
+    let object = |kind: &str, label: &str| object_of(&cache, kind, label);
     // Log-probabilities: the choice is the option most likely at the answer position, as a
     // reading written here of the recorded top 20 finds it.
     let check = Command::new(python())

@@ -51,6 +51,22 @@ write_env() {
   cat "$HOME_DIR/$ENV_NAME.env"
 }
 
+# Creates the virtual environment VENV with Python ${PYTHON:-python3} from two hash-pinned
+# requirement files: REQ (wheels only; it pins the setuptools the second step builds with)
+# and REQ_SDIST (packages PyPI has only as source distributions, built in the venv itself
+# with no build isolation, so pip fetches no unpinned build tools). The caller checks the
+# result and marks it complete.
+make_venv() { # venv req req_sdist
+  local venv=$1 req=$2 req_sdist=$3 py="${PYTHON:-python3}"
+  log "creating $venv"
+  rm -rf "$venv"
+  "$py" -m venv "$venv" >&2 || die "$py -m venv failed (Debian: apt-get install python3-venv)"
+  local pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes)
+  "${pip[@]}" --only-binary :all: -r "$req" >&2 || die "pip install -r $req failed (pip's error is above)"
+  "${pip[@]}" --no-binary :all: --no-build-isolation --use-pep517 -r "$req_sdist" >&2 ||
+    die "pip install -r $req_sdist failed (pip's error is above)"
+}
+
 # Records one installed component: name, version, where it came from.
 record_version() { # name version source
   local file="$HOME_DIR/installed-versions.txt"

@@ -337,3 +337,42 @@ pub fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A llama-server on `port` with the test model, started by the test (stopped when the guard
+/// drops) and healthy: `--host 127.0.0.1 --port PORT`, then `args`.
+pub fn start_llama_server(e: &Engine, port: u16, args: &[&str]) -> ServerGuard {
+    let guard = ServerGuard(
+        std::process::Command::new(&e.server)
+            .arg("-m")
+            .arg(&e.gguf)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_healthy(port);
+    guard
+}
+
+/// `bench360 --cache CACHE apply SWEEP`, without colour.
+pub fn apply_sweep(cache: &Path, sweep: &Path) -> Output {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+        .env("NO_COLOR", "1")
+        .arg("--cache")
+        .arg(cache)
+        .arg("apply")
+        .arg(sweep)
+        .output()
+        .unwrap()
+}
+
+/// The object folder of the first record of `kind` whose label contains `label`.
+pub fn object_of(cache: &Path, kind: &str, label: &str) -> PathBuf {
+    let r = records(cache)
+        .into_iter()
+        .find(|r| r["kind"] == kind && r["label"].as_str().unwrap().contains(label))
+        .unwrap_or_else(|| panic!("no {kind} record for {label}"));
+    cache.join("objects").join(r["key"].as_str().unwrap())
+}
