@@ -118,8 +118,13 @@ def main():
         if rec.get("kind") == "run" and rec.get("status") == "finished":
             recs[rec["key"]] = rec["label"]
     keys = a.keys or list(recs)
+    skipped = []
     if a.summary:
-        keys = [row["node_key"] for row in csv.DictReader(open(a.summary))]
+        # Only the runs that finished: a row of a run that failed or never ran has nothing
+        # to re-measure (it is listed below, not checked).
+        keys = []
+        for row in csv.DictReader(open(a.summary)):
+            (keys if row.get("status") == "ok" else skipped).append(row["node_key"])
     rows = [check(a.cache, k, recs.get(k, k)) for k in keys]
     f = lambda v, n=1: "—" if v is None else f"{v:.{n}f}"
     print("| run | GPUs | window s | counter J | ∫power J | counter/∫power | Δ % | ≤ 5 % | bench360 counter J | bench360 ∫power J | idle counter J / ∫power J |")
@@ -132,6 +137,8 @@ def main():
               f"{f(r['idle_counter_j'])} / {f(r['idle_integral_j'])} ({f(r['idle_s'], 1)} s) |")
     bad = [r for r in rows if r["diff_pct"] is None or abs(r["diff_pct"]) > 5]
     print(f"\n{len(rows)} runs: {len(rows) - len(bad)} within 5 %, {len(bad)} outside or not comparable.")
+    if skipped:
+        print(f"{len(skipped)} rows of the summary not checked (status not ok: failed or not run): {' '.join(skipped)}")
     if a.json:
         json.dump(rows, open(a.json, "w"), indent=1)
     return 1 if bad else 0
