@@ -700,3 +700,77 @@ fn ignore_eos_makes_every_completion_exactly_max_tokens() {
     assert_eq!(stats["usage_missing"], 0, "{stats}");
     assert_eq!(stats["output_tokens"].as_u64().unwrap(), ok * 24, "{stats}");
 }
+
+/// `cold-repeats #true`: each repeat starts the engine anew — its own cold-start node and
+/// record — the first start keeps the key it has without the field, the runs keep their
+/// repeat labels, and the report gives the start-up time an interval across the starts.
+#[test]
+fn cold_repeats_start_the_engine_once_per_repeat() {
+    let (_dir, cache, sweep) = setup(
+        "cold",
+        "",
+        r#"scenario "single" {
+    kind "single"
+    requests 2
+}"#,
+        "",
+    );
+    let original = std::fs::read_to_string(&sweep).unwrap();
+    let plan = |src: &str| {
+        std::fs::write(&sweep, src).unwrap();
+        let out = bench(&cache, &["plan", sweep.to_str().unwrap(), "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let coldstarts = |p: &serde_json::Value| -> Vec<(String, String)> {
+        p["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "coldstart")
+            .map(|n| {
+                (
+                    n["label"].as_str().unwrap().to_string(),
+                    n["key"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let once = coldstarts(&plan(&original));
+    let cold_text = original.replace(
+        "    seed 3\n",
+        "    seed 3\n    repeats 3\n    cold-repeats #true\n",
+    );
+    let mut cold = coldstarts(&plan(&cold_text));
+    cold.sort();
+    assert_eq!(once.len(), 1, "{once:?}");
+    assert_eq!(cold.len(), 3, "{cold:?}");
+    assert!(cold[0].0.ends_with("(start 1)"), "{cold:?}");
+    // The first start is the deployment without the field: its cache stays valid.
+    assert_eq!(cold[0].1, once[0].1);
+    assert!(cold[1].1 != cold[0].1 && cold[2].1 != cold[1].1, "{cold:?}");
+
+    let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let recs = records(&cache);
+    let started: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "coldstart" && r["status"] == "finished")
+        .collect();
+    assert_eq!(started.len(), 3, "{recs:?}");
+    let runs: Vec<String> = recs
+        .iter()
+        .filter(|r| r["kind"] == "run")
+        .map(|r| r["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for k in 1..=3 {
+        assert!(
+            runs.iter()
+                .any(|l| l.ends_with(&format!("mmlu single #{k}"))),
+            "{runs:?}"
+        );
+    }
+    let report = std::fs::read_to_string(cache.join("reports/cold/report.md")).unwrap();
+    assert!(report.contains("over 3 cold starts, healthy"), "{report}");
+}

@@ -68,6 +68,10 @@ struct ColdstartKey<'a> {
     /// Left out at 1, so that keys made before the field existed stay valid.
     #[serde(rename = "engine.tensor-parallel")]
     tensor_parallel: Option<u32>,
+    /// Which cold start (`cold-repeats`), counted from 0; left out for the first, which is
+    /// the deployment without `cold-repeats`.
+    #[serde(rename = "engine.start")]
+    start: Option<u32>,
     #[serde(rename = "engine.args")]
     args: String,
     #[serde(rename = "engine.catalog-args")]
@@ -233,6 +237,7 @@ fn coldstart_node(
         gpus: engine.gpus.as_ref().map(json),
         ctx_size: engine.ctx_size,
         tensor_parallel: (engine.tensor_parallel > 1).then_some(engine.tensor_parallel),
+        start: (at.start > 0).then_some(at.start),
         args: json(&engine.args),
         catalog_args: json(&Some(engine.catalog.process_args())),
         env: engine
@@ -245,7 +250,7 @@ fn coldstart_node(
             .collect(),
         machine: facts
             .machines
-            .get(label)
+            .get(label.split(" (start ").next().unwrap_or(label))
             .unwrap_or(&facts.machine)
             .iter()
             .map(|(k, v)| (format!("machine.{k}"), v.clone()))
@@ -511,12 +516,19 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
                     .entry(at.engine)
                     .or_insert_with(|| b.add(pull_node(engine, facts), &[]));
                 let model = &sweep.models[at.model];
-                let label = format!(
+                let base = format!(
                     "{}:{}@{}",
                     model.name.value,
                     model.variants[at.variant].quantization.value,
                     engine.name.value
                 );
+                // Each cold start of `cold-repeats` is its own deployment; its runs keep the
+                // base label (and their ` #k`), so that repeats pool as before.
+                let label = if sweep.cold_repeats && sweep.repeats > 1 {
+                    format!("{base} (start {})", at.start + 1)
+                } else {
+                    base.clone()
+                };
                 let di = deployments.len();
                 let pull_key = b.graph[pull].key.clone();
                 let coldstart = b.add(
@@ -527,6 +539,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
                 let warmup = b.add(warmup_node(sweep, &cs_key, &label, di), &[coldstart]);
                 deployments.push(Deployment {
                     at,
+                    base,
                     label,
                     pull,
                     coldstart,
@@ -539,7 +552,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
         let dep = &deployments[di];
         let deployment_key = b.graph[dep.coldstart].key.clone();
         let warmup = dep.warmup;
-        let label = run_label(sweep, cfg, &dep.label);
+        let label = run_label(sweep, cfg, &dep.base);
         let run_index = runs.len();
         let t = &tasks[cfg.task];
         let run = b.add(

@@ -79,6 +79,9 @@ pub(crate) struct Node {
 #[derive(Debug, Clone)]
 pub(crate) struct Deployment {
     pub at: DeploymentRef,
+    /// `model:quantization@engine`, the runs' label prefix.
+    pub base: String,
+    /// The base, and with `cold-repeats` which cold start (`… (start 2)`).
     pub label: String,
     pub pull: NodeIndex,
     pub coldstart: NodeIndex,

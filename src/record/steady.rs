@@ -111,20 +111,25 @@ pub(crate) fn analyze(
         _ => return None,
     };
     let secs = (last_send - start) as f64 / 1e9;
-    // Tokens per content chunk of each successful request.
+    // Tokens per generated chunk (answer or reasoning) of each successful request.
+    let generated = |c: &&ChunkRecord| matches!(c.kind, ChunkKind::Content | ChunkKind::Reasoning);
+    let mut chunk_count: HashMap<u32, u32> = HashMap::new();
+    for c in chunks.iter().filter(generated) {
+        *chunk_count.entry(c.request_id).or_default() += 1;
+    }
     let per_chunk: HashMap<u32, f64> = requests
         .iter()
         .filter(|r| r.ok())
         .map(|r| {
-            let t = match (r.completion_tokens, r.content_chunks) {
-                (Some(n), c) if c > 0 => f64::from(n) / f64::from(c),
+            let t = match (r.completion_tokens, chunk_count.get(&r.id)) {
+                (Some(n), Some(&c)) if c > 0 => f64::from(n) / f64::from(c),
                 _ => 0.0,
             };
             (r.id, t)
         })
         .collect();
     let (mut inside, mut total) = (0.0, 0.0);
-    for c in chunks.iter().filter(|c| c.kind == ChunkKind::Content) {
+    for c in chunks.iter().filter(generated) {
         let Some(even) = per_chunk.get(&c.request_id) else {
             continue;
         };

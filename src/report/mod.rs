@@ -248,7 +248,7 @@ fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
             ],
         })
         .collect();
-    table(
+    let mut out = table(
         &[
             "deployment",
             "process start s",
@@ -259,7 +259,40 @@ fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
             "weights in HF cache",
         ],
         &cs,
-    )
+    );
+    out.push_str(&across_cold_starts(coldstarts));
+    out
+}
+
+/// With `cold-repeats`, one line per deployment started more than once: the mean time to
+/// healthy and to the first token over its cold starts, with their 95 % Student t intervals.
+fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
+    let mut groups: BTreeMap<&str, Vec<&ColdStart>> = BTreeMap::new();
+    for (label, c) in coldstarts {
+        if let (Some((base, _)), Some(c)) = (label.split_once(" (start "), c) {
+            groups.entry(base).or_default().push(c);
+        }
+    }
+    let mut out = String::new();
+    for (base, cs) in groups.into_iter().filter(|(_, cs)| cs.len() > 1) {
+        let ci = |v: Vec<f64>| {
+            crate::record::stats::repeat_ci(&v)
+                .map_or("–".to_string(), |(m, h)| format!("{m:.2} ± {h:.2} s"))
+        };
+        let healthy = ci(cs.iter().map(|c| c.phases.healthy_s).collect());
+        let first: Vec<f64> = cs.iter().filter_map(|c| c.first_token_s).collect();
+        let first = if first.len() == cs.len() {
+            ci(first)
+        } else {
+            "–".into()
+        };
+        let _ = writeln!(
+            out,
+            "\n{base}: over {} cold starts, healthy {healthy}, first token {first} (mean ± 95 % half-width, Student t).",
+            cs.len()
+        );
+    }
+    out
 }
 
 /// Every failure, never hidden: failed runs (an engine's last log lines in full) and failed

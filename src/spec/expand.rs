@@ -315,6 +315,8 @@ pub(crate) struct Config {
     pub instance: ScenarioInstance,
     pub sampling: Sampling,
     pub repeat: u32,
+    /// The cold start this configuration runs on: its repeat with `cold-repeats`, else 0.
+    pub start: u32,
 }
 
 /// The engine + model + quantization a config runs on.
@@ -323,6 +325,8 @@ pub(crate) struct DeploymentRef {
     pub model: usize,
     pub variant: usize,
     pub engine: usize,
+    /// Which cold start of it (`cold-repeats`: the repeat index; else 0).
+    pub start: u32,
 }
 
 impl Config {
@@ -331,6 +335,7 @@ impl Config {
             model: self.model,
             variant: self.variant,
             engine: self.engine,
+            start: self.start,
         }
     }
 
@@ -470,6 +475,7 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                                                     ..d.clone()
                                                 },
                                                 repeat,
+                                                start: if sweep.cold_repeats { repeat } else { 0 },
                                             };
                                             let excluded = apply_excludes
                                                 && m.excludes.iter().any(|e| {

@@ -30,6 +30,9 @@ pub(crate) struct Sweep {
     pub name: String,
     pub seed: u64,
     pub repeats: u32,
+    /// `cold-repeats #true`: each repeat on its own cold start (its engines started anew), so
+    /// that start-up and the first runs after it have a spread too.
+    pub cold_repeats: bool,
     pub defaults: Defaults,
     pub models: Vec<Model>,
     pub engines: Vec<Engine>,

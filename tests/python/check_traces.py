@@ -14,8 +14,8 @@ CONFIG = ["schema_version", "node_key", "sweep", "model", "quantization", "engin
           "top_p", "seed", "repeat"]
 REQUESTS = CONFIG + ["run_start_utc_ns", "request_id", "user", "sample_id", "scheduled_ns", "sent_ns",
                      "first_byte_ns", "first_token_ns", "first_reasoning_ns", "last_token_ns", "end_ns",
-                     "queue_ms", "ttft_ms", "tpot_ms", "e2e_ms", "prompt_tokens", "completion_tokens",
-                     "chunks", "content_chunks", "http_status", "finish_reason", "ok", "error", "output", "top_logprobs"]
+                     "queue_ms", "ttft_ms", "tpot_ms", "ttfa_ms", "e2e_ms", "prompt_tokens", "completion_tokens",
+                     "reasoning_tokens", "chunks", "content_chunks", "http_status", "finish_reason", "ok", "error", "output", "top_logprobs"]
 CHUNKS = CONFIG + ["request_id", "chunk_index", "t_ns", "kind", "chars", "tokens"]
 TELEMETRY = CONFIG + ["t_ns", "source", "device", "power_w", "energy_mj", "mem_used_mb", "mem_total_mb",
                       "util_pct", "mem_util_pct", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "throttle_reasons",
@@ -43,7 +43,9 @@ for path in runs:
     assert sum(r["completion_tokens"] or 0 for r in ok) == stats["output_tokens"]
     for r in ok:
         assert r["scheduled_ns"] <= r["sent_ns"] <= r["first_byte_ns"] <= r["first_token_ns"] <= r["last_token_ns"] <= r["end_ns"], r
-        assert abs(r["ttft_ms"] - (r["first_token_ns"] - r["sent_ns"]) / 1e6) < 1e-6
+        first = min(x for x in (r["first_token_ns"], r["first_reasoning_ns"]) if x is not None)
+        assert abs(r["ttft_ms"] - (first - r["sent_ns"]) / 1e6) < 1e-6
+        assert abs(r["ttfa_ms"] - (r["first_token_ns"] - r["sent_ns"]) / 1e6) < 1e-6
     c = pq.read_table(os.path.join(d, "chunks.parquet"))
     assert c.column_names == CHUNKS, c.column_names
     content = sum(1 for x in c.column("kind").to_pylist() if x == "content")

@@ -67,7 +67,7 @@ const SLURM_FIELDS: &[&str] = &[
     "mem",
     "sbatch-args",
 ];
-const SWEEP_FIELDS: &[&str] = &["seed", "repeats"];
+const SWEEP_FIELDS: &[&str] = &["seed", "repeats", "cold-repeats"];
 const DEFAULT_FIELDS: &[&str] = &[
     "max-tokens",
     "temperature",
@@ -214,7 +214,7 @@ pub(super) fn resolve(
         problems: Vec::new(),
         env,
     };
-    let (mut name, mut seed, mut repeats) = (None, 0u64, 1u32);
+    let (mut name, mut seed, mut repeats, mut cold_repeats) = (None, 0u64, 1u32, false);
     let mut defaults = Defaults::default();
     let mut telemetry = crate::spec::TelemetryConfig::default();
     let mut slo = crate::spec::Slo::default();
@@ -244,7 +244,7 @@ pub(super) fn resolve(
             seen_singletons.insert(kind, node.span);
         }
         match kind {
-            "sweep" => (name, seed, repeats) = resolve_sweep(&mut ctx, node),
+            "sweep" => (name, seed, repeats, cold_repeats) = resolve_sweep(&mut ctx, node),
             "defaults" => defaults = resolve_defaults(&mut ctx, node),
             "slo" => slo = resolve_slo(&mut ctx, node),
             "cost" => cost = Some(resolve_cost(&mut ctx, node)),
@@ -327,12 +327,12 @@ pub(super) fn resolve(
         ),
         None => Matrix::default(),
     };
-
     if ctx.problems.is_empty() {
         let sweep = Sweep {
             name,
             seed,
             repeats,
+            cold_repeats,
             defaults,
             models,
             engines,

@@ -5,8 +5,12 @@
 
 use super::*;
 
-/// `sweep "name" { seed N; repeats N }`: (name, seed, repeats).
-pub(super) fn resolve_sweep(ctx: &mut Ctx, node: &RawNode) -> (Option<Spanned<String>>, u64, u32) {
+/// `sweep "name" { seed N; repeats N; cold-repeats #true }`: (name, seed, repeats, whether
+/// each repeat has its own cold start).
+pub(super) fn resolve_sweep(
+    ctx: &mut Ctx,
+    node: &RawNode,
+) -> (Option<Spanned<String>>, u64, u32, bool) {
     let name = ctx.block_name(node);
     let f = ctx.fields(node, SWEEP_FIELDS, &[]);
     let seed = Ctx::first(&f, "seed")
@@ -15,7 +19,10 @@ pub(super) fn resolve_sweep(ctx: &mut Ctx, node: &RawNode) -> (Option<Spanned<St
     let repeats = Ctx::first(&f, "repeats")
         .and_then(|n| ctx.one_int(n, 1, 1000))
         .map_or(1, |r| r as u32);
-    (name, seed, repeats)
+    let cold_repeats = Ctx::first(&f, "cold-repeats")
+        .and_then(|n| ctx.one_bool(n))
+        .unwrap_or(false);
+    (name, seed, repeats, cold_repeats)
 }
 
 /// A block that takes no name: the problem when it was given one.
