@@ -84,23 +84,8 @@ fn logprobs_scoring_chooses_what_the_server_finds_most_likely() {
         .filter(|r| r["kind"] == "run" && r["label"].as_str().unwrap().contains("mmlu single"))
         .max_by_key(|r| r["started_at"].as_str().unwrap().to_string())
         .unwrap();
-    let outputs = std::fs::read_to_string(
-        cache
-            .join("objects")
-            .join(run["key"].as_str().unwrap())
-            .join("outputs.jsonl"),
-    )
-    .unwrap();
-    let answers: Vec<String> = outputs
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["output"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    assert!(answers.len() >= 10, "{outputs}");
+    let answers = output_texts(&cache.join("objects").join(run["key"].as_str().unwrap()));
+    assert!(answers.len() >= 10, "{answers:?}");
     assert!(
         answers
             .iter()
@@ -217,18 +202,7 @@ print(json.dumps({"items": len(outputs), "agree": agree, "listed": listed}))
     assert_eq!(v["agree"], 12, "{v}");
     assert!(v["listed"].as_u64().unwrap() >= 6, "{v}");
     // Constrained: every answer is exactly one of the options, and read as that option.
-    let outputs =
-        std::fs::read_to_string(object("run", "yn-constrained single").join("outputs.jsonl"))
-            .unwrap();
-    let answers: Vec<String> = outputs
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["output"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let answers = output_texts(&object("run", "yn-constrained single"));
     assert_eq!(answers.len(), 12);
     assert!(
         answers.iter().all(|a| a == "yes" || a == "no"),

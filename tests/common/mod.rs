@@ -376,3 +376,17 @@ pub fn object_of(cache: &Path, kind: &str, label: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no {kind} record for {label}"));
     cache.join("objects").join(r["key"].as_str().unwrap())
 }
+
+/// The `output` text of every request in a run's `outputs.jsonl`, in order.
+pub fn output_texts(run: &Path) -> Vec<String> {
+    std::fs::read_to_string(run.join("outputs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["output"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
