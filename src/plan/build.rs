@@ -201,7 +201,7 @@ fn coldstart_node(
     facts: &Facts,
     at: DeploymentRef,
     pull_key: &str,
-    label: &str,
+    (base, label): (&str, &str),
     deployment: usize,
 ) -> Node {
     let engine = &sweep.engines[at.engine];
@@ -250,7 +250,7 @@ fn coldstart_node(
             .collect(),
         machine: facts
             .machines
-            .get(label.split(" (start ").next().unwrap_or(label))
+            .get(base)
             .unwrap_or(&facts.machine)
             .iter()
             .map(|(k, v)| (format!("machine.{k}"), v.clone()))
@@ -532,7 +532,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
                 let di = deployments.len();
                 let pull_key = b.graph[pull].key.clone();
                 let coldstart = b.add(
-                    coldstart_node(sweep, facts, at, &pull_key, &label, di),
+                    coldstart_node(sweep, facts, at, &pull_key, (&base, &label), di),
                     &[pull],
                 );
                 let cs_key = b.graph[coldstart].key.clone();

@@ -53,6 +53,12 @@ pub(crate) enum ChunkKind {
 }
 
 impl ChunkKind {
+    /// Carries generated tokens: the answer's or the reasoning's (both are the engine's
+    /// output, and both count between tokens).
+    pub fn is_generated(self) -> bool {
+        matches!(self, ChunkKind::Content | ChunkKind::Reasoning)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ChunkKind::Content => "content",

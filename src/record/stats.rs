@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ChunkKind, ChunkRecord, RequestRecord};
+use super::{ChunkRecord, RequestRecord};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub(crate) struct Dist {
@@ -175,6 +175,26 @@ pub(crate) struct RunStats {
     pub steady: Option<super::steady::Steady>,
 }
 
+/// The tokens each generated chunk of a request carried on average — its completion tokens
+/// over its answer and reasoning chunks — for the requests whose usage says how many; the
+/// estimate where a chunk's own count is not reported.
+pub(crate) fn tokens_per_generated_chunk(
+    requests: &[&RequestRecord],
+    chunks: &[ChunkRecord],
+) -> std::collections::HashMap<u32, f64> {
+    let mut count: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    for c in chunks.iter().filter(|c| c.kind.is_generated()) {
+        *count.entry(c.request_id).or_default() += 1;
+    }
+    requests
+        .iter()
+        .filter_map(|r| match (r.completion_tokens, count.get(&r.id)) {
+            (Some(t), Some(&c)) if c > 0 => Some((r.id, f64::from(t) / f64::from(c))),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Client lag (p99 of send − scheduled) above which a run is flagged as client-bound.
 pub(crate) const CLIENT_LAG_P99_MS: f64 = 50.0;
 
@@ -196,23 +216,8 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
     let ok_ids: std::collections::HashSet<u32> = ok.iter().map(|r| r.id).collect();
     let mut itl = Vec::new();
     let mut itl_token = Vec::new();
-    // Tokens are generated as answer (content) or reasoning: both are the engine's output
-    // rate, so both count between tokens.
-    let generated = |c: &&ChunkRecord| {
-        matches!(c.kind, ChunkKind::Content | ChunkKind::Reasoning)
-            && ok_ids.contains(&c.request_id)
-    };
-    let mut token_chunks: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
-    for c in chunks.iter().filter(generated) {
-        *token_chunks.entry(c.request_id).or_default() += 1;
-    }
-    let per_chunk: std::collections::HashMap<u32, f64> = ok
-        .iter()
-        .filter_map(|r| match (r.completion_tokens, token_chunks.get(&r.id)) {
-            (Some(t), Some(&c)) if c > 0 => Some((r.id, t as f64 / c as f64)),
-            _ => None,
-        })
-        .collect();
+    let generated = |c: &&ChunkRecord| c.kind.is_generated() && ok_ids.contains(&c.request_id);
+    let per_chunk = tokens_per_generated_chunk(&ok, chunks);
     let mut last: BTreeMap<u32, i64> = BTreeMap::new();
     for c in chunks.iter().filter(generated) {
         if let Some(prev) = last.insert(c.request_id, c.t_ns) {

@@ -16,13 +16,13 @@
 //!   zero) and its fitted rise across the steady part exceeds half the series' median (and,
 //!   for requests in flight, 2 requests): the queue grew through the run instead of settling.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::paired::{slope, Slope};
 use super::stats::pct_of;
-use super::{ChunkKind, ChunkRecord, RequestRecord};
+use super::{ChunkRecord, RequestRecord};
 
 /// How a scenario loads the engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,29 +111,18 @@ pub(crate) fn analyze(
         _ => return None,
     };
     let secs = (last_send - start) as f64 / 1e9;
-    // Tokens per generated chunk (answer or reasoning) of each successful request.
-    let generated = |c: &&ChunkRecord| matches!(c.kind, ChunkKind::Content | ChunkKind::Reasoning);
-    let mut chunk_count: HashMap<u32, u32> = HashMap::new();
-    for c in chunks.iter().filter(generated) {
-        *chunk_count.entry(c.request_id).or_default() += 1;
-    }
-    let per_chunk: HashMap<u32, f64> = requests
-        .iter()
-        .filter(|r| r.ok())
-        .map(|r| {
-            let t = match (r.completion_tokens, chunk_count.get(&r.id)) {
-                (Some(n), Some(&c)) if c > 0 => f64::from(n) / f64::from(c),
-                _ => 0.0,
-            };
-            (r.id, t)
-        })
-        .collect();
+    // Tokens per generated chunk (answer or reasoning) of each successful request (0 where
+    // its usage is unknown).
+    let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.ok()).collect();
+    let ok_ids: HashSet<u32> = ok.iter().map(|r| r.id).collect();
+    let per_chunk = super::stats::tokens_per_generated_chunk(&ok, chunks);
     let (mut inside, mut total) = (0.0, 0.0);
-    for c in chunks.iter().filter(generated) {
-        let Some(even) = per_chunk.get(&c.request_id) else {
+    for c in chunks.iter().filter(|c| c.kind.is_generated()) {
+        if !ok_ids.contains(&c.request_id) {
             continue;
-        };
-        let t = c.tokens.map_or(*even, f64::from);
+        }
+        let even = per_chunk.get(&c.request_id).copied().unwrap_or(0.0);
+        let t = c.tokens.map_or(even, f64::from);
         total += t;
         if c.t_ns >= start && c.t_ns <= last_send {
             inside += t;
@@ -222,6 +211,7 @@ fn saturation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::ChunkKind;
 
     const MS: i64 = 1_000_000;
 

@@ -1,5 +1,6 @@
 //! Unit tests of the run statistics (beside stats.rs, which is long enough without them).
 use super::*;
+use crate::record::ChunkKind;
 
 #[test]
 fn latencies_sent_together_are_resampled_together() {
