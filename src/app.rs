@@ -16,7 +16,7 @@ pub(crate) async fn prepare_containers(
     only_engine: Option<&str>,
 ) -> std::collections::BTreeMap<String, Result<f64, engine::EngineError>> {
     let mut pulls = std::collections::BTreeMap::new();
-    let images: Vec<(String, spec::PullPolicy)> = sweep
+    let mut images: Vec<(String, spec::PullPolicy)> = sweep
         .engines
         .iter()
         .filter(|e| only_engine.is_none_or(|o| o == e.name.value))
@@ -27,6 +27,8 @@ pub(crate) async fn prepare_containers(
             _ => None,
         })
         .collect();
+    // An engine block's setting combinations (consecutive) share one image.
+    images.dedup_by(|a, b| a.0 == b.0);
     if images.is_empty() {
         return pulls;
     }

@@ -129,6 +129,10 @@ pub(crate) enum Command {
         /// Slurm: wait until the sweep's jobs have left the queue, then print the report.
         #[arg(long)]
         wait: bool,
+        /// At most N deployments at once, each on its own devices (`gpus`, `cpus`): replaces
+        /// the sweep's `max-parallel`; 1 runs them one after another.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+        max_parallel: Option<u32>,
         #[command(flatten)]
         slurm: SlurmArgs,
         #[command(flatten)]

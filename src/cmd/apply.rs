@@ -17,6 +17,7 @@ pub(crate) struct How {
     pub executor: Executor,
     pub deployment: Option<String>,
     pub wait: bool,
+    pub max_parallel: Option<u32>,
     pub slurm: SlurmArgs,
 }
 
@@ -27,6 +28,7 @@ impl How {
             executor: Executor::Local,
             deployment: None,
             wait: false,
+            max_parallel: None,
             slurm: SlurmArgs::default(),
         }
     }
@@ -141,11 +143,21 @@ pub(crate) fn run(ctx: &Ctx, path: &Path, json: bool, how: How) -> anyhow::Resul
         if given.len() == 1 { "ies" } else { "y" }
     );
     anyhow::ensure!(!how.wait, "--wait only applies with --executor slurm");
-    local(ctx, path, json, how.deployment.as_deref())
+    anyhow::ensure!(
+        how.deployment.is_none() || how.max_parallel.is_none(),
+        "--max-parallel schedules a sweep's deployments; --deployment runs one"
+    );
+    local(ctx, path, json, how.deployment.as_deref(), how.max_parallel)
 }
 
 /// Applies a sweep on this machine (all of it, or one deployment).
-fn local(ctx: &Ctx, path: &Path, json: bool, deployment: Option<&str>) -> anyhow::Result<u8> {
+fn local(
+    ctx: &Ctx,
+    path: &Path,
+    json: bool,
+    deployment: Option<&str>,
+    max_parallel: Option<u32>,
+) -> anyhow::Result<u8> {
     let store = Store::open(&ctx.cache)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -184,8 +196,21 @@ fn local(ctx: &Ctx, path: &Path, json: bool, deployment: Option<&str>) -> anyhow
         .map(|(label, _)| plan.find_deployment(&label))
         .transpose()?;
     let job = only.and_then(|d| slurm::InJob::begin(&store, &plan, Some(d)));
+    // Deployments on disjoint devices at once, each its own `apply --deployment` process.
+    let max = max_parallel
+        .or(sweep.max_parallel)
+        .map_or(usize::MAX, |m| m as usize);
+    let parallel = only.is_none()
+        && exec::parallel::worth_it(&sweep, &plan, &plan::statuses(&plan, &store), max);
     let summary = rt.block_on(async {
         let cancel = exec::interrupts();
+        if parallel {
+            let mut argv = vec!["--cache".to_string(), ctx.cache.display().to_string()];
+            argv.extend(ctx.overrides.as_args());
+            let exe = std::env::current_exe().unwrap_or_else(|_| "bench360".into());
+            return exec::parallel::apply(&exe, &argv, path, &sweep, &plan, &store, max, cancel)
+                .await;
+        }
         let opts = exec::Options {
             reuse_connections: sweep.defaults.reuse_connections,
             pulls,

@@ -130,6 +130,7 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             executor,
             deployment,
             wait,
+            max_parallel,
             slurm: slurm_args,
             ..
         } => {
@@ -138,6 +139,7 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                 executor,
                 deployment,
                 wait,
+                max_parallel,
                 slurm: slurm_args,
             };
             apply::run(&ctx, &sweep, json, how)

@@ -364,6 +364,11 @@ impl Launcher for DockerLauncher {
                 device_requests,
                 shm_size: *shm_size,
                 ipc_mode: recipe.ipc_host.then(|| "host".to_string()),
+                cpuset_cpus: spec
+                    .engine
+                    .cpus
+                    .as_ref()
+                    .map(|c| c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
                 ..Default::default()
             }),
             ..Default::default()
@@ -575,6 +580,8 @@ mod tests {
         LaunchSpec {
             engine: Engine {
                 name: Spanned::new("e".into(), (0..0).into()),
+                base: Spanned::new("e".into(), (0..0).into()),
+                settings: Vec::new(),
                 kind: Spanned::new(kind.into(), (0..0).into()),
                 catalog: catalog::lookup(kind).unwrap(),
                 launch: Launch::Docker {
@@ -595,6 +602,8 @@ mod tests {
                 gpu_memory: 0.85,
                 tensor_parallel: 1,
                 dtype: "bfloat16".into(),
+                cpus: None,
+                variant: None,
             },
             model_name: "qwen".into(),
             model_path: model_path.map(String::from),

@@ -227,6 +227,24 @@ pub(crate) struct ProcessEngine {
     exit: Option<String>,
 }
 
+/// A CPU set of the given CPUs, or why it cannot be one (a CPU past what the set holds).
+fn cpu_set(cpus: &[u32]) -> Result<libc::cpu_set_t, EngineError> {
+    // SAFETY: cpu_set_t is plain bits; all zeros is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c as usize >= libc::CPU_SETSIZE as usize {
+            return Err(format!(
+                "cpu {c} is past the {} CPUs a CPU set holds",
+                libc::CPU_SETSIZE
+            )
+            .into());
+        }
+        // SAFETY: `c` is within the set's size (checked above).
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    Ok(set)
+}
+
 impl Launcher for ProcessLauncher {
     type Running = ProcessEngine;
 
@@ -251,12 +269,21 @@ impl Launcher for ProcessLauncher {
             .stdout(log_file)
             .stderr(log_err)
             .kill_on_drop(true);
+        // `cpus`: the engine and what it starts run on those CPUs alone (its affinity is
+        // inherited), made before the fork so that the child only applies it.
+        let affinity = spec.engine.cpus.as_deref().map(cpu_set).transpose()?;
         // Own process group (so stop reaches the engine's children too), and die with us:
         // a `kill -9` of bench360 must not leave an engine holding the GPU or port.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::setpgid(0, 0);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if let Some(set) = &affinity {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
@@ -446,6 +473,8 @@ mod tests {
         let spec = LaunchSpec {
             engine: Engine {
                 name: Spanned::new("e".into(), (0..0).into()),
+                base: Spanned::new("e".into(), (0..0).into()),
+                settings: Vec::new(),
                 kind: Spanned::new("llama.cpp".into(), (0..0).into()),
                 catalog: catalog::lookup("llama.cpp").unwrap(),
                 launch: Launch::Process {
@@ -461,6 +490,8 @@ mod tests {
                 gpu_memory: 0.9,
                 tensor_parallel: 1,
                 dtype: "auto".into(),
+                cpus: None,
+                variant: None,
             },
             model_name: "m".into(),
             model_path: Some("/m.gguf".into()),

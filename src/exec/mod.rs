@@ -1,11 +1,13 @@
 //! The executor: walks a sealed plan and runs only what is not cached. One engine at a
-//! time (one device); a deployment's engine is started only when some node below it must
+//! time in one process (deployments on disjoint devices run at once as one process each:
+//! `parallel`); a deployment's engine is started only when some node below it must
 //! run, and all of them run in that one engine lifetime. A failed node blocks only its
 //! dependents. It alone writes run state (records, objects); progress is reported as lines
 //! and bars.
 
 mod journal;
 mod node;
+pub(crate) mod parallel;
 pub(crate) mod preflight;
 pub(crate) mod progress;
 mod run;

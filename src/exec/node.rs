@@ -99,8 +99,8 @@ impl Executor<'_> {
             .sweep
             .engines
             .iter()
-            .find(|e| e.name.value == engine_name)
-            .expect("pull of a sweep engine")
+            .find(|e| e.base.value == engine_name)
+            .expect("pull of a sweep engine block")
             .clone();
         let j = Journal::start(self.store, self.plan, i);
         let t0 = Instant::now();

@@ -273,11 +273,59 @@ impl Executor<'_> {
             if !f.collected.prom.is_empty() {
                 crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), f.key, &f.spec.columns, &f.collected.prom).map_err(&pq)?;
             }
-            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "stopped_at_margin": f.outcome.stopped, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
+            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "provenance": self.provenance(f.spec), "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "stopped_at_margin": f.outcome.stopped, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
             new_pos = copy_log_since(f.log, f.log_pos, &tmp.join("engine.log"));
             Ok(())
         });
         (written, new_pos)
+    }
+}
+
+impl Executor<'_> {
+    /// What the run ran on (record::provenance): bench360's build, the engine's version from
+    /// its pull, this machine and the deployment's GPUs now, the weights, datasets and sweep
+    /// file as the plan hashed them.
+    fn provenance(&self, spec: &plan::RunSpec) -> crate::record::provenance::Provenance {
+        let g = &self.plan.graph;
+        let dep = &self.plan.deployments[spec.deployment];
+        let pull: Option<serde_json::Value> =
+            std::fs::read(self.store.object_dir(&g[dep.pull].key).join("pull.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+        let engine_version = pull
+            .as_ref()
+            .and_then(|p| p.get("version"))
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        let cold = &g[dep.coldstart].inputs;
+        let model_path = cold.get("model.path").cloned();
+        let (bench360_version, bench360_commit) = crate::record::provenance::bench360_build();
+        crate::record::provenance::Provenance {
+            bench360_version: bench360_version.into(),
+            bench360_commit: bench360_commit.into(),
+            engine_version,
+            engine_artifact: g[dep.pull].inputs.get("engine.artifact").cloned(),
+            host: crate::host::host_info(),
+            gpus: crate::telemetry::gpu::describe(
+                self.sweep.engines[dep.at.engine].gpus.as_deref(),
+            ),
+            model_bytes: model_path.as_deref().and_then(|p| bytes_of(Path::new(p))),
+            model_path,
+            model_hash: cold.get("model.weights").cloned(),
+            datasets: g[spec.node]
+                .inputs
+                .iter()
+                .filter_map(|(k, v)| {
+                    Some((k.strip_prefix("task.dataset.")?.to_string(), v.clone()))
+                })
+                .collect(),
+            sweep_file: self.sweep.source.name.clone(),
+            sweep_hash: blake3::hash(self.sweep.source.text.as_bytes())
+                .to_hex()
+                .to_string(),
+            seed: self.sweep.seed,
+        }
     }
 }
 

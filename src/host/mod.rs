@@ -11,6 +11,45 @@ pub(crate) fn hostname() -> String {
         .unwrap_or_else(|_| "unknown-host".into())
 }
 
+/// The machine a run ran on, as the kernel describes it (provenance; never part of a key).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Default)]
+pub(crate) struct HostInfo {
+    pub hostname: String,
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cores: usize,
+    pub memory_bytes: u64,
+    /// The kernel's release (`uname -r`).
+    pub kernel: String,
+}
+
+/// This machine's [`HostInfo`] (`unknown` for what /proc does not say).
+pub(crate) fn host_info() -> HostInfo {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let memory_bytes = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let l = t.lines().find(|l| l.starts_with("MemTotal:"))?;
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024);
+    HostInfo {
+        hostname: hostname(),
+        cpu_model,
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        memory_bytes,
+        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into()),
+    }
+}
+
 pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }

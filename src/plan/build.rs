@@ -63,6 +63,10 @@ struct ColdstartKey<'a> {
     dtype: String,
     #[serde(rename = "engine.gpus")]
     gpus: Option<String>,
+    /// CPU affinity; left out when unset, so that keys made before the field existed stay
+    /// valid.
+    #[serde(rename = "engine.cpus")]
+    cpus: Option<String>,
     #[serde(rename = "engine.ctx-size")]
     ctx_size: u32,
     /// Left out at 1, so that keys made before the field existed stay valid.
@@ -171,7 +175,7 @@ struct ReportKey {
 }
 
 fn pull_node(engine: &Engine, facts: &Facts) -> Node {
-    let (artifact, blocked_by) = match facts.artifacts.get(&engine.name.value) {
+    let (artifact, blocked_by) = match facts.artifacts.get(&engine.base.value) {
         Some(Ok(d)) => (d.clone(), None),
         Some(Err(e)) => ("unresolved".to_string(), Some(e.to_string())),
         None => (
@@ -188,7 +192,7 @@ fn pull_node(engine: &Engine, facts: &Facts) -> Node {
     Node {
         kind: NodeKind::Pull,
         key: key_of(&inputs),
-        label: format!("pull {}", engine.name.value),
+        label: format!("pull {}", engine.base.value),
         inputs,
         deployment: None,
         run: None,
@@ -235,6 +239,7 @@ fn coldstart_node(
         gpu_memory: engine.gpu_memory.to_string(),
         dtype: json(&engine.dtype),
         gpus: engine.gpus.as_ref().map(json),
+        cpus: engine.cpus.as_ref().map(json),
         ctx_size: engine.ctx_size,
         tensor_parallel: (engine.tensor_parallel > 1).then_some(engine.tensor_parallel),
         start: (at.start > 0).then_some(at.start),
@@ -482,6 +487,8 @@ fn columns(sweep: &Sweep, cfg: &Config) -> Columns {
         quantization: model.variants[cfg.variant].quantization.value.clone(),
         engine: engine.name.value.clone(),
         engine_kind: engine.kind.value.clone(),
+        engine_block: engine.base.value.clone(),
+        engine_settings: engine.settings.clone(),
         task: sweep.tasks[cfg.task].name.value.clone(),
         scenario: sweep.scenarios[cfg.scenario].name.value.clone(),
         scenario_kind: cfg.instance.kind().into(),
@@ -500,7 +507,8 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
         graph: DiGraph::new(),
     };
     let mut deployments: Vec<Deployment> = Vec::new();
-    let mut pulls: BTreeMap<usize, NodeIndex> = BTreeMap::new();
+    // One pull per engine block: its setting combinations share the artifact.
+    let mut pulls: BTreeMap<&str, NodeIndex> = BTreeMap::new();
     let mut runs = Vec::new();
     let tasks: Vec<TaskFacts> = (0..sweep.tasks.len())
         .map(|t| TaskFacts::of(sweep, facts, t))
@@ -513,7 +521,7 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
             None => {
                 let engine = &sweep.engines[at.engine];
                 let pull = *pulls
-                    .entry(at.engine)
+                    .entry(engine.base.value.as_str())
                     .or_insert_with(|| b.add(pull_node(engine, facts), &[]));
                 let model = &sweep.models[at.model];
                 let base = format!(

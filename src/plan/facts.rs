@@ -207,7 +207,7 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
             // Without the salt no key with an environment value can be made: block them.
             for en in sweep.engines.iter().filter(|en| !en.env.is_empty()) {
                 facts.artifacts.insert(
-                    en.name.value.clone(),
+                    en.base.value.clone(),
                     Err(format!("cannot read the cache's salt: {e}").into()),
                 );
             }
@@ -217,7 +217,11 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
         let h = store.content_hash(&f);
         facts.files.insert(f, h);
     }
+    // One artifact per engine block (its setting combinations share the binary or image).
     for e in &sweep.engines {
+        if facts.artifacts.contains_key(&e.base.value) {
+            continue;
+        }
         let artifact = match &e.launch {
             Launch::Process { binary } => resolve_binary(binary)
                 .and_then(|p| store.content_hash(&p).map(|h| format!("binary:{h}"))),
@@ -228,7 +232,7 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
         };
         facts
             .artifacts
-            .entry(e.name.value.clone())
+            .entry(e.base.value.clone())
             .or_insert(artifact);
     }
     facts

@@ -5,6 +5,7 @@
 //! Imports only `spec` below it.
 
 pub(crate) mod paired;
+pub(crate) mod provenance;
 pub(crate) mod rng;
 pub(crate) mod stats;
 pub(crate) mod steady;
@@ -244,6 +245,10 @@ pub(crate) struct Columns {
     pub quantization: String,
     pub engine: String,
     pub engine_kind: String,
+    /// The `engine` block's name, and the values of its setting axes for this engine (empty
+    /// without axes): what the report groups by to show one setting's effect.
+    pub engine_block: String,
+    pub engine_settings: Vec<(String, String)>,
     pub task: String,
     pub scenario: String,
     pub scenario_kind: String,

@@ -55,7 +55,19 @@ fn run_data(
         _ => None,
     };
     let d = &plan.deployments[spec.deployment];
+    // When the run's node ran (its record's start and end), to tell runs that overlapped.
+    let ran = rec.as_ref().and_then(|r| {
+        let at = |s: &str| {
+            humantime::parse_rfc3339_weak(s)
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs_f64())
+        };
+        Some((at(&r.started_at)?, at(r.finished_at.as_deref()?)?))
+    });
     let mut data = RunData {
+        ran,
         label: g[spec.node].label.trim_start_matches("run ").to_string(),
         deployment: d.label.clone(),
         run_key: run_key.clone(),
@@ -82,8 +94,11 @@ fn run_data(
     }
     data.stats = read_json(dir.join("stats.json"));
     data.telemetry = read_json(dir.join("telemetry.json"));
-    data.stopped = read_json::<serde_json::Value>(dir.join("run.json"))
-        .and_then(|v| serde_json::from_value(v.get("stopped_at_margin")?.clone()).ok());
+    let run_json = read_json::<serde_json::Value>(dir.join("run.json"));
+    let field = |name: &str| run_json.as_ref().and_then(|v| v.get(name)).cloned();
+    data.stopped = field("stopped_at_margin").and_then(|v| serde_json::from_value(v).ok());
+    // Runs recorded before provenance was kept have none (shown as not recorded).
+    data.provenance = field("provenance").and_then(|v| serde_json::from_value(v).ok());
     let score_rec = store.record(&score_key);
     data.metrics = score_rec
         .as_ref()

@@ -92,6 +92,12 @@ struct Page {
     pareto: Vec<ParetoChart>,
     users: Vec<String>,
     batch: Option<String>,
+    /// `## Engine settings`: runs that differ in one engine setting alone (pre-escaped).
+    settings: Option<String>,
+    /// `## Provenance`: what each deployment ran on (pre-escaped).
+    provenance: Option<String>,
+    /// `## Runs at the same time` (pre-escaped).
+    overlap: Option<String>,
     cold: Option<String>,
     per_run: Vec<PerRun>,
     failures: Vec<Failure>,
@@ -235,6 +241,9 @@ pub(crate) fn page(
         pareto: pareto(rows),
         users: users(rows, slo),
         batch: batch(rows),
+        settings: super::settings::html(rows),
+        provenance: super::provenance::html(rows),
+        overlap: super::overlap::html(rows),
         cold: cold(rows),
         per_run: per_run(rows),
         failures: failures(rows),

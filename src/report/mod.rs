@@ -6,6 +6,9 @@ mod build;
 pub(crate) mod html;
 pub(crate) mod text;
 
+mod overlap;
+mod provenance;
+mod settings;
 pub(crate) mod summary;
 pub(crate) mod svg;
 
@@ -72,6 +75,35 @@ fn pct(v: Option<&f64>) -> String {
         .unwrap_or_else(|| "–".into())
 }
 
+/// A markdown table whose cells are text (a `|` inside one is escaped).
+fn text_table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| r.into_iter().map(|c| c.replace('|', "\\|")).collect())
+        .collect();
+    table(header, &cells)
+}
+
+/// The same table for report.html, every cell escaped.
+fn html_table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    use std::fmt::Write;
+    let esc = svg::esc;
+    let mut out = String::from("<table><thead><tr>");
+    for h in header {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in rows {
+        out.push_str("<tr>");
+        for c in row {
+            let _ = write!(out, "<td>{}</td>", esc(&c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!(
@@ -99,6 +131,7 @@ pub(crate) fn markdown(
     if text::any_thin(rows) {
         out.push_str(&format!("\n{}\n", text::thin_legend()));
     }
+    out.push_str(&settings::markdown(rows));
     out.push_str(&text::steady_markdown(rows));
     out.push_str(&text::per_correct_markdown(rows, None));
     out.push_str(&energy_section(rows));
@@ -123,6 +156,8 @@ pub(crate) fn markdown(
     }
     out.push_str("\n## Cold starts\n\n");
     out.push_str(&coldstart_section(coldstarts));
+    out.push_str(&provenance::markdown(rows));
+    out.push_str(&overlap::markdown(rows));
     out.push_str("\n## Failures\n\n");
     out.push_str(&failures_section(rows));
     out

@@ -56,6 +56,10 @@ pub(crate) struct RunData {
     /// (seconds, %) averaged over GPUs.
     pub gpu_util: Vec<(f64, f64)>,
     pub sentences: usize,
+    /// When the run's node started and finished (Unix seconds, from its record).
+    pub ran: Option<(f64, f64)>,
+    /// What the run ran on (from run.json; None for runs recorded before it was kept).
+    pub provenance: Option<crate::record::provenance::Provenance>,
     /// Where `target-margin` stopped the run (from run.json).
     pub stopped: Option<crate::workload::Stopped>,
     /// Truncation: successful requests that stopped at max-tokens (`finish_reason` `length`),
@@ -315,6 +319,51 @@ fn per_correct(row: &mut Row, data: &RunData, cost: Option<&Cost>, seed: u64) {
     row.cost_per_1k_correct_ci = ci.map(|(a, b)| (a * 1000.0, b * 1000.0));
 }
 
+/// An engine's setting axes as a JSON object (`{"parallel":"4","variant":"eager"}`;
+/// `{}` without axes).
+fn settings_json(settings: &[(String, String)]) -> String {
+    serde_json::Value::Object(
+        settings
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+    )
+    .to_string()
+}
+
+/// The key fields of a run's provenance (null for runs recorded before it was kept).
+fn provenance_columns(
+    p: Option<&crate::record::provenance::Provenance>,
+) -> Vec<(&'static str, Cell)> {
+    let s = |f: &dyn Fn(&crate::record::provenance::Provenance) -> Option<String>| {
+        Cell::Str(p.and_then(f))
+    };
+    let first_gpu = |p: &crate::record::provenance::Provenance| p.gpus.devices.first().cloned();
+    vec![
+        ("bench360_version", s(&|p| Some(p.bench360_version.clone()))),
+        ("bench360_commit", s(&|p| Some(p.bench360_commit.clone()))),
+        ("engine_version", s(&|p| p.engine_version.clone())),
+        ("engine_artifact", s(&|p| p.engine_artifact.clone())),
+        ("gpu_name", s(&|p| first_gpu(p).map(|g| g.name))),
+        (
+            "gpu_count",
+            Cell::I64(p.map(|p| p.gpus.devices.len() as i64)),
+        ),
+        ("gpu_driver", s(&|p| p.gpus.driver.clone())),
+        ("cuda_version", s(&|p| p.gpus.cuda.clone())),
+        (
+            "gpu_power_limit_w",
+            Cell::F64(p.and_then(|p| first_gpu(p)?.power_limit_w)),
+        ),
+        ("cpu_model", s(&|p| Some(p.host.cpu_model.clone()))),
+        ("cpu_cores", Cell::I64(p.map(|p| p.host.cores as i64))),
+        ("host", s(&|p| Some(p.host.hostname.clone()))),
+        ("kernel", s(&|p| Some(p.host.kernel.clone()))),
+        ("model_hash", s(&|p| p.model_hash.clone())),
+        ("sweep_hash", s(&|p| Some(p.sweep_hash.clone()))),
+    ]
+}
+
 /// summary.parquet / summary.csv rows: configuration columns and every aggregate.
 ///
 /// Long on purpose: one line per column, in the file's column order — the schema of
@@ -344,6 +393,14 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 (
                     "engine_kind",
                     str_(c.as_ref().map(|c| c.engine_kind.clone())),
+                ),
+                (
+                    "engine_block",
+                    str_(c.as_ref().map(|c| c.engine_block.clone())),
+                ),
+                (
+                    "engine_settings",
+                    str_(c.as_ref().map(|c| settings_json(&c.engine_settings))),
                 ),
                 ("task", str_(c.as_ref().map(|c| c.task.clone()))),
                 ("scenario", str_(c.as_ref().map(|c| c.scenario.clone()))),
@@ -651,6 +708,7 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     f(d.truncation.and_then(|t| t.of_scored(t.unparsed_other))),
                 ),
             ]);
+            v.extend(provenance_columns(d.provenance.as_ref()));
             v
         })
         .collect()
@@ -691,6 +749,8 @@ mod tests {
             quantization: "q".into(),
             engine: "e".into(),
             engine_kind: "llama.cpp".into(),
+            engine_block: "e".into(),
+            engine_settings: Vec::new(),
             task: task.into(),
             scenario: "x".into(),
             scenario_kind: "single".into(),

@@ -123,6 +123,8 @@ pub(super) fn bench_parquet(rows: usize) -> anyhow::Result<(f64, f64, f64)> {
         quantization: "q".into(),
         engine: "e".into(),
         engine_kind: "llama.cpp".into(),
+        engine_block: "e".into(),
+        engine_settings: Vec::new(),
         task: "t".into(),
         scenario: "x".into(),
         scenario_kind: "batch".into(),

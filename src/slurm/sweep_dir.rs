@@ -226,7 +226,7 @@ pub(crate) fn cluster_view(facts: &mut Facts, sweep: &Sweep, cf: Option<&Cluster
         facts.machines = cf.machines.clone();
     }
     for e in &sweep.engines {
-        let name = &e.name.value;
+        let name = &e.base.value;
         let recorded = cf.and_then(|cf| cf.artifacts.get(name));
         let local_ok = matches!(
             facts.artifacts.get(name),

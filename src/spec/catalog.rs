@@ -229,6 +229,19 @@ const LMDEPLOY_ARGS: &[&str] = &[
 impl CatalogEntry {
     /// The process launcher's arguments before the sweep's own: `process_prefix` then
     /// `server_args` (one list of the server's flags serves both launchers).
+    /// Whether a placeholder (`{gpu-memory}`) reaches the engine: in its arguments or,
+    /// for a container, its environment.
+    pub fn takes(&self, placeholder: &str) -> bool {
+        self.process_args()
+            .iter()
+            .chain(
+                self.docker
+                    .iter()
+                    .flat_map(|d| d.env.iter().map(|(_, v)| v)),
+            )
+            .any(|a| a.contains(placeholder))
+    }
+
     pub fn process_args(&self) -> Vec<&'static str> {
         self.process_prefix
             .iter()

@@ -348,12 +348,24 @@ impl Config {
                 .value
                 .clone(),
             "engine" => sweep.engines[self.engine].name.value.clone(),
+            a if super::ENGINE_AXES.contains(&a) => sweep.engines[self.engine].setting(a),
             "task" => sweep.tasks[self.task].name.value.clone(),
             "scenario" => sweep.scenarios[self.scenario].name.value.clone(),
             "max-tokens" => self.sampling.max_tokens.to_string(),
             "temperature" => self.sampling.temperature.to_string(),
             "top-p" => self.sampling.top_p.to_string(),
             other => unreachable!("exclude axis `{other}` validated by the resolver"),
+        }
+    }
+}
+
+impl Config {
+    /// Whether an `exclude` condition holds: an engine block's name names all its
+    /// combinations; numbers compare as numbers.
+    fn matches(&self, sweep: &Sweep, axis: &str, value: &str) -> bool {
+        match axis {
+            "engine" => sweep.engines[self.engine].named(value),
+            _ => same_value(&self.axis(sweep, axis), value),
         }
     }
 }
@@ -388,7 +400,12 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
     let m = &sweep.matrix;
     let d = &sweep.defaults.sampling;
     let models = selected(&m.models, &sweep.models, |x| &x.name.value);
-    let engines = selected(&m.engines, &sweep.engines, |x| &x.name.value);
+    // An engine block's name selects every combination of its setting axes.
+    let engines: Vec<usize> = (0..sweep.engines.len())
+        .filter(|&i| {
+            m.engines.is_empty() || m.engines.iter().any(|n| sweep.engines[i].named(&n.value))
+        })
+        .collect();
     let tasks = selected(&m.tasks, &sweep.tasks, |x| &x.name.value);
     let scenarios = selected(&m.scenarios, &sweep.scenarios, |x| &x.name.value);
     let max_tokens = or_default(&m.max_tokens, d.max_tokens);
@@ -480,7 +497,7 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                                             let excluded = apply_excludes
                                                 && m.excludes.iter().any(|e| {
                                                     e.conditions.iter().all(|(axis, value)| {
-                                                        same_value(&cfg.axis(sweep, axis), value)
+                                                        cfg.matches(sweep, axis, value)
                                                     })
                                                 });
                                             if !excluded {
@@ -504,7 +521,7 @@ pub(crate) fn exclude_matches(sweep: &Sweep, e: &Exclude) -> bool {
     expand_all(sweep, false).iter().any(|cfg| {
         e.conditions
             .iter()
-            .all(|(axis, value)| same_value(&cfg.axis(sweep, axis), value))
+            .all(|(axis, value)| cfg.matches(sweep, axis, value))
     })
 }
 

@@ -33,6 +33,9 @@ pub(crate) struct Sweep {
     /// `cold-repeats #true`: each repeat on its own cold start (its engines started anew), so
     /// that start-up and the first runs after it have a spread too.
     pub cold_repeats: bool,
+    /// `max-parallel N`: at most N deployments at once (on disjoint devices); None: as many
+    /// as the devices allow. Never part of a key.
+    pub max_parallel: Option<u32>,
     pub defaults: Defaults,
     pub models: Vec<Model>,
     pub engines: Vec<Engine>,
@@ -247,7 +250,14 @@ pub(crate) struct Variant {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Engine {
+    /// The deployment's engine name: the block's name, followed by the values of its
+    /// setting axes when it declares any (`vllm[parallel=64,variant=eager]`).
     pub name: Spanned<String>,
+    /// The `engine` block's own name (one block with setting axes gives several engines).
+    pub base: Spanned<String>,
+    /// This combination's value of each setting the block lists several values of (an
+    /// axis), in `ENGINE_AXES` order; empty for a block without axes.
+    pub settings: Vec<(String, String)>,
     pub kind: Spanned<String>,
     /// The catalog row of `kind`, resolved once by the resolver.
     pub catalog: &'static catalog::CatalogEntry,
@@ -269,6 +279,45 @@ pub(crate) struct Engine {
     /// `--tp-size`, LMDeploy `--tp`, TGI `--num-shard`, llama.cpp `--split-mode tensor`).
     pub tensor_parallel: u32,
     pub dtype: String,
+    /// CPUs the engine may run on (CPU affinity of the process, a container's cpuset); None
+    /// = all. With `gpus`, what lets deployments run at once on disjoint devices.
+    pub cpus: Option<Vec<u32>>,
+    /// The argument variant (`variant "eager" args="--enforce-eager"`) whose arguments and
+    /// environment this engine adds to the block's.
+    pub variant: Option<String>,
+}
+
+/// The engine settings that may list several values (each combination its own deployment),
+/// in the order they appear in a deployment's name; `variant` names an argument variant.
+pub(crate) const ENGINE_AXES: &[&str] = &[
+    "parallel",
+    "ctx-size",
+    "gpu-memory",
+    "dtype",
+    "tensor-parallel",
+    "variant",
+];
+
+impl Engine {
+    /// This engine's value of a setting axis (`ENGINE_AXES`), as `exclude` and `--only`
+    /// compare it; `variant` is empty for a block without variants.
+    pub fn setting(&self, axis: &str) -> String {
+        match axis {
+            "parallel" => self.parallel.to_string(),
+            "ctx-size" => self.ctx_size.to_string(),
+            "gpu-memory" => self.gpu_memory.to_string(),
+            "dtype" => self.dtype.clone(),
+            "tensor-parallel" => self.tensor_parallel.to_string(),
+            "variant" => self.variant.clone().unwrap_or_default(),
+            other => unreachable!("engine axis `{other}` validated by the resolver"),
+        }
+    }
+
+    /// Whether a matrix or `--only` name selects this engine: its block's name (every
+    /// combination) or its own full name.
+    pub fn named(&self, name: &str) -> bool {
+        self.base.value == name || self.name.value == name
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

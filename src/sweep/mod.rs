@@ -423,4 +423,86 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
             ]
         );
     }
+
+    const AXES: &str = r##"
+sweep "s" { seed 1; max-parallel 2; }
+model "m" { path "/w/m"; }
+engine "v" {
+    kind "vllm"
+    binary "/bin/python"
+    parallel 32 64
+    gpu-memory 0.5
+    tensor-parallel 1 2
+    gpus 0 1
+    args "--seed" "1"
+    variant "graphs"
+    variant "eager" args="--enforce-eager  --max-model-len 2048"
+    variant "env" { args "--x" "a b"; env K="v"; }
+}
+engine "c" { kind "llama.cpp"; binary "/bin/llama-server"; cpus 0 1; }
+task "t" { kind "mmlu"; dataset "../datasets/mmlu"; samples 4; }
+scenario "one" { kind "single"; requests 2; }
+matrix { exclude engine="v" tensor-parallel=2 variant="env"; }
+"##;
+
+    #[test]
+    fn engine_setting_axes_expand_into_named_engines() {
+        let s = parse_ok(AXES, &[]);
+        assert_eq!(s.max_parallel, Some(2));
+        let names: Vec<&str> = s.engines.iter().map(|e| e.name.value.as_str()).collect();
+        assert_eq!(names.len(), 2 * 2 * 3 + 1);
+        assert_eq!(names[0], "v[parallel=32,tensor-parallel=1,variant=graphs]");
+        assert_eq!(names[12], "c");
+        let e = s
+            .engines
+            .iter()
+            .find(|e| e.name.value == "v[parallel=64,tensor-parallel=1,variant=eager]")
+            .unwrap();
+        assert_eq!((e.parallel, e.tensor_parallel, e.gpu_memory), (64, 1, 0.5));
+        assert_eq!(e.base.value, "v");
+        assert_eq!(e.variant.as_deref(), Some("eager"));
+        // The block's arguments, then the variant's (split at spaces in `args=`).
+        assert_eq!(e.args, ["--seed", "1", "--enforce-eager", "--max-model-len", "2048"]);
+        // A tensor-parallel axis gives each degree the first GPUs it needs.
+        assert_eq!(e.gpus, Some(vec![0]));
+        let env = s
+            .engines
+            .iter()
+            .find(|e| e.name.value == "v[parallel=32,tensor-parallel=2,variant=env]")
+            .unwrap();
+        assert_eq!(env.args, ["--seed", "1", "--x", "a b"]);
+        assert_eq!(env.env, [("K".to_string(), "v".to_string())]);
+        assert_eq!(env.gpus, Some(vec![0, 1]));
+        assert_eq!(env.setting("variant"), "env");
+        assert_eq!(env.setting("tensor-parallel"), "2");
+        assert_eq!(s.engines[12].cpus, Some(vec![0, 1]));
+        assert!(s.engines[12].settings.is_empty());
+        // The exclude drops two of the twelve combinations (both parallel values).
+        let deployments = crate::spec::expand::deployments(&s);
+        assert_eq!(deployments.len(), 12 - 2 + 1);
+    }
+
+    #[test]
+    fn only_narrows_by_an_engine_setting_or_a_full_name() {
+        let only = |axis: &str, v: &str| {
+            let mut s = parse_ok(AXES, &[]);
+            overrides::apply_only(&mut s, &[(axis.to_string(), vec![v.to_string()])])
+                .map(|()| {
+                    crate::spec::expand::deployments(&s)
+                        .iter()
+                        .map(|d| s.engines[d.engine].name.value.clone())
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| e.to_string())
+        };
+        let v = only("variant", "eager").unwrap();
+        assert_eq!(v.len(), 4, "{v:?}");
+        assert!(v.iter().all(|n| n.contains("variant=eager")), "{v:?}");
+        assert_eq!(only("parallel", "64").unwrap().len(), 5);
+        let full = "v[parallel=32,tensor-parallel=1,variant=graphs]";
+        assert_eq!(only("engine", full).unwrap(), [full]);
+        assert_eq!(only("engine", "v").unwrap().len(), 10);
+        let e = only("parallel", "8").unwrap_err();
+        assert!(e.contains("has: 32, 64, 1"), "{e}");
+    }
 }

@@ -27,7 +27,7 @@ pub(crate) struct Overrides {
 pub(crate) enum OverrideError {
     #[error("{flag} expects KEY=VALUE, got `{got}`")]
     NotKeyValue { flag: &'static str, got: String },
-    #[error("--only {axis}=…: the axes are model, quantization, engine, task, scenario")]
+    #[error("--only {axis}=…: the axes are model, quantization, engine, task, scenario and the engine settings parallel, ctx-size, gpu-memory, dtype, tensor-parallel, variant")]
     UnknownAxis { axis: String },
     #[error("--only {axis}={value}: the sweep's matrix has no {axis} `{value}` (it has: {})", has.join(", "))]
     NotInMatrix {
@@ -57,7 +57,9 @@ impl Overrides {
         }
         for s in only {
             let (axis, values) = split(s, "--only")?;
-            if !["model", "quantization", "engine", "task", "scenario"].contains(&axis.as_str()) {
+            if !["model", "quantization", "engine", "task", "scenario"].contains(&axis.as_str())
+                && !crate::spec::ENGINE_AXES.contains(&axis.as_str())
+            {
                 return Err(OverrideError::UnknownAxis { axis });
             }
             o.only.push((
@@ -173,6 +175,10 @@ pub(crate) fn apply_only(
     only: &[(String, Vec<String>)],
 ) -> Result<(), OverrideError> {
     for (axis, values) in only {
+        if crate::spec::ENGINE_AXES.contains(&axis.as_str()) {
+            only_setting(sweep, axis, values)?;
+            continue;
+        }
         let defined: Vec<String> = match axis.as_str() {
             "model" => sweep.models.iter().map(|m| m.name.value.clone()).collect(),
             "quantization" => sweep
@@ -180,7 +186,17 @@ pub(crate) fn apply_only(
                 .iter()
                 .flat_map(|m| m.variants.iter().map(|v| v.quantization.value.clone()))
                 .collect(),
-            "engine" => sweep.engines.iter().map(|e| e.name.value.clone()).collect(),
+            "engine" => {
+                let mut names: Vec<String> = Vec::new();
+                for e in &sweep.engines {
+                    for n in [&e.base.value, &e.name.value] {
+                        if !names.contains(n) {
+                            names.push(n.clone());
+                        }
+                    }
+                }
+                names
+            }
             "task" => sweep.tasks.iter().map(|t| t.name.value.clone()).collect(),
             _ => sweep
                 .scenarios
@@ -198,6 +214,18 @@ pub(crate) fn apply_only(
         };
         let selected: Vec<String> = if sel.is_empty() {
             defined.clone()
+        } else if axis == "engine" {
+            // Every name of an engine the matrix selects: its block's and its own.
+            defined
+                .iter()
+                .filter(|n| {
+                    sweep
+                        .engines
+                        .iter()
+                        .any(|e| e.named(n) && sel.iter().any(|s| e.named(&s.value)))
+                })
+                .cloned()
+                .collect()
         } else {
             sel.iter().map(|s| s.value.clone()).collect()
         };
@@ -223,6 +251,57 @@ pub(crate) fn apply_only(
         return Err(OverrideError::NothingLeft);
     }
     Ok(())
+}
+
+/// `--only parallel=4,8`: the matrix keeps the engines (of those it selects) whose setting
+/// has one of the values.
+fn only_setting(sweep: &mut Sweep, axis: &str, values: &[String]) -> Result<(), OverrideError> {
+    let m = &sweep.matrix;
+    let selected: Vec<&crate::spec::Engine> = sweep
+        .engines
+        .iter()
+        .filter(|e| m.engines.is_empty() || m.engines.iter().any(|n| e.named(&n.value)))
+        .collect();
+    let mut has: Vec<String> = Vec::new();
+    for e in &selected {
+        let v = e.setting(axis);
+        if !v.is_empty() && !has.contains(&v) {
+            has.push(v);
+        }
+    }
+    for v in values {
+        if !has.iter().any(|h| same_number_or_name(h, v)) {
+            return Err(OverrideError::NotInMatrix {
+                axis: axis.to_string(),
+                value: v.clone(),
+                has,
+            });
+        }
+    }
+    let span = m
+        .engines
+        .first()
+        .map(|s| s.span)
+        .unwrap_or(SourceSpan::from(0..0));
+    let keep: Vec<Spanned<String>> = selected
+        .iter()
+        .filter(|e| {
+            values
+                .iter()
+                .any(|v| same_number_or_name(&e.setting(axis), v))
+        })
+        .map(|e| Spanned::new(e.name.value.clone(), span))
+        .collect();
+    sweep.matrix.engines = keep;
+    Ok(())
+}
+
+/// `0.5` and `0.50`, `4` and `4.0` are one value; names compare as written.
+fn same_number_or_name(a: &str, b: &str) -> bool {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 #[cfg(test)]

@@ -166,6 +166,60 @@ pub(crate) fn fast_sample(
     (out, averaged)
 }
 
+/// The given devices (all when None) as NVML describes them, with the driver and CUDA
+/// version; or why none can be described. Provenance: read once per run, never a key.
+pub(crate) fn describe(wanted: Option<&[u32]>) -> crate::record::provenance::GpuSet {
+    use crate::record::provenance::{GpuInfo, GpuSet};
+    let n = match nvml() {
+        Ok(n) => n,
+        Err(e) => {
+            return GpuSet {
+                unavailable: Some(e.to_string()),
+                ..Default::default()
+            }
+        }
+    };
+    let devs = match devices(&n, wanted) {
+        Ok(d) => d,
+        Err(e) => {
+            return GpuSet {
+                unavailable: Some(e.to_string()),
+                ..Default::default()
+            }
+        }
+    };
+    let cuda = n.sys_cuda_driver_version().ok().map(|v| {
+        format!(
+            "{}.{}",
+            nvml_wrapper::cuda_driver_version_major(v),
+            nvml_wrapper::cuda_driver_version_minor(v)
+        )
+    });
+    GpuSet {
+        driver: n.sys_driver_version().ok(),
+        cuda,
+        devices: devs
+            .into_iter()
+            .map(|(index, name)| {
+                let d = n.device_by_index(index).ok();
+                let d = d.as_ref();
+                GpuInfo {
+                    index,
+                    name,
+                    power_limit_w: d
+                        .and_then(|d| d.enforced_power_limit().ok())
+                        .map(|mw| f64::from(mw) / 1000.0),
+                    app_clock_graphics_mhz: d
+                        .and_then(|d| d.applications_clock(Clock::Graphics).ok()),
+                    app_clock_memory_mhz: d.and_then(|d| d.applications_clock(Clock::Memory).ok()),
+                    persistence_mode: d.and_then(|d| d.is_in_persistent_mode().ok()),
+                }
+            })
+            .collect(),
+        unavailable: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

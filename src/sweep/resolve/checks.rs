@@ -45,13 +45,13 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
         // Shots as turns are chat messages: a completion prompt would drop them.
         if task.fewshot_as_turns
             && task.mode.unwrap_or(engine.api) == crate::spec::Api::Completion
-            && refused.insert((cfg.engine, cfg.task))
+            && refused.insert((engine.base.value.as_str(), cfg.task))
         {
             ctx.err_help(
                 engine.name.span,
                 format!(
                     "engine `{}` is asked through /v1/completions, and task `{}` sends its shots as chat turns (`fewshot-as-turns`)",
-                    engine.name.value, task.name.value
+                    engine.base.value, task.name.value
                 ),
                 "a plain prompt has no turns",
                 format!(
@@ -74,24 +74,29 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
             _ => None,
         };
         if let Some((what, label)) = missing {
-            if refused.insert((cfg.engine, cfg.task)) {
+            if refused.insert((engine.base.value.as_str(), cfg.task)) {
                 ctx.err_help(
                     engine.kind.span,
                     format!(
                         "engine `{}` ({}) {what}, which task `{}` scores with",
-                        engine.name.value, engine.catalog.name, task.name.value
+                        engine.base.value, engine.catalog.name, task.name.value
                     ),
                     label,
                     format!(
                         "use `scoring \"generative\"` for this engine, or add `exclude engine=\"{}\" task=\"{}\"` to the matrix",
-                        engine.name.value, task.name.value
+                        engine.base.value, task.name.value
                     ),
                 );
             }
         }
     }
+    // Once per engine block (its setting combinations and cold starts share these).
+    let mut said = BTreeSet::new();
     for cfg in crate::spec::expand::deployments(sweep) {
         let engine = &sweep.engines[cfg.engine];
+        if !said.insert((engine.base.value.as_str(), cfg.model, cfg.variant)) {
+            continue;
+        }
         let variant = &sweep.models[cfg.model].variants[cfg.variant];
         let entry = engine.catalog;
         let s = &sweep.defaults.sampling;
@@ -104,7 +109,7 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
                     engine.kind.span,
                     format!(
                         "engine `{}` ({}) cannot be told `{name}`",
-                        engine.name.value, entry.name
+                        engine.base.value, entry.name
                     ),
                     "no such request field",
                     format!("leave `{name}` out, or pass the engine's own field in `extra-body`"),
@@ -116,14 +121,14 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
                 variant.quantization.span,
                 format!(
                     "engine `{}` ({}) cannot run quantization `{}`",
-                    engine.name.value, entry.name, variant.quantization.value
+                    engine.base.value, entry.name, variant.quantization.value
                 ),
                 "unsupported by this engine",
                 format!(
                     "{} accepts: {}; or add `exclude engine=\"{}\" quantization=\"{}\"` to the matrix",
                     entry.name,
                     entry.quantizations.join(", "),
-                    engine.name.value,
+                    engine.base.value,
                     variant.quantization.value
                 ),
             );

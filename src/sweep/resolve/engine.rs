@@ -7,9 +7,9 @@ use super::*;
 ///
 /// Long on purpose: a flat list of `field → check` over the engine's fields (docs/sweep.md's
 /// table in code); each check is a few lines and depends on the kind and launcher above it.
-pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
+pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Vec<Engine>> {
     let name = ctx.block_name(node);
-    let f = ctx.fields(node, ENGINE_FIELDS, &["env"]);
+    let f = ctx.fields(node, ENGINE_FIELDS, &["env", "variant"]);
     let kind = match Ctx::first(&f, "kind") {
         Some(n) => ctx.one_str(n),
         None => {
@@ -227,42 +227,54 @@ pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
             }
         }
     }
-    let parallel = Ctx::first(&f, "parallel")
-        .and_then(|n| ctx.one_int(n, 1, 4096))
-        .unwrap_or(1) as u32;
-    let ctx_size = Ctx::first(&f, "ctx-size")
-        .and_then(|n| ctx.one_int(n, 64, 10_000_000))
-        .unwrap_or(2048) as u32;
+    let parallel = int_axis(ctx, &f, "parallel", (1, 4096), 1);
+    let ctx_size = int_axis(ctx, &f, "ctx-size", (64, 10_000_000), 2048);
     let startup_timeout_s = Ctx::first(&f, "startup-timeout")
         .and_then(|n| ctx.one_num(n, 1.0, 86_400.0))
         .unwrap_or(600.0);
-    let gpu_memory = Ctx::first(&f, "gpu-memory")
-        .and_then(|n| ctx.one_num(n, 0.01, 1.0))
-        .unwrap_or(0.9);
-    let tensor_parallel = match Ctx::first(&f, "tensor-parallel") {
+    let gpu_memory = match Ctx::first(&f, "gpu-memory") {
+        Some(n) => Axis {
+            values: ctx.nums(n, 0.01, 1.0),
+            span: Some(n.name.span),
+        },
+        None => Axis::one(0.9),
+    };
+    let tensor_parallel = int_axis(ctx, &f, "tensor-parallel", (1, 64), 1);
+    if let (Some(span), Some(e)) = (tensor_parallel.span, entry) {
+        if tensor_parallel.values.iter().any(|tp| *tp > 1) && e.tensor_parallel_args.is_empty() {
+            ctx.err_help(
+                span,
+                format!(
+                    "engine kind `{}` cannot be told a tensor-parallel degree",
+                    e.name
+                ),
+                "not for this kind",
+                "vllm, sglang, lmdeploy, tgi and llama.cpp take `tensor-parallel`",
+            );
+        }
+    }
+    let dtype = match Ctx::first(&f, "dtype") {
         Some(n) => {
-            let tp = ctx.one_int(n, 1, 64).unwrap_or(1) as u32;
-            if tp > 1 {
-                if let Some(e) = entry.filter(|e| e.tensor_parallel_args.is_empty()) {
-                    ctx.err_help(
-                        n.name.span,
-                        format!(
-                            "engine kind `{}` cannot be told a tensor-parallel degree",
-                            e.name
-                        ),
-                        "not for this kind",
-                        "vllm, sglang, lmdeploy, tgi and llama.cpp take `tensor-parallel`",
+            let values = ctx.strs(n);
+            let mut out: Vec<String> = Vec::new();
+            for v in values {
+                if out.contains(&v.value) {
+                    ctx.err(
+                        v.span,
+                        format!("`dtype` lists `{}` twice", v.value),
+                        "duplicate value",
                     );
+                } else {
+                    out.push(v.value);
                 }
             }
-            tp
+            Axis {
+                values: out,
+                span: Some(n.name.span),
+            }
         }
-        None => 1,
+        None => Axis::one("auto".to_string()),
     };
-    let dtype = Ctx::first(&f, "dtype")
-        .and_then(|n| ctx.one_str(n))
-        .map(|s| s.value)
-        .unwrap_or_else(|| "auto".into());
     let gpus = Ctx::first(&f, "gpus").map(|n| {
         ctx.ints(n, 0, 1023)
             .into_iter()
@@ -283,12 +295,13 @@ pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
             Api::Chat
         }
     };
-    if let (Some(g), Some(n)) = (&gpus, Ctx::first(&f, "tensor-parallel")) {
-        if (g.len() as u32) < tensor_parallel {
+    let most_tp = tensor_parallel.values.iter().copied().max().unwrap_or(1) as u32;
+    if let (Some(g), Some(span)) = (&gpus, tensor_parallel.span) {
+        if (g.len() as u32) < most_tp {
             ctx.err_help(
-                n.name.span,
+                span,
                 format!(
-                    "`tensor-parallel {tensor_parallel}` needs {tensor_parallel} GPUs; `gpus` lists {}",
+                    "`tensor-parallel {most_tp}` needs {most_tp} GPUs; `gpus` lists {}",
                     g.len()
                 ),
                 "more GPUs than listed",
@@ -296,23 +309,301 @@ pub(super) fn resolve_engine(ctx: &mut Ctx, node: &RawNode) -> Option<Engine> {
             );
         }
     }
+    let cpus = Ctx::first(&f, "cpus").map(|n| {
+        if matches!(launch, Some(Launch::Endpoint { .. })) {
+            ctx.err_help(
+                n.name.span,
+                "an endpoint engine cannot be given `cpus`",
+                "bench360 does not start it",
+                "pin the server where it is started, or let bench360 start it (`launcher \"process\"` or `\"docker\"`)",
+            );
+        }
+        ctx.ints(n, 0, 4095)
+            .into_iter()
+            .map(|c| c as u32)
+            .collect::<Vec<_>>()
+    });
+    let variants = resolve_variants(ctx, &f);
+    let variant_span = f
+        .get("variant")
+        .and_then(|v| v.first())
+        .map(|v| v.name.span);
+    // Settings an engine is never told cannot be axes: every value would start the same
+    // engine. An engine that is already running cannot be started with any.
+    let axes: [(&str, usize, Option<SourceSpan>, &[&str]); 5] = [
+        (
+            "parallel",
+            parallel.values.len(),
+            parallel.span,
+            &["{parallel}"],
+        ),
+        (
+            "ctx-size",
+            ctx_size.values.len(),
+            ctx_size.span,
+            &["{ctx.slot}", "{ctx.total}"],
+        ),
+        (
+            "gpu-memory",
+            gpu_memory.values.len(),
+            gpu_memory.span,
+            &["{gpu-memory}"],
+        ),
+        ("dtype", dtype.values.len(), dtype.span, &["{dtype}"]),
+        ("variant", variants.len(), variant_span, &[]),
+    ];
+    for (field, n, span, placeholders) in axes {
+        let Some(span) = span.filter(|_| n > 1) else {
+            continue;
+        };
+        if matches!(launch, Some(Launch::Endpoint { .. })) {
+            ctx.err_help(
+                span,
+                format!("an endpoint engine cannot take several `{field}` values"),
+                "bench360 does not start it",
+                "an endpoint is already running with its own settings: list one value, or let bench360 start the engine (`launcher \"process\"` or `\"docker\"`)",
+            );
+        } else if let Some(e) =
+            entry.filter(|e| !placeholders.is_empty() && !placeholders.iter().any(|p| e.takes(p)))
+        {
+            ctx.err_help(
+                span,
+                format!("engine kind `{}` is not told `{field}`", e.name),
+                "every value would start the same engine",
+                "list one value, or give the engine's own flag in `variant` blocks (`variant \"a\" args=\"…\"`)",
+            );
+        }
+    }
+    if tensor_parallel.values.len() > 1 && matches!(launch, Some(Launch::Endpoint { .. })) {
+        ctx.err_help(
+            tensor_parallel.span.unwrap_or(node.span),
+            "an endpoint engine cannot take several `tensor-parallel` values",
+            "bench360 does not start it",
+            "list one value, or let bench360 start the engine",
+        );
+    }
     entry?;
-    Some(Engine {
-        name: name?,
-        kind: kind?,
-        catalog: entry?,
-        launch: launch?,
-        parallel,
-        ctx_size,
-        args,
-        env: env_vars,
-        startup_timeout_s,
-        api,
-        gpus,
-        gpu_memory,
-        tensor_parallel,
-        dtype,
-    })
+    let name = name?;
+    let (kind, catalog, launch) = (kind?, entry?, launch?);
+    let mut out = Vec::new();
+    for &p in &parallel.values {
+        for &c in &ctx_size.values {
+            for &g in &gpu_memory.values {
+                for d in &dtype.values {
+                    for &tp in &tensor_parallel.values {
+                        for v in variants
+                            .iter()
+                            .map(Some)
+                            .chain(variants.is_empty().then_some(None))
+                        {
+                            let mut settings = Vec::new();
+                            let mut set = |axis: &str, n: usize, value: String| {
+                                if n > 1 {
+                                    settings.push((axis.to_string(), value));
+                                }
+                            };
+                            set("parallel", parallel.values.len(), p.to_string());
+                            set("ctx-size", ctx_size.values.len(), c.to_string());
+                            set("gpu-memory", gpu_memory.values.len(), g.to_string());
+                            set("dtype", dtype.values.len(), d.clone());
+                            set(
+                                "tensor-parallel",
+                                tensor_parallel.values.len(),
+                                tp.to_string(),
+                            );
+                            set(
+                                "variant",
+                                variants.len(),
+                                v.map(|v| v.name.clone()).unwrap_or_default(),
+                            );
+                            let full = if settings.is_empty() {
+                                name.value.clone()
+                            } else {
+                                let list: Vec<String> =
+                                    settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                                format!("{}[{}]", name.value, list.join(","))
+                            };
+                            // With tensor parallelism as an axis, each degree takes the first
+                            // GPUs it needs (its telemetry samples those alone).
+                            let gpus = match &gpus {
+                                Some(g) if tensor_parallel.values.len() > 1 => {
+                                    Some(g[..(tp as usize).min(g.len())].to_vec())
+                                }
+                                other => other.clone(),
+                            };
+                            out.push(Engine {
+                                name: Spanned::new(full, name.span),
+                                base: name.clone(),
+                                settings,
+                                kind: kind.clone(),
+                                catalog,
+                                launch: launch.clone(),
+                                parallel: p as u32,
+                                ctx_size: c as u32,
+                                args: args
+                                    .iter()
+                                    .chain(v.map(|v| &v.args).into_iter().flatten())
+                                    .cloned()
+                                    .collect(),
+                                env: env_vars
+                                    .iter()
+                                    .chain(v.map(|v| &v.env).into_iter().flatten())
+                                    .cloned()
+                                    .collect(),
+                                startup_timeout_s,
+                                api,
+                                gpus,
+                                cpus: cpus.clone(),
+                                gpu_memory: g,
+                                tensor_parallel: tp as u32,
+                                dtype: d.clone(),
+                                variant: v.map(|v| v.name.clone()),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The values of an engine setting that may list several (an axis), and the span of its
+/// field; the default alone when the block leaves it out.
+struct Axis<T> {
+    values: Vec<T>,
+    span: Option<SourceSpan>,
+}
+
+impl<T> Axis<T> {
+    fn one(v: T) -> Self {
+        Axis {
+            values: vec![v],
+            span: None,
+        }
+    }
+}
+
+fn int_axis(
+    ctx: &mut Ctx,
+    f: &BTreeMap<&str, Vec<&RawNode>>,
+    field: &str,
+    (min, max): (u64, u64),
+    default: u64,
+) -> Axis<u64> {
+    match Ctx::first(f, field) {
+        Some(n) => Axis {
+            values: ctx.ints(n, min, max),
+            span: Some(n.name.span),
+        },
+        None => Axis::one(default),
+    }
+}
+
+/// An argument variant: `variant "eager" args="--enforce-eager"`, or with a block
+/// `variant "x" { args "--flag" "value with spaces"; env NAME="v" }`.
+struct EngineVariant {
+    name: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+fn resolve_variants(ctx: &mut Ctx, f: &BTreeMap<&str, Vec<&RawNode>>) -> Vec<EngineVariant> {
+    let mut out: Vec<EngineVariant> = Vec::new();
+    for n in f.get("variant").cloned().unwrap_or_default() {
+        let name = match n.args.as_slice() {
+            [a] => match &a.value {
+                RawValue::Str(s) if !s.is_empty() && !s.contains([',', '[', ']', '=']) => {
+                    Spanned::new(s.clone(), a.span)
+                }
+                _ => {
+                    ctx.err_help(a.span, "a variant's name is a plain string", "not a name", "e.g. `variant \"eager\" args=\"--enforce-eager\"` (no `,`, `[`, `]` or `=`: the name goes into the deployment's label)");
+                    continue;
+                }
+            },
+            _ => {
+                ctx.err_help(
+                    n.name.span,
+                    "`variant` takes one name",
+                    "e.g. variant \"eager\" args=\"--enforce-eager\"",
+                    "name each variant once; its arguments follow as `args=\"…\"`",
+                );
+                continue;
+            }
+        };
+        let mut v = EngineVariant {
+            name: name.value.clone(),
+            args: Vec::new(),
+            env: Vec::new(),
+        };
+        for (k, val) in &n.props {
+            match (k.value.as_str(), &val.value) {
+                ("args", RawValue::Str(s)) => v.args.extend(
+                    ctx.expand_env(&Spanned::new(s.clone(), val.span))
+                        .split_whitespace()
+                        .map(str::to_string),
+                ),
+                ("args", other) => ctx.err(
+                    val.span,
+                    "`args` is a string",
+                    format!("this is {}", other.type_name()),
+                ),
+                (other, _) => {
+                    let help =
+                        did_you_mean(other, ["args"]).unwrap_or_else(|| known_list(["args"]));
+                    ctx.err_help(
+                        k.span,
+                        format!("unknown property `{other}` of `variant`"),
+                        "unknown property",
+                        help,
+                    );
+                }
+            }
+        }
+        let fields = ctx.fields(n, &["args", "env"], &["env"]);
+        if let Some(a) = Ctx::first(&fields, "args") {
+            for s in ctx.strs(a) {
+                v.args.push(ctx.expand_env(&s));
+            }
+        }
+        for e in fields.get("env").cloned().unwrap_or_default() {
+            ctx.no_children(e);
+            for (k, val) in &e.props {
+                match &val.value {
+                    RawValue::Str(s) => v.env.push((
+                        k.value.clone(),
+                        ctx.expand_env(&Spanned::new(s.clone(), val.span)),
+                    )),
+                    RawValue::Int(i) => v.env.push((k.value.clone(), i.to_string())),
+                    other => ctx.err(
+                        val.span,
+                        "environment values are strings",
+                        format!("this is {}", other.type_name()),
+                    ),
+                }
+            }
+        }
+        if out.iter().any(|o| o.name == v.name) {
+            ctx.err(
+                name.span,
+                format!("variant `{}` is listed twice", v.name),
+                "duplicate",
+            );
+        } else if let Some(same) = out.iter().find(|o| o.args == v.args && o.env == v.env) {
+            ctx.err_help(
+                name.span,
+                format!(
+                    "variant `{}` starts the engine as `{}` does",
+                    v.name, same.name
+                ),
+                "the same arguments and environment",
+                "variants differ in what the engine is started with; drop one",
+            );
+        } else {
+            out.push(v);
+        }
+    }
+    out
 }
 
 /// `16g`, `512m`, `1024k` or plain bytes.

@@ -67,7 +67,7 @@ const SLURM_FIELDS: &[&str] = &[
     "mem",
     "sbatch-args",
 ];
-const SWEEP_FIELDS: &[&str] = &["seed", "repeats", "cold-repeats"];
+const SWEEP_FIELDS: &[&str] = &["seed", "repeats", "cold-repeats", "max-parallel"];
 const DEFAULT_FIELDS: &[&str] = &[
     "max-tokens",
     "temperature",
@@ -105,6 +105,8 @@ const ENGINE_FIELDS: &[&str] = &[
     "env-pass",
     "shm-size",
     "hf-cache",
+    "variant",
+    "cpus",
 ];
 const TASK_FIELDS: &[&str] = &[
     "kind",
@@ -188,6 +190,13 @@ pub(crate) const EXCLUDE_AXES: &[&str] = &[
     "max-tokens",
     "temperature",
     "top-p",
+    // The engine settings that may be axes (`spec::ENGINE_AXES`).
+    "parallel",
+    "ctx-size",
+    "gpu-memory",
+    "dtype",
+    "tensor-parallel",
+    "variant",
 ];
 
 fn check_unique(ctx: &mut Ctx, what: &str, names: &[&Spanned<String>]) {
@@ -214,7 +223,8 @@ pub(super) fn resolve(
         problems: Vec::new(),
         env,
     };
-    let (mut name, mut seed, mut repeats, mut cold_repeats) = (None, 0u64, 1u32, false);
+    let (mut name, mut seed, mut repeats, mut cold_repeats, mut max_parallel) =
+        (None, 0u64, 1u32, false, None);
     let mut defaults = Defaults::default();
     let mut telemetry = crate::spec::TelemetryConfig::default();
     let mut slo = crate::spec::Slo::default();
@@ -244,7 +254,9 @@ pub(super) fn resolve(
             seen_singletons.insert(kind, node.span);
         }
         match kind {
-            "sweep" => (name, seed, repeats, cold_repeats) = resolve_sweep(&mut ctx, node),
+            "sweep" => {
+                (name, seed, repeats, cold_repeats, max_parallel) = resolve_sweep(&mut ctx, node)
+            }
             "defaults" => defaults = resolve_defaults(&mut ctx, node),
             "slo" => slo = resolve_slo(&mut ctx, node),
             "cost" => cost = Some(resolve_cost(&mut ctx, node)),
@@ -257,7 +269,7 @@ pub(super) fn resolve(
             }
             "engine" => {
                 if let Some(e) = resolve_engine(&mut ctx, node) {
-                    engines.push(e);
+                    engines.extend(e);
                 }
             }
             "task" => {
@@ -320,7 +332,16 @@ pub(super) fn resolve(
             &models,
             [
                 declared("model"),
-                declared("engine"),
+                // A block's name selects all its combinations; a full name one of them.
+                declared("engine")
+                    .into_iter()
+                    .chain(
+                        engines
+                            .iter()
+                            .filter(|e| !e.settings.is_empty())
+                            .map(|e| e.name.value.as_str()),
+                    )
+                    .collect(),
                 declared("task"),
                 declared("scenario"),
             ],
@@ -333,6 +354,7 @@ pub(super) fn resolve(
             seed,
             repeats,
             cold_repeats,
+            max_parallel,
             defaults,
             models,
             engines,
@@ -369,11 +391,14 @@ fn check_names(
         "model",
         &models.iter().map(|m| &m.name).collect::<Vec<_>>(),
     );
-    check_unique(
-        ctx,
-        "engine",
-        &engines.iter().map(|m| &m.name).collect::<Vec<_>>(),
-    );
+    // One name per block: a block with setting axes gives several engines.
+    let mut blocks: Vec<&Spanned<String>> = Vec::new();
+    for e in engines {
+        if blocks.last().is_none_or(|b| b.span != e.base.span) {
+            blocks.push(&e.base);
+        }
+    }
+    check_unique(ctx, "engine", &blocks);
     check_unique(
         ctx,
         "task",

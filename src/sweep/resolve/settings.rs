@@ -10,7 +10,7 @@ use super::*;
 pub(super) fn resolve_sweep(
     ctx: &mut Ctx,
     node: &RawNode,
-) -> (Option<Spanned<String>>, u64, u32, bool) {
+) -> (Option<Spanned<String>>, u64, u32, bool, Option<u32>) {
     let name = ctx.block_name(node);
     let f = ctx.fields(node, SWEEP_FIELDS, &[]);
     let seed = Ctx::first(&f, "seed")
@@ -22,7 +22,10 @@ pub(super) fn resolve_sweep(
     let cold_repeats = Ctx::first(&f, "cold-repeats")
         .and_then(|n| ctx.one_bool(n))
         .unwrap_or(false);
-    (name, seed, repeats, cold_repeats)
+    let max_parallel = Ctx::first(&f, "max-parallel")
+        .and_then(|n| ctx.one_int(n, 1, 1024))
+        .map(|m| m as u32);
+    (name, seed, repeats, cold_repeats, max_parallel)
 }
 
 /// A block that takes no name: the problem when it was given one.

@@ -1,0 +1,185 @@
+//! What a run ran on: bench360's own version and commit, the engine's version, the machine
+//! (CPU, memory, kernel, GPUs with driver, CUDA, power limit, clocks and persistence), the
+//! model file, the datasets and the sweep file. Written into every run's `run.json`, shown
+//! per deployment in the report, its key fields in summary.parquet. Never part of a key, and
+//! never secret: no environment value enters it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub(crate) use crate::host::HostInfo;
+
+/// bench360's version (Cargo's) and the git commit it was built from (`+modified` when the
+/// sources differed from it; `unknown` outside a checkout).
+pub(crate) fn bench360_build() -> (&'static str, &'static str) {
+    (env!("CARGO_PKG_VERSION"), env!("BENCH360_GIT_COMMIT"))
+}
+
+/// One GPU as NVML describes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub(crate) struct GpuInfo {
+    pub index: u32,
+    pub name: String,
+    /// The power limit in force, in watts.
+    pub power_limit_w: Option<f64>,
+    /// Application clocks (what the GPU runs at under load unless boosted), MHz.
+    pub app_clock_graphics_mhz: Option<u32>,
+    pub app_clock_memory_mhz: Option<u32>,
+    pub persistence_mode: Option<bool>,
+}
+
+/// The GPUs a deployment used, with the driver and CUDA version they share; or why none is
+/// described (no NVML, no device): never made up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub(crate) struct GpuSet {
+    pub driver: Option<String>,
+    /// The CUDA version the driver supports (`12.8`).
+    pub cuda: Option<String>,
+    pub devices: Vec<GpuInfo>,
+    pub unavailable: Option<String>,
+}
+
+/// Everything a run's numbers rest on besides its key.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub(crate) struct Provenance {
+    pub bench360_version: String,
+    pub bench360_commit: String,
+    /// What the engine said of its version (`--version`, the Python package's
+    /// `__version__`, the image's label), from its pull.
+    pub engine_version: Option<String>,
+    /// The binary's checksum, the image's id and digests, or the endpoint's URL.
+    pub engine_artifact: Option<String>,
+    pub host: HostInfo,
+    pub gpus: GpuSet,
+    pub model_path: Option<String>,
+    pub model_bytes: Option<u64>,
+    /// blake3 of the weights file (or of a folder's files).
+    pub model_hash: Option<String>,
+    /// Each file the prompts came from → its blake3.
+    pub datasets: BTreeMap<String, String>,
+    pub sweep_file: String,
+    /// blake3 of the sweep file's text as read.
+    pub sweep_hash: String,
+    pub seed: u64,
+}
+
+impl Provenance {
+    /// "NVIDIA H200 ×1, driver 580.95, CUDA 13.0, 700 W" or why no GPU is described.
+    pub fn gpu_line(&self) -> String {
+        let g = &self.gpus;
+        if g.devices.is_empty() {
+            return format!(
+                "none described ({})",
+                g.unavailable.as_deref().unwrap_or("no GPU")
+            );
+        }
+        let mut names: Vec<(String, usize)> = Vec::new();
+        for d in &g.devices {
+            match names.iter_mut().find(|(n, _)| *n == d.name) {
+                Some((_, k)) => *k += 1,
+                None => names.push((d.name.clone(), 1)),
+            }
+        }
+        let mut parts: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
+        if let Some(d) = &g.driver {
+            parts.push(format!("driver {d}"));
+        }
+        if let Some(c) = &g.cuda {
+            parts.push(format!("CUDA {c}"));
+        }
+        let limits: Vec<String> = g
+            .devices
+            .iter()
+            .filter_map(|d| d.power_limit_w.map(|w| format!("{w:.0} W")))
+            .collect();
+        if !limits.is_empty() {
+            let mut l = limits.clone();
+            l.dedup();
+            parts.push(format!("power limit {}", l.join("/")));
+        }
+        let clocks: Vec<String> = g
+            .devices
+            .iter()
+            .filter_map(|d| {
+                Some(format!(
+                    "{}/{} MHz",
+                    d.app_clock_graphics_mhz?, d.app_clock_memory_mhz?
+                ))
+            })
+            .collect();
+        if let Some(c) = clocks.first() {
+            parts.push(format!("app clocks {c}"));
+        }
+        if let Some(p) = g.devices.iter().find_map(|d| d.persistence_mode) {
+            parts.push(format!("persistence {}", if p { "on" } else { "off" }));
+        }
+        parts.join(", ")
+    }
+
+    /// "AMD EPYC 9654 (16 cores), 125.8 GiB, Linux 6.8.0".
+    pub fn host_line(&self) -> String {
+        let h = &self.host;
+        format!(
+            "{} ({} cores), {:.1} GiB, kernel {}, host {}",
+            h.cpu_model,
+            h.cores,
+            h.memory_bytes as f64 / (1u64 << 30) as f64,
+            h.kernel,
+            h.hostname
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_say_what_was_described_and_why_not() {
+        let mut p = Provenance {
+            host: HostInfo {
+                hostname: "h".into(),
+                cpu_model: "CPU X".into(),
+                cores: 16,
+                memory_bytes: 2 << 30,
+                kernel: "6.8.0".into(),
+            },
+            gpus: GpuSet {
+                unavailable: Some("NVML not found".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(p.gpu_line(), "none described (NVML not found)");
+        assert_eq!(
+            p.host_line(),
+            "CPU X (16 cores), 2.0 GiB, kernel 6.8.0, host h"
+        );
+        p.gpus = GpuSet {
+            driver: Some("580.95".into()),
+            cuda: Some("13.0".into()),
+            devices: vec![
+                GpuInfo {
+                    index: 0,
+                    name: "NVIDIA H200".into(),
+                    power_limit_w: Some(700.0),
+                    app_clock_graphics_mhz: Some(1980),
+                    app_clock_memory_mhz: Some(3201),
+                    persistence_mode: Some(true),
+                },
+                GpuInfo {
+                    index: 1,
+                    name: "NVIDIA H200".into(),
+                    power_limit_w: Some(700.0),
+                    ..Default::default()
+                },
+            ],
+            unavailable: None,
+        };
+        assert_eq!(
+            p.gpu_line(),
+            "NVIDIA H200 ×2, driver 580.95, CUDA 13.0, power limit 700 W, app clocks 1980/3201 MHz, persistence on"
+        );
+    }
+}

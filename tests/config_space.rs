@@ -1,0 +1,369 @@
+//! The configuration space on the real llama-server (scripts/install-engine.sh): engine
+//! settings as axes (each combination its own deployment, keyed by what it changes, grouped
+//! in the report), every run's provenance, and deployments applied in parallel on disjoint
+//! CPU sets with the results a sequential apply gives — also after a kill -9.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+fn sweep_text(name: &str, engines: &str, extra_sweep: &str) -> String {
+    let e = engine();
+    format!(
+        r#"sweep "{name}" {{
+    seed 5
+    {extra_sweep}
+}}
+defaults {{
+    max-tokens 4
+    warmup 1
+    request-timeout 60
+}}
+model "smollm2" {{
+    path "{gguf}"
+    quantization "q4_1"
+}}
+{engines}
+task "mmlu" {{
+    kind "mmlu"
+    dataset "{datasets}/mmlu"
+    samples 6
+}}
+scenario "c2" {{
+    kind "concurrency"
+    concurrency 2
+    requests 6
+}}
+"#,
+        gguf = e.gguf.display(),
+        datasets = datasets().display(),
+    )
+}
+
+fn llama(name: &str, fields: &str) -> String {
+    format!(
+        r#"engine "{name}" {{
+    kind "llama.cpp"
+    binary "{server}"
+    ctx-size 512
+    args "--threads" "1"
+    startup-timeout 60
+    {fields}
+}}"#,
+        server = engine().server.display()
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(format!("{name}.kdl"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The plan's deployments, from its cold start nodes, in the plan's order.
+fn deployments(plan: &serde_json::Value) -> Vec<String> {
+    plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "coldstart")
+        .map(|n| n["deployment"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn cached(n: &serde_json::Value) -> bool {
+    n["status"]["status"] == "cached"
+}
+
+/// (label, key) of every finished node, sorted.
+fn finished(cache: &Path) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = records(cache)
+        .into_iter()
+        .filter(|r| r["status"] == "finished")
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap().to_string(),
+                r["key"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn setting_axes_are_deployments_keyed_by_what_they_change_and_grouped_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let axes = write(
+        dir.path(),
+        "axes",
+        &sweep_text(
+            "axes",
+            &llama(
+                "llama",
+                r#"parallel 1 2
+    variant "cache"
+    variant "no-cache" args="--no-cache-prompt""#,
+            ),
+            "",
+        ),
+    );
+    let plan = plan_json(&cache, &axes);
+    assert_eq!(
+        deployments(&plan),
+        [
+            "smollm2:q4_1@llama[parallel=1,variant=cache]",
+            "smollm2:q4_1@llama[parallel=1,variant=no-cache]",
+            "smollm2:q4_1@llama[parallel=2,variant=cache]",
+            "smollm2:q4_1@llama[parallel=2,variant=no-cache]",
+        ]
+    );
+    // `--only` narrows by a setting like any axis.
+    let o = bench(
+        &cache,
+        &[
+            "plan",
+            "--json",
+            "--only",
+            "variant=no-cache",
+            axes.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let only: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(deployments(&only).len(), 2, "{}", text(&o));
+
+    let o = bench(&cache, &["apply", axes.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    // The variant without arguments and parallel 2 is the plain engine with `parallel 2`:
+    // the same cold start and runs, all cached.
+    let plain = write(
+        dir.path(),
+        "plain",
+        &sweep_text("plain", &llama("llama", "parallel 2"), ""),
+    );
+    let p = plan_json(&cache, &plain);
+    let will: Vec<&serde_json::Value> = p["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| !cached(n) && n["kind"] != "report" && n["kind"] != "warmup")
+        .collect();
+    assert!(
+        will.is_empty(),
+        "keys changed beyond what changed: {will:?}"
+    );
+
+    let report = read(&cache.join("reports/axes/report.md"));
+    assert!(report.contains("## Engine settings"), "{report}");
+    assert!(report.contains("### llama: parallel"), "{report}");
+    assert!(report.contains("### llama: variant"), "{report}");
+    assert!(
+        report.contains("| variant=cache · smollm2:q4_1 · mmlu c2 | parallel=1 |"),
+        "{report}"
+    );
+    assert!(report.contains("## Provenance"), "{report}");
+    let csv = read(&cache.join("reports/axes/summary.csv"));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for col in [
+        "engine_block",
+        "engine_settings",
+        "bench360_commit",
+        "engine_version",
+        "cpu_model",
+        "gpu_driver",
+    ] {
+        assert!(header.contains(&col), "{col} not in {header:?}");
+    }
+
+    // Every run's provenance: bench360's build, the engine's version, the machine; no GPU
+    // here, and it says why rather than inventing one.
+    let run = object_of(&cache, "run", "llama[parallel=2,variant=no-cache]");
+    let rj: serde_json::Value = serde_json::from_str(&read(&run.join("run.json"))).unwrap();
+    let p = &rj["provenance"];
+    assert_eq!(p["bench360_version"], env!("CARGO_PKG_VERSION"));
+    assert!(!p["bench360_commit"].as_str().unwrap().is_empty(), "{p}");
+    assert!(
+        p["engine_version"].as_str().is_some_and(|v| !v.is_empty()),
+        "{p}"
+    );
+    assert!(
+        p["engine_artifact"]
+            .as_str()
+            .unwrap()
+            .starts_with("binary:"),
+        "{p}"
+    );
+    assert!(p["host"]["cores"].as_u64().unwrap() >= 1, "{p}");
+    assert!(p["host"]["memory_bytes"].as_u64().unwrap() > 0, "{p}");
+    assert_eq!(
+        p["model_bytes"].as_u64(),
+        Some(std::fs::metadata(engine().gguf).unwrap().len())
+    );
+    assert!(
+        p["datasets"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.contains("mmlu")),
+        "{p}"
+    );
+    if p["gpus"]["devices"].as_array().unwrap().is_empty() {
+        assert!(p["gpus"]["unavailable"].as_str().is_some(), "{p}");
+    }
+    assert!(rj["columns"]["engine_settings"].is_array(), "{rj}");
+}
+
+fn two_cpus(name: &str) -> String {
+    sweep_text(
+        name,
+        &format!(
+            "{}\n{}",
+            llama("llama-a", "parallel 2\n    cpus 0"),
+            llama("llama-b", "parallel 2\n    cpus 1")
+        ),
+        "max-parallel 2",
+    )
+}
+
+/// Requests recorded per run label, from each run's requests.parquet via its row count in
+/// outputs.jsonl (one line per request).
+fn requests_per_run(cache: &Path) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = records(cache)
+        .into_iter()
+        .filter(|r| r["kind"] == "run" && r["status"] == "finished")
+        .map(|r| {
+            let key = r["key"].as_str().unwrap();
+            let out = read(&cache.join("objects").join(key).join("outputs.jsonl"));
+            (
+                r["label"].as_str().unwrap().to_string(),
+                out.lines().count(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn interval(r: &serde_json::Value) -> (std::time::SystemTime, std::time::SystemTime) {
+    let t = |k: &str| humantime::parse_rfc3339_weak(r[k].as_str().unwrap()).unwrap();
+    (t("started_at"), t("finished_at"))
+}
+
+#[test]
+fn deployments_on_disjoint_cpus_apply_at_once_with_the_results_of_a_sequential_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = write(dir.path(), "two", &two_cpus("two"));
+    let par = dir.path().join("parallel");
+    let seq = dir.path().join("sequential");
+
+    let o = bench(&par, &["apply", "--json", sweep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ran: Vec<&str> = out["ran"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        ran.iter().any(|l| l.contains("@llama-a")) && ran.iter().any(|l| l.contains("@llama-b")),
+        "{ran:?}"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("in parallel"), "{err}");
+
+    let o = bench(
+        &seq,
+        &["apply", "--max-parallel", "1", sweep.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("in parallel"));
+
+    // The same nodes under the same keys, the same requests per run.
+    assert_eq!(finished(&par), finished(&seq));
+    assert_eq!(requests_per_run(&par), requests_per_run(&seq));
+
+    // In the parallel apply the two deployments' runs overlapped in time; the report says so.
+    let runs: Vec<serde_json::Value> = records(&par)
+        .into_iter()
+        .filter(|r| r["kind"] == "run")
+        .collect();
+    assert_eq!(runs.len(), 2);
+    let (a, b) = (interval(&runs[0]), interval(&runs[1]));
+    assert!(
+        a.0 < b.1 && b.0 < a.1,
+        "the runs did not overlap: {a:?} {b:?}"
+    );
+    let report = read(&par.join("reports/two/report.md"));
+    assert!(report.contains("## Runs at the same time"), "{report}");
+    let report = read(&seq.join("reports/two/report.md"));
+    assert!(!report.contains("## Runs at the same time"), "{report}");
+
+    // Each engine ran on its own CPU: the affinity its process was given.
+    let log = read(&object_of(&par, "run", "@llama-a").join("engine.log"));
+    assert!(!log.is_empty());
+}
+
+/// Processes applying one deployment of a sweep into `cache` (the children of a parallel
+/// apply).
+fn deployment_applies(cache: &Path) -> usize {
+    let want = cache.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&want) && c.contains("--deployment"))
+        .count()
+}
+
+#[test]
+fn a_kill_9_while_deployments_run_in_parallel_resumes_both() {
+    let dir = tempfile::tempdir().unwrap();
+    // 60 requests per run: long enough to be killed while both run.
+    let text_ = two_cpus("killed-par").replace("requests 6\n", "requests 60\n");
+    let sweep = write(dir.path(), "killed-par", &text_);
+    let cache = dir.path().join("cache");
+    let mut child = spawn_apply(&cache, &sweep);
+    wait_for_started_run(&cache, "@llama-a", Duration::from_secs(120));
+    wait_for_started_run(&cache, "@llama-b", Duration::from_secs(120));
+    child.kill().unwrap(); // SIGKILL of the parent: its children get SIGTERM and stop
+    child.wait().unwrap();
+    let t = std::time::Instant::now();
+    while deployment_applies(&cache) > 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "a deployment's apply outlived the kill"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let plan = plan_json(&cache, &sweep);
+    let pending: Vec<&serde_json::Value> = plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "run" && !cached(n))
+        .collect();
+    assert_eq!(pending.len(), 2, "both runs are to run again: {pending:?}");
+    let o = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let runs: Vec<serde_json::Value> = records(&cache)
+        .into_iter()
+        .filter(|r| r["kind"] == "run")
+        .collect();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r["status"] == "finished"), "{runs:?}");
+    for (_, n) in requests_per_run(&cache) {
+        assert_eq!(n, 60);
+    }
+}
