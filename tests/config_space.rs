@@ -185,6 +185,32 @@ fn setting_axes_are_deployments_keyed_by_what_they_change_and_grouped_in_the_rep
         assert!(header.contains(&col), "{col} not in {header:?}");
     }
 
+    // From a notebook: the settings and the provenance are columns of summary.parquet.
+    let check = format!(
+        r#"
+import duckdb, json
+rows = duckdb.sql("select engine, engine_block, engine_settings, bench360_commit, cpu_cores, engine_version from read_parquet('{p}')").fetchall()
+assert len(rows) == 4, rows
+for engine, block, settings, commit, cores, version in rows:
+    s = json.loads(settings)
+    assert block == 'llama' and sorted(s) == ['parallel', 'variant'], (engine, block, s)
+    assert engine == 'llama[parallel=%s,variant=%s]' % (s['parallel'], s['variant']), engine
+    assert commit and cores >= 1 and version, (commit, cores, version)
+print('SETTINGS_AND_PROVENANCE')
+"#,
+        p = cache.join("reports/axes/summary.parquet").display()
+    );
+    let py = std::process::Command::new(python())
+        .arg("-c")
+        .arg(check)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&py.stdout).contains("SETTINGS_AND_PROVENANCE"),
+        "{}",
+        text(&py)
+    );
+
     // Every run's provenance: bench360's build, the engine's version, the machine; no GPU
     // here, and it says why rather than inventing one.
     let run = object_of(&cache, "run", "llama[parallel=2,variant=no-cache]");

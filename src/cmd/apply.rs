@@ -207,6 +207,9 @@ fn local(
         if parallel {
             let mut argv = vec!["--cache".to_string(), ctx.cache.display().to_string()];
             argv.extend(ctx.overrides.as_args());
+            if ctx.quiet {
+                argv.push("--quiet".into());
+            }
             let exe = std::env::current_exe().unwrap_or_else(|_| "bench360".into());
             return exec::parallel::apply(&exe, &argv, path, &sweep, &plan, &store, max, cancel)
                 .await;

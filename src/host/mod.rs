@@ -23,15 +23,19 @@ pub(crate) struct HostInfo {
     pub kernel: String,
 }
 
-/// This machine's [`HostInfo`] (`unknown` for what /proc does not say).
-pub(crate) fn host_info() -> HostInfo {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu_model = cpuinfo
+/// The CPU's model name as /proc/cpuinfo gives it (`unknown` where it gives none).
+pub(crate) fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
         .lines()
         .find(|l| l.starts_with("model name"))
         .and_then(|l| l.split(':').nth(1))
         .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// This machine's [`HostInfo`] (`unknown` for what /proc does not say).
+pub(crate) fn host_info() -> HostInfo {
     let memory_bytes = fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| {
@@ -41,7 +45,7 @@ pub(crate) fn host_info() -> HostInfo {
         .map_or(0, |kib| kib * 1024);
     HostInfo {
         hostname: hostname(),
-        cpu_model,
+        cpu_model: cpu_model(),
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
         memory_bytes,
         kernel: fs::read_to_string("/proc/sys/kernel/osrelease")

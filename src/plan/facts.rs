@@ -126,28 +126,11 @@ pub(crate) fn resolve_binary(binary: &str) -> Result<PathBuf, Unavailable> {
         .ok_or_else(|| format!("engine binary `{binary}` is not on PATH").into())
 }
 
-/// CPU model, architecture and NVIDIA GPUs/driver (from procfs: no NVML needed to plan).
+/// CPU model, architecture and NVIDIA GPU models (from procfs: no NVML needed to plan).
 pub(crate) fn machine_fingerprint() -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
-    m.insert("cpu".into(), cpu);
+    m.insert("cpu".into(), crate::host::cpu_model());
     m.insert("arch".into(), std::env::consts::ARCH.into());
-    let driver = fs::read_to_string("/proc/driver/nvidia/version")
-        .ok()
-        .and_then(|t| {
-            t.lines().next().map(|l| {
-                l.split_whitespace()
-                    .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
-                    .unwrap_or("")
-                    .to_string()
-            })
-        });
     let mut gpus: Vec<String> = fs::read_dir("/proc/driver/nvidia/gpus")
         .map(|rd| {
             rd.flatten()
@@ -169,7 +152,12 @@ pub(crate) fn machine_fingerprint() -> BTreeMap<String, String> {
             gpus.join(", ")
         },
     );
-    m.insert("gpu-driver".into(), driver.unwrap_or_else(|| "none".into()));
+    // The driver's version is provenance (each run's run.json), not a key input: a driver
+    // update reruns nothing. A machine without one keeps `none`, so that its keys stay those
+    // made before the version left the key.
+    if fs::metadata("/proc/driver/nvidia/version").is_err() {
+        m.insert("gpu-driver".into(), "none".into());
+    }
     m
 }
 

@@ -134,6 +134,42 @@ pub(crate) fn html(rows: &[Row]) -> Option<String> {
     })
 }
 
+/// The key fields of a run's provenance (null for runs recorded before it was kept).
+pub(crate) fn columns(
+    p: Option<&crate::record::provenance::Provenance>,
+) -> Vec<(&'static str, crate::trace::Cell)> {
+    let s = |f: &dyn Fn(&crate::record::provenance::Provenance) -> Option<String>| {
+        crate::trace::Cell::Str(p.and_then(f))
+    };
+    let first_gpu = |p: &crate::record::provenance::Provenance| p.gpus.devices.first().cloned();
+    vec![
+        ("bench360_version", s(&|p| Some(p.bench360_version.clone()))),
+        ("bench360_commit", s(&|p| Some(p.bench360_commit.clone()))),
+        ("engine_version", s(&|p| p.engine_version.clone())),
+        ("engine_artifact", s(&|p| p.engine_artifact.clone())),
+        ("gpu_name", s(&|p| first_gpu(p).map(|g| g.name))),
+        (
+            "gpu_count",
+            crate::trace::Cell::I64(p.map(|p| p.gpus.devices.len() as i64)),
+        ),
+        ("gpu_driver", s(&|p| p.gpus.driver.clone())),
+        ("cuda_version", s(&|p| p.gpus.cuda.clone())),
+        (
+            "gpu_power_limit_w",
+            crate::trace::Cell::F64(p.and_then(|p| first_gpu(p)?.power_limit_w)),
+        ),
+        ("cpu_model", s(&|p| Some(p.host.cpu_model.clone()))),
+        (
+            "cpu_cores",
+            crate::trace::Cell::I64(p.map(|p| p.host.cores as i64)),
+        ),
+        ("host", s(&|p| Some(p.host.hostname.clone()))),
+        ("kernel", s(&|p| Some(p.host.kernel.clone()))),
+        ("model_hash", s(&|p| p.model_hash.clone())),
+        ("sweep_hash", s(&|p| Some(p.sweep_hash.clone()))),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -189,6 +189,18 @@ pub(crate) fn html(rows: &[Row]) -> Option<String> {
     Some(out)
 }
 
+/// An engine's setting axes as a JSON object (`{"parallel":"4","variant":"eager"}`;
+/// `{}` without axes).
+pub(crate) fn json(settings: &[(String, String)]) -> String {
+    serde_json::Value::Object(
+        settings
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+    )
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -319,51 +319,6 @@ fn per_correct(row: &mut Row, data: &RunData, cost: Option<&Cost>, seed: u64) {
     row.cost_per_1k_correct_ci = ci.map(|(a, b)| (a * 1000.0, b * 1000.0));
 }
 
-/// An engine's setting axes as a JSON object (`{"parallel":"4","variant":"eager"}`;
-/// `{}` without axes).
-fn settings_json(settings: &[(String, String)]) -> String {
-    serde_json::Value::Object(
-        settings
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect(),
-    )
-    .to_string()
-}
-
-/// The key fields of a run's provenance (null for runs recorded before it was kept).
-fn provenance_columns(
-    p: Option<&crate::record::provenance::Provenance>,
-) -> Vec<(&'static str, Cell)> {
-    let s = |f: &dyn Fn(&crate::record::provenance::Provenance) -> Option<String>| {
-        Cell::Str(p.and_then(f))
-    };
-    let first_gpu = |p: &crate::record::provenance::Provenance| p.gpus.devices.first().cloned();
-    vec![
-        ("bench360_version", s(&|p| Some(p.bench360_version.clone()))),
-        ("bench360_commit", s(&|p| Some(p.bench360_commit.clone()))),
-        ("engine_version", s(&|p| p.engine_version.clone())),
-        ("engine_artifact", s(&|p| p.engine_artifact.clone())),
-        ("gpu_name", s(&|p| first_gpu(p).map(|g| g.name))),
-        (
-            "gpu_count",
-            Cell::I64(p.map(|p| p.gpus.devices.len() as i64)),
-        ),
-        ("gpu_driver", s(&|p| p.gpus.driver.clone())),
-        ("cuda_version", s(&|p| p.gpus.cuda.clone())),
-        (
-            "gpu_power_limit_w",
-            Cell::F64(p.and_then(|p| first_gpu(p)?.power_limit_w)),
-        ),
-        ("cpu_model", s(&|p| Some(p.host.cpu_model.clone()))),
-        ("cpu_cores", Cell::I64(p.map(|p| p.host.cores as i64))),
-        ("host", s(&|p| Some(p.host.hostname.clone()))),
-        ("kernel", s(&|p| Some(p.host.kernel.clone()))),
-        ("model_hash", s(&|p| p.model_hash.clone())),
-        ("sweep_hash", s(&|p| Some(p.sweep_hash.clone()))),
-    ]
-}
-
 /// summary.parquet / summary.csv rows: configuration columns and every aggregate.
 ///
 /// Long on purpose: one line per column, in the file's column order — the schema of
@@ -377,41 +332,28 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
             let t = d.telemetry.as_ref();
             let cs = d.coldstart.as_ref();
             let str_ = |v: Option<String>| Cell::Str(v);
+            // A configuration column (empty for a run the plan did not describe).
+            let col = |f: &dyn Fn(&Columns) -> String| Cell::Str(c.as_ref().map(f));
             let f = Cell::F64;
             let mut v: Vec<(&'static str, Cell)> = vec![
                 ("schema_version", Cell::I64(Some(1))),
                 ("node_key", str_(Some(d.run_key.clone()))),
                 ("label", str_(Some(d.label.clone()))),
                 ("deployment", str_(Some(d.deployment.clone()))),
-                ("sweep", str_(c.as_ref().map(|c| c.sweep.clone()))),
-                ("model", str_(c.as_ref().map(|c| c.model.clone()))),
-                (
-                    "quantization",
-                    str_(c.as_ref().map(|c| c.quantization.clone())),
-                ),
-                ("engine", str_(c.as_ref().map(|c| c.engine.clone()))),
-                (
-                    "engine_kind",
-                    str_(c.as_ref().map(|c| c.engine_kind.clone())),
-                ),
-                (
-                    "engine_block",
-                    str_(c.as_ref().map(|c| c.engine_block.clone())),
-                ),
+                ("sweep", col(&|c| c.sweep.clone())),
+                ("model", col(&|c| c.model.clone())),
+                ("quantization", col(&|c| c.quantization.clone())),
+                ("engine", col(&|c| c.engine.clone())),
+                ("engine_kind", col(&|c| c.engine_kind.clone())),
+                ("engine_block", col(&|c| c.engine_block.clone())),
                 (
                     "engine_settings",
-                    str_(c.as_ref().map(|c| settings_json(&c.engine_settings))),
+                    col(&|c| super::settings::json(&c.engine_settings)),
                 ),
-                ("task", str_(c.as_ref().map(|c| c.task.clone()))),
-                ("scenario", str_(c.as_ref().map(|c| c.scenario.clone()))),
-                (
-                    "scenario_kind",
-                    str_(c.as_ref().map(|c| c.scenario_kind.clone())),
-                ),
-                (
-                    "scenario_params",
-                    str_(c.as_ref().map(|c| c.scenario_params.clone())),
-                ),
+                ("task", col(&|c| c.task.clone())),
+                ("scenario", col(&|c| c.scenario.clone())),
+                ("scenario_kind", col(&|c| c.scenario_kind.clone())),
+                ("scenario_params", col(&|c| c.scenario_params.clone())),
                 (
                     "max_tokens",
                     Cell::I64(c.as_ref().map(|c| c.max_tokens as i64)),
@@ -708,7 +650,7 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     f(d.truncation.and_then(|t| t.of_scored(t.unparsed_other))),
                 ),
             ]);
-            v.extend(provenance_columns(d.provenance.as_ref()));
+            v.extend(super::provenance::columns(d.provenance.as_ref()));
             v
         })
         .collect()

@@ -462,7 +462,10 @@ matrix { exclude engine="v" tensor-parallel=2 variant="env"; }
         assert_eq!(e.base.value, "v");
         assert_eq!(e.variant.as_deref(), Some("eager"));
         // The block's arguments, then the variant's (split at spaces in `args=`).
-        assert_eq!(e.args, ["--seed", "1", "--enforce-eager", "--max-model-len", "2048"]);
+        assert_eq!(
+            e.args,
+            ["--seed", "1", "--enforce-eager", "--max-model-len", "2048"]
+        );
         // A tensor-parallel axis gives each degree the first GPUs it needs.
         assert_eq!(e.gpus, Some(vec![0]));
         let env = s

@@ -5,9 +5,16 @@ use super::*;
 pub(super) fn resolve_matrix(
     ctx: &mut Ctx,
     node: &RawNode,
-    models: &[Model],
-    [model_names, engine_names, task_names, scenario_names]: [Vec<&str>; 4],
+    (models, engines): (&[Model], &[Engine]),
+    [model_names, mut engine_names, task_names, scenario_names]: [Vec<&str>; 4],
 ) -> Matrix {
+    // A block's name selects all its setting combinations; a full name one of them.
+    engine_names.extend(
+        engines
+            .iter()
+            .filter(|e| !e.settings.is_empty())
+            .map(|e| e.name.value.as_str()),
+    );
     let f = ctx.fields(node, MATRIX_FIELDS, &["exclude"]);
     let refs = |field: &str, defined: Vec<&str>, ctx: &mut Ctx| -> Vec<Spanned<String>> {
         let Some(n) = Ctx::first(&f, field) else {

@@ -223,8 +223,7 @@ pub(super) fn resolve(
         problems: Vec::new(),
         env,
     };
-    let (mut name, mut seed, mut repeats, mut cold_repeats, mut max_parallel) =
-        (None, 0u64, 1u32, false, None);
+    let mut head = SweepHead::default();
     let mut defaults = Defaults::default();
     let mut telemetry = crate::spec::TelemetryConfig::default();
     let mut slo = crate::spec::Slo::default();
@@ -254,9 +253,7 @@ pub(super) fn resolve(
             seen_singletons.insert(kind, node.span);
         }
         match kind {
-            "sweep" => {
-                (name, seed, repeats, cold_repeats, max_parallel) = resolve_sweep(&mut ctx, node)
-            }
+            "sweep" => head = resolve_sweep(&mut ctx, node),
             "defaults" => defaults = resolve_defaults(&mut ctx, node),
             "slo" => slo = resolve_slo(&mut ctx, node),
             "cost" => cost = Some(resolve_cost(&mut ctx, node)),
@@ -297,20 +294,11 @@ pub(super) fn resolve(
     }
 
     check_names(&mut ctx, &models, &engines, &tasks, &scenarios);
-    let name = match name {
-        Some(n) => n.value,
-        None => {
-            if !seen_singletons.contains_key("sweep") {
-                ctx.err_help(
-                    SourceSpan::from(0..0),
-                    "missing `sweep` block",
-                    "the file should start with it",
-                    "add `sweep \"my-sweep\" { seed 1 }` at the top: its name keys the report",
-                );
-            }
-            String::new()
-        }
-    };
+    let name = sweep_name(
+        &mut ctx,
+        head.name.take(),
+        seen_singletons.contains_key("sweep"),
+    );
     // Names as declared, including blocks that failed validation (their own problems are
     // reported already; references to them are not problems too).
     let declared = |kind: &str| -> Vec<&str> {
@@ -329,19 +317,10 @@ pub(super) fn resolve(
         Some(node) => resolve_matrix(
             &mut ctx,
             node,
-            &models,
+            (&models, &engines),
             [
                 declared("model"),
-                // A block's name selects all its combinations; a full name one of them.
-                declared("engine")
-                    .into_iter()
-                    .chain(
-                        engines
-                            .iter()
-                            .filter(|e| !e.settings.is_empty())
-                            .map(|e| e.name.value.as_str()),
-                    )
-                    .collect(),
+                declared("engine"),
                 declared("task"),
                 declared("scenario"),
             ],
@@ -351,10 +330,10 @@ pub(super) fn resolve(
     if ctx.problems.is_empty() {
         let sweep = Sweep {
             name,
-            seed,
-            repeats,
-            cold_repeats,
-            max_parallel,
+            seed: head.seed,
+            repeats: head.repeats,
+            cold_repeats: head.cold_repeats,
+            max_parallel: head.max_parallel,
             defaults,
             models,
             engines,
@@ -376,6 +355,25 @@ pub(super) fn resolve(
     }
     ctx.problems.sort_by_key(|p| p.span.offset());
     Err(ctx.problems)
+}
+
+/// The sweep's name; a problem when there is no `sweep` block at all (a block without a name
+/// has its own problem already).
+fn sweep_name(ctx: &mut Ctx, name: Option<Spanned<String>>, has_block: bool) -> String {
+    match name {
+        Some(n) => n.value,
+        None => {
+            if !has_block {
+                ctx.err_help(
+                    SourceSpan::from(0..0),
+                    "missing `sweep` block",
+                    "the file should start with it",
+                    "add `sweep \"my-sweep\" { seed 1 }` at the top: its name keys the report",
+                );
+            }
+            String::new()
+        }
+    }
 }
 
 /// Two blocks of one kind may not share a name.

@@ -7,10 +7,28 @@ use super::*;
 
 /// `sweep "name" { seed N; repeats N; cold-repeats #true }`: (name, seed, repeats, whether
 /// each repeat has its own cold start).
-pub(super) fn resolve_sweep(
-    ctx: &mut Ctx,
-    node: &RawNode,
-) -> (Option<Spanned<String>>, u64, u32, bool, Option<u32>) {
+/// The `sweep` block's fields.
+pub(super) struct SweepHead {
+    pub name: Option<Spanned<String>>,
+    pub seed: u64,
+    pub repeats: u32,
+    pub cold_repeats: bool,
+    pub max_parallel: Option<u32>,
+}
+
+impl Default for SweepHead {
+    fn default() -> Self {
+        SweepHead {
+            name: None,
+            seed: 0,
+            repeats: 1,
+            cold_repeats: false,
+            max_parallel: None,
+        }
+    }
+}
+
+pub(super) fn resolve_sweep(ctx: &mut Ctx, node: &RawNode) -> SweepHead {
     let name = ctx.block_name(node);
     let f = ctx.fields(node, SWEEP_FIELDS, &[]);
     let seed = Ctx::first(&f, "seed")
@@ -25,7 +43,13 @@ pub(super) fn resolve_sweep(
     let max_parallel = Ctx::first(&f, "max-parallel")
         .and_then(|n| ctx.one_int(n, 1, 1024))
         .map(|m| m as u32);
-    (name, seed, repeats, cold_repeats, max_parallel)
+    SweepHead {
+        name,
+        seed,
+        repeats,
+        cold_repeats,
+        max_parallel,
+    }
 }
 
 /// A block that takes no name: the problem when it was given one.
