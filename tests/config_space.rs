@@ -63,15 +63,17 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     p
 }
 
-/// The plan's deployments, from its cold start nodes, in the plan's order.
+/// The plan's deployments, from its cold start nodes, sorted.
 fn deployments(plan: &serde_json::Value) -> Vec<String> {
-    plan["nodes"]
+    let mut v: Vec<String> = plan["nodes"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|n| n["kind"] == "coldstart")
         .map(|n| n["deployment"].as_str().unwrap().to_string())
-        .collect()
+        .collect();
+    v.sort();
+    v
 }
 
 fn cached(n: &serde_json::Value) -> bool {
@@ -239,8 +241,7 @@ print('SETTINGS_AND_PROVENANCE')
         p["datasets"]
             .as_object()
             .unwrap()
-            .keys()
-            .any(|k| k.contains("mmlu")),
+            .contains_key("test.jsonl"),
         "{p}"
     );
     if p["gpus"]["devices"].as_array().unwrap().is_empty() {

@@ -69,10 +69,9 @@ impl Provenance {
     pub fn gpu_line(&self) -> String {
         let g = &self.gpus;
         if g.devices.is_empty() {
-            return format!(
-                "none described ({})",
-                g.unavailable.as_deref().unwrap_or("no GPU")
-            );
+            // The reason's head ("no NVIDIA GPU"); run.json keeps it whole.
+            let why = g.unavailable.as_deref().unwrap_or("no GPU");
+            return format!("none: {}", why.split(" (").next().unwrap_or(why));
         }
         let mut names: Vec<(String, usize)> = Vec::new();
         for d in &g.devices {
@@ -151,7 +150,9 @@ mod tests {
             },
             ..Default::default()
         };
-        assert_eq!(p.gpu_line(), "none described (NVML not found)");
+        assert_eq!(p.gpu_line(), "none: NVML not found");
+        p.gpus.unavailable = Some("no NVIDIA GPU (NVML unavailable: libnvidia-ml.so.1)".into());
+        assert_eq!(p.gpu_line(), "none: no NVIDIA GPU");
         assert_eq!(
             p.host_line(),
             "CPU X (16 cores), 2.0 GiB, kernel 6.8.0, host h"

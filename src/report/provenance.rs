@@ -44,6 +44,14 @@ fn same_machine(a: Option<&Provenance>, b: Option<&Provenance>) -> bool {
     }
 }
 
+/// A commit as `git log --oneline` shows it, keeping `+modified`.
+fn short_commit(c: &str) -> String {
+    match c.split_once('+') {
+        Some((hash, rest)) => format!("{}+{rest}", &hash[..hash.len().min(12)]),
+        None => c.chars().take(12).collect(),
+    }
+}
+
 const HEADER: [&str; 6] = [
     "deployment",
     "bench360",
@@ -70,7 +78,7 @@ fn cells(deployment: &str, p: Option<&Provenance>) -> Vec<String> {
         format!(
             "{} ({})",
             p.bench360_version,
-            p.bench360_commit.chars().take(19).collect::<String>()
+            short_commit(&p.bench360_commit)
         ),
         match (&p.engine_version, &p.engine_artifact) {
             (Some(v), Some(a)) => format!("{v}; {}", a.chars().take(40).collect::<String>()),
