@@ -75,6 +75,19 @@ fn pct(v: Option<&f64>) -> String {
         .unwrap_or_else(|| "–".into())
 }
 
+/// A `## title` section of report.md: an introduction and one table; empty without rows.
+fn table_section(title: &str, intro: &str, header: &[&str], rows: Vec<Vec<String>>) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("\n## {title}\n\n{intro}\n\n{}", text_table(header, rows))
+}
+
+/// The same for report.html (its heading is the template's); None without rows.
+fn table_section_html(intro: &str, header: &[&str], rows: Vec<Vec<String>>) -> Option<String> {
+    (!rows.is_empty()).then(|| format!("<p>{}</p>{}", svg::esc(intro), html_table(header, rows)))
+}
+
 /// A markdown table whose cells are text (a `|` inside one is escaped).
 fn text_table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let cells: Vec<Vec<String>> = rows

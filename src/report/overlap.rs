@@ -61,26 +61,12 @@ const INTRO: &str = "These runs ran while runs of another deployment did (deploy
 
 /// `## Runs at the same time` of report.md; empty when no runs overlapped.
 pub(crate) fn markdown(rows: &[Row]) -> String {
-    let body = body(rows);
-    if body.is_empty() {
-        return String::new();
-    }
-    format!(
-        "\n## Runs at the same time\n\n{INTRO}\n\n{}",
-        super::text_table(&HEADER, body)
-    )
+    super::table_section("Runs at the same time", INTRO, &HEADER, body(rows))
 }
 
 /// The same table for report.html (escaped); None when no runs overlapped.
 pub(crate) fn html(rows: &[Row]) -> Option<String> {
-    let body = body(rows);
-    (!body.is_empty()).then(|| {
-        format!(
-            "<p>{}</p>{}",
-            super::svg::esc(INTRO),
-            super::html_table(&HEADER, body)
-        )
-    })
+    super::table_section_html(INTRO, &HEADER, body(rows))
 }
 
 #[cfg(test)]

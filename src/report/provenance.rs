@@ -120,26 +120,12 @@ const INTRO: &str = "What each deployment's runs ran on, as they recorded it. No
 
 /// `## Provenance` of report.md; empty when no run ran.
 pub(crate) fn markdown(rows: &[Row]) -> String {
-    let body = body(rows);
-    if body.is_empty() {
-        return String::new();
-    }
-    format!(
-        "\n## Provenance\n\n{INTRO}\n\n{}",
-        super::text_table(&HEADER, body)
-    )
+    super::table_section("Provenance", INTRO, &HEADER, body(rows))
 }
 
 /// The same table for report.html (escaped); None when no run ran.
 pub(crate) fn html(rows: &[Row]) -> Option<String> {
-    let body = body(rows);
-    (!body.is_empty()).then(|| {
-        format!(
-            "<p>{}</p>{}",
-            super::svg::esc(INTRO),
-            super::html_table(&HEADER, body)
-        )
-    })
+    super::table_section_html(INTRO, &HEADER, body(rows))
 }
 
 /// The key fields of a run's provenance (null for runs recorded before it was kept).

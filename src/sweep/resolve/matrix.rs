@@ -84,9 +84,9 @@ pub(super) fn resolve_matrix(
         }
         let mut conditions = Vec::new();
         for (k, v) in &e.props {
-            if !EXCLUDE_AXES.contains(&k.value.as_str()) {
-                let help = did_you_mean(&k.value, EXCLUDE_AXES.iter().copied())
-                    .unwrap_or_else(|| known_list(EXCLUDE_AXES.iter().copied()));
+            let axes = || EXCLUDE_AXES.iter().chain(crate::spec::ENGINE_AXES).copied();
+            if !axes().any(|a| a == k.value) {
+                let help = did_you_mean(&k.value, axes()).unwrap_or_else(|| known_list(axes()));
                 ctx.err_help(
                     k.span,
                     format!("unknown axis `{}` in `exclude`", k.value),

@@ -180,7 +180,8 @@ const MATRIX_FIELDS: &[&str] = &[
     "top-p",
     "exclude",
 ];
-/// Matrix axes an `exclude` rule may name.
+/// Matrix axes an `exclude` rule may name, besides the engine settings
+/// (`spec::ENGINE_AXES`).
 pub(crate) const EXCLUDE_AXES: &[&str] = &[
     "model",
     "quantization",
@@ -190,13 +191,6 @@ pub(crate) const EXCLUDE_AXES: &[&str] = &[
     "max-tokens",
     "temperature",
     "top-p",
-    // The engine settings that may be axes (`spec::ENGINE_AXES`).
-    "parallel",
-    "ctx-size",
-    "gpu-memory",
-    "dtype",
-    "tensor-parallel",
-    "variant",
 ];
 
 fn check_unique(ctx: &mut Ctx, what: &str, names: &[&Spanned<String>]) {
