@@ -394,3 +394,33 @@ fn a_kill_9_while_deployments_run_in_parallel_resumes_both() {
         assert_eq!(n, 60);
     }
 }
+
+#[test]
+fn an_endpoint_engine_records_the_version_its_server_reports() {
+    let e = engine();
+    let port = free_port();
+    let _server = start_llama_server(&e, port, &["-t", "1", "-c", "512"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let engines = format!(
+        r#"engine "remote" {{
+    kind "llama.cpp"
+    launcher "endpoint"
+    url "http://127.0.0.1:{port}"
+}}"#
+    );
+    let sweep = write(dir.path(), "remote", &sweep_text("remote", &engines, ""));
+    let o = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = object_of(&cache, "run", "@remote");
+    let rj: serde_json::Value = serde_json::from_str(&read(&run.join("run.json"))).unwrap();
+    // llama.cpp answers /props with its build; this build from the PyPI sdist has no git.
+    let v = rj["provenance"]["engine_version"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(v.ends_with("(/props)"), "{}", rj["provenance"]);
+    assert_eq!(
+        rj["provenance"]["engine_artifact"],
+        format!("endpoint:http://127.0.0.1:{port}")
+    );
+}

@@ -40,6 +40,44 @@ pub(super) fn bytes_of(path: &Path) -> Option<u64> {
     Some(total)
 }
 
+/// What a running server says of its version, where it says it (provenance of an endpoint
+/// engine, which bench360 cannot ask with `--version`): vLLM and Ollama `/version` (and
+/// `/api/version`), TGI `/info`, SGLang `/get_server_info`, llama.cpp `/props`'s
+/// `build_info`. None when no path answers within two seconds.
+async fn endpoint_version(url: &str, api_key: Option<&str>) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .ok()?;
+    for (path, field) in [
+        ("/version", "version"),
+        ("/api/version", "version"),
+        ("/info", "version"),
+        ("/get_server_info", "version"),
+        ("/props", "build_info"),
+    ] {
+        let mut req = client.get(format!("{url}{path}"));
+        if let Some(k) = api_key {
+            req = req.bearer_auth(k);
+        }
+        let Ok(resp) = req.send().await else {
+            continue;
+        };
+        if !resp.status().is_success() {
+            continue;
+        }
+        let body: Option<serde_json::Value> = resp.json().await.ok();
+        if let Some(v) = body
+            .as_ref()
+            .and_then(|b| b.get(field))
+            .and_then(|v| v.as_str())
+        {
+            return Some(format!("{v} ({path})"));
+        }
+    }
+    None
+}
+
 /// Copies the part of the engine log written since `from` into `dest`; returns the new end.
 pub(super) fn copy_log_since(log: &Path, from: u64, dest: &Path) -> u64 {
     let Ok(mut f) = std::fs::File::open(log) else {
@@ -141,7 +179,13 @@ impl Executor<'_> {
                 }
                 Err(e) => Err(NodeError::Failed(e.to_string())),
             },
-            Launch::Endpoint { url, .. } => Ok(json!({"endpoint": url})),
+            Launch::Endpoint {
+                url, api_key_env, ..
+            } => {
+                let key = api_key_env.as_deref().and_then(|v| std::env::var(v).ok());
+                let version = endpoint_version(url, key.as_deref()).await;
+                Ok(json!({"endpoint": url, "version": version}))
+            }
             Launch::Docker {
                 image, tag, pull, ..
             } => {
