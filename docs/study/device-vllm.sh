@@ -5,7 +5,7 @@
 #
 #   device-vllm.sh recv N [info]   (carry .devcarry/pNN) receive part N (sha256 checked); with
 #                                  `info`, first print the GPUs, their links and torch's view
-#   device-vllm.sh start [SWEEP] [SECS] [AXIS=VALUE]
+#   device-vllm.sh start [SWEEP] [SECS] [AXIS=VALUE…]…
 #                                  (carry .devcarry/b: bench360.xz + SHA256SUMS) check that every
 #                                  part is there, then in the background (setsid, so it outlives
 #                                  the call): device-unpack.sh (join, check, unpack the vLLM pack,
@@ -15,7 +15,24 @@
 #                                  With AXIS=VALUE (e.g. engine=vllm), `apply --only AXIS=VALUE`
 #                                  runs first and the whole sweep after it: apply does not follow
 #                                  plan's order (it began with fp8@vllm-tp2), so this is how the
-#                                  rows that matter most come first
+#                                  rows that matter most come first. Several arguments after
+#                                  SECS: one `apply --only …` each, in that order, before the
+#                                  whole sweep; one argument may hold several AXIS=VALUE
+#                                  separated by spaces (all must match: `engine=vllm
+#                                  scenario=quality`).
+#                                  Environment, for a hold that does more before the sweep:
+#                                  SEED_CACHE=FILE.tar.xz  a cache from an earlier hold
+#                                    (cache/records, cache/objects…, and cache/salt: without
+#                                    the salt no deployment with `env` keeps its key),
+#                                    unpacked into $ROOT/cache before `plan` unless a cache is
+#                                    there already, so that apply runs only what is missing
+#                                    (the machine's CPU model and GPU driver are in the
+#                                    cold-start keys too: another host reruns them);
+#                                  REFERENCE=SWEEP  first docs/study/device-reference.sh SWEEP
+#                                    (vLLM started outside bench360, bench360's endpoint sweep
+#                                    and lm-evaluation-harness against it, vLLM stopped), at
+#                                    most REFERENCE_LIMIT s (default 900); its outputs travel
+#                                    back as reference.tar.xz with the others
 #   device-vllm.sh stop            stop a running apply gracefully (SIGTERM to bench360 by its pid:
 #                                  engines stopped, nothing half-recorded), so that `start` can
 #                                  run again; never by name pattern (that matches the caller too)
@@ -50,11 +67,17 @@ collect() {
   log "collecting (apply status $rc)"
   (cd $RUN && $ROOT/bench360 --cache $ROOT/cache report "$sweep" > $ROOT/report.out 2>&1) || tail -n 5 $ROOT/report.out
   cp $ROOT/apply.log "$OUT/apply.log"
+  # What device-reference.sh left (part A of a hold with REFERENCE=…), if it ran.
+  [ -d $ROOT/reference ] && (cd $ROOT && tar -cJf "$OUT/reference.tar.xz" --exclude=chunks.parquet \
+    reference $([ -d cache-ref ] && echo cache-ref/records cache-ref/objects cache-ref/labels cache-ref/FORMAT cache-ref/reports) 2>/dev/null)
   cp $ROOT/cache/reports/*/report.md "$OUT/" 2>/dev/null
   cp $ROOT/cache/reports/*/summary.csv "$OUT/" 2>/dev/null
   # Every run's telemetry summary, keyed by label.
   python3 docs/study/telemetry-summaries.py "$ROOT/cache" > "$OUT/telemetry-summaries.json"
-  (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT 2>/dev/null)
+  # With the cache's salt: node keys hash the engines' `env` values keyed by it, so a cache
+  # carried to a later hold without it matches none of its deployments (the first seed hold's
+  # did not keep it). The study sweeps' env values are no secrets.
+  (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null)
   (cd $ROOT && find cache/objects -name chunks.parquet -print0 | tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
   [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"
   [ "$(stat -c %s "$OUT/cache.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/cache.tar.xz"
@@ -99,13 +122,14 @@ case ${1:-} in
       echo "machine up $(date -u +%T)" > $ROOT/times.txt
       nvidia-smi --query-gpu=index,name,driver_version,power.draw,memory.used --format=csv
       nvidia-smi topo -m 2>&1 | head -n 4
-      python3 -c 'import torch; print("torch", torch.__version__, "GPUs", torch.cuda.device_count())'
+      python3 -c 'import torch, pyarrow; print("torch", torch.__version__, "GPUs", torch.cuda.device_count(), "pyarrow", pyarrow.__version__)'
+      grep -m1 'model name' /proc/cpuinfo; head -n 1 /proc/driver/nvidia/version 2>/dev/null
       nproc; df -h $ROOT | tail -n 1
     fi
     recv "$2"
     ;;
   start)
-    sweep=${2:-sweeps/gpu-vllm.kdl}; secs=${3:-0}; first=${4:-}
+    sweep=${2:-sweeps/gpu-vllm.kdl}; secs=${3:-0}; shift $(( $# < 3 ? $# : 3 ))
     P=$ROOT/parts
     [ -f $P/MANIFEST ] || { log "no parts received"; exit 1; }
     missing=$(grep -o 'part[0-9][0-9]$' $P/MANIFEST | while read -r p; do [ -f $P/$p ] || echo $p; done)
@@ -122,12 +146,29 @@ case ${1:-} in
     echo "$sweep" > $ROOT/apply.sweep; rm -f $ROOT/apply.rc
     echo "start $(date -u +%T)" >> $ROOT/times.txt
     only=true
-    if [ -n "$first" ]; then
-      only="$ROOT/bench360 --cache $ROOT/cache --only '$first' apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!"
+    for stage in "$@"; do
+      flags=""
+      for cond in $stage; do flags="$flags --only '$cond'"; done
+      only="$only
+      echo \"apply$flags started \$(date -u +%T)\" >> $ROOT/times.txt
+      $ROOT/bench360 --cache $ROOT/cache$flags apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!"
+    done
+    before=true
+    if [ -n "${SEED_CACHE:-}" ]; then
+      before="if [ -f $ROOT/cache/FORMAT ]; then echo 'a cache is there: $SEED_CACHE not unpacked'
+        else tar -xJf '$SEED_CACHE' -C $ROOT cache && echo \"unpacked $SEED_CACHE: \$(ls $ROOT/cache/records | wc -l) records\"; fi"
+    fi
+    if [ -n "${REFERENCE:-}" ]; then
+      before="$before
+      echo \"reference started \$(date -u +%T)\" >> $ROOT/times.txt
+      timeout -k 30 ${REFERENCE_LIMIT:-900} bash docs/study/device-reference.sh '$REFERENCE'
+      echo \"reference ended \$(date -u +%T) rc \$?\" >> $ROOT/times.txt
+      [ -f $ROOT/vllm-ref.pid ] && kill -KILL -- -\$(cat $ROOT/vllm-ref.pid) 2>/dev/null; sleep 2"
     fi
     cd $RUN
     setsid nohup bash -c "
       bash docs/study/device-unpack.sh || { echo 1 > $ROOT/apply.rc; exit 1; }
+      $before
       echo \"apply started \$(date -u +%T)\" >> $ROOT/times.txt
       $ROOT/bench360 --cache $ROOT/cache plan '$sweep' | tail -n 5
       $only
@@ -152,5 +193,5 @@ case ${1:-} in
     tail -n 5 $ROOT/apply.log
     nvidia-smi --query-gpu=index,memory.used --format=csv,noheader
     ;;
-  *) echo "usage: $0 recv N [info] | start [SWEEP] [SECS] [AXIS=VALUE] | wait SECS [final] | stop" >&2; exit 2 ;;
+  *) echo "usage: $0 recv N [info] | start [SWEEP] [SECS] [AXIS=VALUE…]… | wait SECS [final] | stop" >&2; exit 2 ;;
 esac
