@@ -85,7 +85,12 @@ fn table_section(title: &str, intro: &str, header: &[&str], rows: Vec<Vec<String
 
 /// The same for report.html (its heading is the template's); None without rows.
 fn table_section_html(intro: &str, header: &[&str], rows: Vec<Vec<String>>) -> Option<String> {
-    (!rows.is_empty()).then(|| format!("<p>{}</p>{}", svg::esc(intro), html_table(header, rows)))
+    (!rows.is_empty()).then(|| format!("<p>{}</p>{}", plain(intro), html_table(header, rows)))
+}
+
+/// A Markdown sentence as escaped HTML text: its emphasis and code marks dropped.
+fn plain(md: &str) -> String {
+    svg::esc(&md.replace(['*', '`'], ""))
 }
 
 /// A markdown table whose cells are text (a `|` inside one is escaped).

@@ -181,7 +181,7 @@ pub(crate) fn html(rows: &[Row]) -> Option<String> {
         return None;
     }
     let esc = super::svg::esc;
-    let mut out = format!("<p>{}</p>", esc(INTRO).replace('*', ""));
+    let mut out = format!("<p>{}</p>", super::plain(INTRO));
     for (title, body) in tables {
         out.push_str(&format!("<h3>{}</h3>", esc(&title)));
         out.push_str(&super::html_table(&HEADER, body));
