@@ -80,16 +80,19 @@ fn cached(n: &serde_json::Value) -> bool {
     n["status"]["status"] == "cached"
 }
 
-/// (label, key) of every finished node, sorted.
+/// (label, key) of every finished node, sorted. Engine blocks with the same binary share one
+/// pull (one key): whichever deployment gets to it first records it under its block's name,
+/// so a pull is labelled `pull` alone.
 fn finished(cache: &Path) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = records(cache)
         .into_iter()
         .filter(|r| r["status"] == "finished")
         .map(|r| {
-            (
-                r["label"].as_str().unwrap().to_string(),
-                r["key"].as_str().unwrap().to_string(),
-            )
+            let label = match r["kind"].as_str() {
+                Some("pull") => "pull".to_string(),
+                _ => r["label"].as_str().unwrap().to_string(),
+            };
+            (label, r["key"].as_str().unwrap().to_string())
         })
         .collect();
     v.sort();
