@@ -200,8 +200,8 @@ fn local(
     let max = max_parallel
         .or(sweep.max_parallel)
         .map_or(usize::MAX, |m| m as usize);
-    let parallel = only.is_none()
-        && exec::parallel::worth_it(&sweep, &plan, &plan::statuses(&plan, &store), max);
+    let status = plan::statuses(&plan, &store);
+    let parallel = only.is_none() && exec::parallel::worth_it(&sweep, &plan, &status, max);
     let summary = rt.block_on(async {
         let cancel = exec::interrupts();
         if parallel {
@@ -211,8 +211,10 @@ fn local(
                 argv.push("--quiet".into());
             }
             let exe = std::env::current_exe().unwrap_or_else(|_| "bench360".into());
-            return exec::parallel::apply(&exe, &argv, path, &sweep, &plan, &store, max, cancel)
-                .await;
+            return exec::parallel::apply(
+                &exe, &argv, path, &sweep, &plan, &store, &status, max, cancel,
+            )
+            .await;
         }
         let opts = exec::Options {
             reuse_connections: sweep.defaults.reuse_connections,

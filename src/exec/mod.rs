@@ -92,6 +92,24 @@ pub(crate) fn interrupts() -> Cancel {
 }
 
 impl Summary {
+    /// Counts the nodes in `scope` that are cached and lists those blocked (warmups aside),
+    /// as the plan's statuses say before anything runs.
+    fn tally(&mut self, plan: &Plan, status: &[Status], scope: &[bool]) {
+        for (i, s) in status.iter().enumerate() {
+            if !scope[i] {
+                continue;
+            }
+            let n = &plan.graph[petgraph::graph::NodeIndex::new(i)];
+            match s {
+                Status::Cached => self.cached += 1,
+                Status::Blocked { why } if n.kind != NodeKind::Warmup => {
+                    self.blocked.push((n.label.clone(), why.clone()))
+                }
+                _ => {}
+            }
+        }
+    }
+
     pub fn exit_code(&self) -> i32 {
         if self.interrupted {
             130
@@ -230,19 +248,7 @@ impl<'a> Executor<'a> {
     pub async fn apply(mut self) -> Summary {
         let t0 = Instant::now();
         let scope = in_scope(self.plan, self.opts.only);
-        for (i, s) in self.status.iter().enumerate() {
-            if !scope[i] {
-                continue;
-            }
-            let n = &self.plan.graph[petgraph::graph::NodeIndex::new(i)];
-            match s {
-                Status::Cached => self.summary.cached += 1,
-                Status::Blocked { why } if n.kind != NodeKind::Warmup => {
-                    self.summary.blocked.push((n.label.clone(), why.clone()))
-                }
-                _ => {}
-            }
-        }
+        self.summary.tally(self.plan, &self.status, &scope);
         for d in deployment_order(self.plan) {
             if self.cancel.is_cancelled() {
                 break;

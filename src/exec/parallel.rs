@@ -16,7 +16,7 @@ use std::time::Instant;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use super::{deployment_order, Summary};
-use crate::plan::{self, NodeKind, Plan, Status};
+use crate::plan::{NodeKind, Plan, Status};
 use crate::spec::Sweep;
 use crate::store::Store;
 use crate::workload::Cancel;
@@ -97,11 +97,14 @@ pub(crate) fn worth_it(sweep: &Sweep, plan: &Plan, status: &[Status], max: usize
     if max < 2 {
         return false;
     }
-    let devices: Vec<Devices> = (0..plan.deployments.len())
+    startable(&with_work(plan, status), &[], &devices(sweep, plan), max).len() > 1
+}
+
+/// Each deployment's devices, by deployment index.
+fn devices(sweep: &Sweep, plan: &Plan) -> Vec<Devices> {
+    (0..plan.deployments.len())
         .map(|d| Devices::of(sweep, plan, d))
-        .collect();
-    let work = with_work(plan, status);
-    startable(&work, &[], &devices, max).len() > 1
+        .collect()
 }
 
 /// One deployment's process, as it ended.
@@ -113,6 +116,7 @@ struct Ended {
 
 /// Applies the plan's deployments as child processes of `exe` (`argv` before `apply`: the
 /// cache and the overrides), at most `max` at once on disjoint devices, then writes the report.
+/// `status`: the plan's statuses before anything runs (what [`worth_it`] was asked with).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn apply(
     exe: &Path,
@@ -121,26 +125,15 @@ pub(crate) async fn apply(
     sweep: &Sweep,
     plan: &Plan,
     store: &Store,
+    status: &[Status],
     max: usize,
     cancel: Cancel,
 ) -> Summary {
     let t0 = Instant::now();
-    let status = plan::statuses(plan, store);
     let mut summary = Summary::default();
-    for (i, s) in status.iter().enumerate() {
-        let n = &plan.graph[petgraph::graph::NodeIndex::new(i)];
-        match s {
-            Status::Cached => summary.cached += 1,
-            Status::Blocked { why } if n.kind != NodeKind::Warmup => {
-                summary.blocked.push((n.label.clone(), why.clone()))
-            }
-            _ => {}
-        }
-    }
-    let devices: Vec<Devices> = (0..plan.deployments.len())
-        .map(|d| Devices::of(sweep, plan, d))
-        .collect();
-    let mut pending = with_work(plan, &status);
+    summary.tally(plan, status, &vec![true; status.len()]);
+    let devices = devices(sweep, plan);
+    let mut pending = with_work(plan, status);
     let mut running: Vec<usize> = Vec::new();
     let mut children: tokio::task::JoinSet<(usize, Ended)> = tokio::task::JoinSet::new();
     let mut pids: Vec<(usize, u32)> = Vec::new();
