@@ -28,8 +28,9 @@ LOCK="$ROOT/docs/study/packs.lock"
 HOME_DIR="${BENCH360_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/bench360}"
 OUT="$HOME_DIR/gpu-packs"
 WHEELS="$OUT/wheels"
-# Bump when the install/trim/compile/tar recipe below changes: packs are rebuilt.
-RECIPE=3
+# Bump an engine's number when its install/trim/compile/tar recipe below changes: that pack
+# is rebuilt (SGLang 4: sgl_kernel's FlashAttention 3 ops kept, SGLang's default on an H200).
+declare -A RECIPE=([vllm]=3 [sglang]=4 [lmdeploy]=3)
 
 # engine -> version of the pack; the engine's own distribution is in its lock section.
 declare -A VERSION=([vllm]=0.26.0 [sglang]=0.5.17 [lmdeploy]=0.18.0)
@@ -140,9 +141,10 @@ trim() { # engine site
       rm -rf "$site"/nvidia_cutlass_dsl*
       ;;
     sglang)
-      # sgl_kernel's FlashAttention ops (flash_ops*.so, ~1.1 GiB; the triton attention
-      # backend is used) and its Blackwell (sm100) kernels.
-      rm -rf "$site"/sgl_kernel/flash_ops*.so "$site"/sgl_kernel/sm100
+      # sgl_kernel's Blackwell (sm100) kernels. Its FlashAttention ops (flash_ops*.so,
+      # 1.1 GiB, ~0.3 GiB in the pack) stay: FlashAttention 3 is SGLang's default attention
+      # backend on Hopper, and the study runs engines as their users do.
+      rm -rf "$site"/sgl_kernel/sm100
       ;;
     lmdeploy)
       # TurboMind (lmdeploy/turbomind/_turbomind*.so, built for CUDA 12, ~350 MiB) and its
@@ -154,7 +156,8 @@ trim() { # engine site
   # The trimmed tree must still hold the engine and none of what was to be removed.
   case $e in
     vllm) [ -z "$(find "$site"/vllm -name '_vllm_fa2_C*.so')" ] && [ -f "$site"/vllm/__init__.py ] ;;
-    sglang) [ ! -e "$site"/sgl_kernel/sm100 ] && [ -f "$site"/sgl_kernel/__init__.py ] ;;
+    sglang) [ ! -e "$site"/sgl_kernel/sm100 ] && [ -f "$site"/sgl_kernel/__init__.py ] \
+      && [ -n "$(find "$site"/sgl_kernel -name 'flash_ops*.so')" ] ;;
     lmdeploy) [ -z "$(find "$site"/lmdeploy -name '_turbomind*.so')" ] && [ -f "$site"/lmdeploy/__init__.py ] ;;
   esac || die "[$e] trim check failed"
 }
@@ -163,7 +166,7 @@ trim() { # engine site
 build_pack() {
   local e=$1 ver=${VERSION[$1]} pack inputs work site req
   pack="$e-$ver.tar.xz"
-  inputs=$( { echo "recipe=$RECIPE py312=${PY312_BIN:+yes}"; section "$e"; } | sha256sum | cut -d' ' -f1)
+  inputs=$( { echo "recipe=${RECIPE[$e]} py312=${PY312_BIN:+yes}"; section "$e"; } | sha256sum | cut -d' ' -f1)
   if [ -f "$OUT/$pack" ] && [ "$(cat "$OUT/$pack.inputs" 2>/dev/null)" = "$inputs" ] \
      && (cd "$OUT" && grep " $pack\$" SHA256SUMS 2>/dev/null | sha256sum -c --quiet - >/dev/null 2>&1); then
     log "[$e] $pack up to date ($(du -h "$OUT/$pack" | cut -f1))"

@@ -3,8 +3,12 @@
 # issue #16 (sweeps/gpu-vllm.kdl: Qwen2.5-Coder-1.5B in bf16 and FP8, tensor parallel 1 and 2).
 # docs/study/README.md ("vLLM slice") has the procedure.
 #
-#   device-vllm.sh recv N [info]   (carry .devcarry/pNN) receive part N (sha256 checked); with
-#                                  `info`, first print the GPUs, their links and torch's view
+#   device-vllm.sh recv N [info] [build]
+#                                  (carry .devcarry/pNN) receive part N (sha256 checked); with
+#                                  `info`, first print the GPUs, their links and torch's view;
+#                                  with `build` (carry .devcarry/a too), start llama.cpp's CUDA
+#                                  build in the background (device-build.sh, ~5 min), which
+#                                  `start` waits for before `plan` (for a sweep with llama.cpp)
 #   device-vllm.sh start [SWEEP] [SECS] [AXIS=VALUE…]…
 #                                  (carry .devcarry/b: bench360.xz + SHA256SUMS) check that every
 #                                  part is there, then in the background (setsid, so it outlives
@@ -28,6 +32,8 @@
 #                                    there already, so that apply runs only what is missing
 #                                    (the machine's CPU model and GPU driver are in the
 #                                    cold-start keys too: another host reruns them);
+#                                  STAGES_ONLY=1  the stages only, not the whole sweep after
+#                                    them (a hold that carries some of the sweep's engines);
 #                                  REFERENCE=SWEEP  first docs/study/device-reference.sh SWEEP
 #                                    (vLLM started outside bench360, bench360's endpoint sweep
 #                                    and lm-evaluation-harness against it, vLLM stopped), at
@@ -51,6 +57,9 @@ export VLLM_ALLREDUCE_USE_SYMM_MEM=0
 # device-unpack.sh converts this GGUF (joined from the parts) into this folder.
 export BENCH360_SMOLLM2_GGUF=$ROOT/carry/qwen2.5-coder-1.5b.gguf
 export BENCH360_SMOLLM2_HF=$ROOT/hf-qwen2.5-coder-1.5b
+# llama.cpp, when `recv … build` started its build, and the GGUF it serves.
+export BENCH360_LLAMA_SERVER=$ROOT/llama/llama.cpp/build/bin/llama-server
+export BENCH360_QWEN2_5_CODER_1_5B_GGUF=$ROOT/carry/qwen2.5-coder-1.5b.gguf
 RUN=$ROOT/run   # a copy of the sweeps, datasets and scripts that apply reads (the tree is re-synced every call)
 log() { printf '[device-vllm %s] %s\n' "$(date -u +%T)" "$*"; }
 
@@ -85,6 +94,8 @@ collect() {
     $ROOT/bin/vllm-python -c 'import vllm, torch, transformers; print("vllm", vllm.__version__, "torch", torch.__version__, "transformers", transformers.__version__)' 2>&1 | tail -n 1
     ls $ROOT/site-vllm | grep -E '\.dist-info$' | sed 's/\.dist-info$//' | tr '\n' ' '; echo; echo
     cat $ROOT/hf-qwen2.5-coder-1.5b/config.json 2>/dev/null; echo
+    ls $ROOT/site-sglang $ROOT/site-lmdeploy 2>/dev/null | grep -E '^(sglang|sgl_kernel|lmdeploy|flashinfer_python|transformers|triton)-[0-9].*\.dist-info$' | sed 's/\.dist-info$//' | tr '\n' ' '; echo
+    [ -x $BENCH360_LLAMA_SERVER ] && { $BENCH360_LLAMA_SERVER --version 2>&1 | tail -n 2; tail -n 3 $ROOT/llama/build.log; }
     du -sh $ROOT/hf-qwen2.5-coder-1.5b $ROOT/site-vllm 2>/dev/null; echo
     # The end of every engine log (bench360 keeps them per node in the cache).
     for f in $(ls -t $ROOT/cache/objects/*/engine.log $ROOT/cache/objects/*/launch.log 2>/dev/null | head -n 8); do
@@ -126,6 +137,7 @@ case ${1:-} in
       grep -m1 'model name' /proc/cpuinfo; head -n 1 /proc/driver/nvidia/version 2>/dev/null
       nproc; df -h $ROOT | tail -n 1
     fi
+    if [ "${3:-}" = build ] || [ "${4:-}" = build ]; then bash docs/study/device-build.sh || exit 1; fi
     recv "$2"
     ;;
   start)
@@ -153,6 +165,10 @@ case ${1:-} in
       echo \"apply$flags started \$(date -u +%T)\" >> $ROOT/times.txt
       $ROOT/bench360 --cache $ROOT/cache$flags apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!"
     done
+    # The whole sweep after the stages, unless STAGES_ONLY=1 (a hold that carries only some
+    # engines: the others' deployments would be recorded as failed starts).
+    whole="$ROOT/bench360 --cache $ROOT/cache apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!"
+    [ "${STAGES_ONLY:-0}" = 1 ] && [ $# -gt 0 ] && whole="true"
     before=true
     if [ -n "${SEED_CACHE:-}" ]; then
       before="if [ -f $ROOT/cache/FORMAT ]; then echo 'a cache is there: $SEED_CACHE not unpacked'
@@ -168,11 +184,16 @@ case ${1:-} in
     cd $RUN
     setsid nohup bash -c "
       bash docs/study/device-unpack.sh || { echo 1 > $ROOT/apply.rc; exit 1; }
+      if [ -f $ROOT/llama/build.log ]; then
+        for _ in \$(seq 1 120); do [ -f $ROOT/llama/build.rc ] && break; sleep 5; done
+        echo \"llama.cpp build: rc \$(cat $ROOT/llama/build.rc 2>/dev/null || echo unfinished) \$(date -u +%T)\" | tee -a $ROOT/times.txt
+        tail -n 2 $ROOT/llama/build.log; \$BENCH360_LLAMA_SERVER --version 2>&1 | tail -n 2
+      fi
       $before
       echo \"apply started \$(date -u +%T)\" >> $ROOT/times.txt
       $ROOT/bench360 --cache $ROOT/cache plan '$sweep' | tail -n 5
       $only
-      $ROOT/bench360 --cache $ROOT/cache apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!
+      $whole
       rc=\$?; echo \"apply ended \$(date -u +%T) rc \$rc\" >> $ROOT/times.txt; echo \$rc > $ROOT/apply.rc" \
       >> $ROOT/apply.log 2>&1 < /dev/null &
     echo $! > $ROOT/apply.pid
