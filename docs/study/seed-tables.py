@@ -1,0 +1,520 @@
+#!/usr/bin/env python3
+"""Issue #26 item 6: the seed paper's tables and figures from bench360's own records.
+
+    python3 docs/study/seed-tables.py CACHE [CACHE…] [--sweep gpu-seed] [--out DIR]
+                                      [--markdown FILE] [--png]
+
+Each CACHE is a bench360 cache folder (a hold's `cache.tar.xz` unpacked: records/ and
+objects/); several caches are several holds, whose runs of one configuration are repeats. Only
+runs of the sweep named by --sweep (any, when not given) are read. What is read, per run:
+run.json (its configuration), requests.parquet (every request's timings), telemetry.json (GPU
+energy and utilisation), stats.json and scores.parquet (per-item scores); per cold start:
+coldstart.json. Nothing is taken from a report, so every figure can be re-derived here from
+the committed caches.
+
+A configuration is (engine, quantization, task, scenario kind, its parameters); its runs are
+its repeats — runs with another `repeat` index, or the same key in another hold's cache.
+Every figure is given with what it rests on:
+
+  * single stream (the seed's Figure 2/3): cold start of each deployment (mean over its cold
+    starts, ± t-interval from 2 on), TTFT p50 and TPOT p50 with the distribution-free 95 %
+    interval of the median (order statistics) when one run, or mean ± t-interval over repeats;
+  * batch (the seed's Table 5): output tokens/s per batch (a batch's completion tokens over the
+    time from its common send to its last response), mean ± 95 % t-interval over the batches,
+    and over repeats when there are several;
+  * server (the seed's Figure 4): TTFT p95 and E2E p95 per number of users, against the QoS
+    lines TTFT 2 s and E2E 6 s, and whether both hold;
+  * quality: the task metric's mean over the distinct items of the quality pass, with a 95 %
+    normal interval over items (p ± 1.96·s/√n);
+  * energy: J per output token (GPU energy from the NVML counter over the window) against the
+    mean GPU utilisation, per engine.
+
+Writes to --out (default docs/results/seed): seed-tables.md (every table, and per scenario
+and task which configuration is best and which are inside its noise), seed-runs.csv (one row
+per run), and the figures as SVG: seed-single.svg, seed-server.svg, seed-energy.svg.
+Needs pyarrow and matplotlib (scripts/setup-python.sh's venv has both).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+import pyarrow.parquet as pq
+
+QOS_TTFT_MS = 2000.0
+QOS_E2E_MS = 6000.0
+# Student t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t975(df):
+    return T975[df - 1] if 1 <= df <= len(T975) else 1.96
+
+
+def mean_ci(values):
+    """(mean, half-width of its 95 % t-interval or None below 2 values, n)."""
+    v = [x for x in values if x is not None and not math.isnan(x)]
+    if not v:
+        return None, None, 0
+    m = statistics.fmean(v)
+    if len(v) < 2:
+        return m, None, len(v)
+    return m, t975(len(v) - 1) * statistics.stdev(v) / math.sqrt(len(v)), len(v)
+
+
+def median_ci(sorted_v):
+    """Median and its distribution-free 95 % interval (order statistics, normal approximation
+    of the binomial ranks), or None for the interval below 6 values."""
+    n = len(sorted_v)
+    if n == 0:
+        return None, None, None
+    med = statistics.median(sorted_v)
+    if n < 6:
+        return med, None, None
+    half = 1.96 * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half) - 1)
+    hi = min(n - 1, math.ceil(n / 2 + half))
+    return med, sorted_v[lo], sorted_v[hi]
+
+
+def pct(sorted_v, q):
+    if not sorted_v:
+        return None
+    k = (len(sorted_v) - 1) * q / 100.0
+    f = math.floor(k)
+    c = min(f + 1, len(sorted_v) - 1)
+    return sorted_v[f] + (sorted_v[c] - sorted_v[f]) * (k - f)
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def runs_of(cache, sweep):
+    """Every finished run of the cache (and its cold starts, by deployment)."""
+    objects = os.path.join(cache, "objects")
+    runs, colds = [], []
+    # A run's scores are the object of its score node, which names the run among its inputs.
+    scored = {}
+    for name in os.listdir(os.path.join(cache, "records")):
+        rec = read_json(os.path.join(cache, "records", name)) or {}
+        if rec.get("kind") == "score" and rec.get("status") == "finished":
+            scored[(rec.get("inputs") or {}).get("run")] = os.path.join(objects, rec["key"])
+    for key in sorted(os.listdir(objects)):
+        d = os.path.join(objects, key)
+        cold = read_json(os.path.join(d, "coldstart.json"))
+        rec = read_json(os.path.join(cache, "records", key + ".json")) or {}
+        if cold is not None:
+            if sweep and rec.get("sweep") not in (None, sweep):
+                continue
+            colds.append({"label": rec.get("label", key), "key": key,
+                          "healthy_s": cold.get("phases", {}).get("healthy_s"),
+                          "first_token_s": cold.get("first_token_s"),
+                          "gpu_mem_after_load_mb": cold.get("gpu_mem_after_load_mb")})
+            continue
+        run = read_json(os.path.join(d, "run.json"))
+        if run is None or not os.path.exists(os.path.join(d, "requests.parquet")):
+            continue
+        c = run["columns"]
+        if sweep and c.get("sweep") != sweep:
+            continue
+        runs.append(describe(key, d, c, rec, scored.get(key)))
+    return runs, colds
+
+
+def describe(key, d, c, rec, score_dir):
+    t = pq.read_table(os.path.join(d, "requests.parquet"),
+                      columns=["scheduled_ns", "end_ns", "ttft_ms", "tpot_ms", "e2e_ms",
+                               "completion_tokens", "ok"]).to_pydict()
+    ok = [i for i, x in enumerate(t["ok"]) if x]
+    srt = lambda col: sorted(t[col][i] for i in ok if t[col][i] is not None)
+    ttft, tpot, e2e = srt("ttft_ms"), srt("tpot_ms"), srt("e2e_ms")
+    tel = read_json(os.path.join(d, "telemetry.json")) or {}
+    stats = read_json(os.path.join(d, "stats.json")) or {}
+    params = json.loads(c.get("scenario_params") or "{}")
+    row = {
+        "key": key, "label": rec.get("label", key), "engine": c["engine"],
+        "engine_kind": c["engine_kind"], "quantization": c["quantization"], "task": c["task"],
+        "scenario": c["scenario_kind"], "params": params, "repeat": c.get("repeat", 0),
+        "requests": len(t["ok"]), "ok": len(ok), "window_s": stats.get("window_s"),
+        "tokens_per_s": stats.get("output_tokens_per_s"),
+        "ttft_p50": median_ci(ttft), "tpot_p50": median_ci(tpot), "e2e_p50": median_ci(e2e),
+        "ttft_p95": pct(ttft, 95), "e2e_p95": pct(e2e, 95),
+        "j_per_token": tel.get("j_per_output_token"), "energy_source": tel.get("energy_source"),
+        "gpu_util": gpu_util(tel),
+    }
+    if c["scenario_kind"] == "batch":
+        row["batches"] = batch_rates(t, ok)
+    row["quality"] = quality(score_dir) if score_dir else None
+    return row
+
+
+def gpu_util(tel):
+    return tel.get("gpu_util_mean_pct")
+
+
+def batch_rates(t, ok):
+    """Output tokens/s of each batch: requests sent together share their scheduled instant."""
+    by = defaultdict(list)
+    for i in ok:
+        by[t["scheduled_ns"][i]].append(i)
+    rates = []
+    for s, idx in sorted(by.items()):
+        span = (max(t["end_ns"][i] for i in idx) - s) / 1e9
+        toks = sum(t["completion_tokens"][i] or 0 for i in idx)
+        if span > 0:
+            rates.append(toks / span)
+    return rates
+
+
+def quality(score_dir):
+    """(metric, mean over distinct items, half-width of the 95 % normal interval over items, items)."""
+    path = os.path.join(score_dir, "scores.parquet")
+    if not os.path.exists(path):
+        return None
+    t = pq.read_table(path, columns=["sample_id", "score"]).to_pydict()
+    col = "score" if "score" in t else None
+    if col is None:
+        return None
+    per_item = defaultdict(list)
+    for sid, s in zip(t.get("sample_id", range(len(t[col]))), t[col]):
+        if s is not None and not (isinstance(s, float) and math.isnan(s)):
+            per_item[sid].append(float(s))
+    v = [statistics.fmean(x) for x in per_item.values()]
+    if not v:
+        return None
+    m = statistics.fmean(v)
+    hw = 1.96 * statistics.stdev(v) / math.sqrt(len(v)) if len(v) > 1 else None
+    metrics = read_json(os.path.join(score_dir, "metrics.json")) or {}
+    # The score column is the task's primary metric: name it by the one the metrics list.
+    metric = next((k for k in ("accuracy", "f1", "rougeL", "execution_accuracy") if k in metrics), None)
+    return metric, m, hw, len(v)
+
+
+def config_key(r):
+    p = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()) if k not in ("batches", "requests"))
+    return (r["engine"], r["quantization"], r["task"], r["scenario"], p)
+
+
+def fmt(x, nd=1):
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def fmt_ci(m, hw, nd=1):
+    if m is None:
+        return "–"
+    return f"{m:.{nd}f}" if hw is None else f"{m:.{nd}f} ± {hw:.{nd}f}"
+
+
+def fmt_med(t, nd=1):
+    m, lo, hi = t
+    if m is None:
+        return "–"
+    return f"{m:.{nd}f}" if lo is None else f"{m:.{nd}f} [{lo:.{nd}f}, {hi:.{nd}f}]"
+
+
+def pooled(rows, field):
+    """One run: its median and interval; several: mean of the medians ± t-interval."""
+    if len(rows) == 1:
+        return fmt_med(rows[0][field], 2)
+    m, hw, n = mean_ci([r[field][0] for r in rows])
+    return f"{fmt_ci(m, hw, 2)} (n={n})"
+
+
+def best_and_ties(cands, higher):
+    """cands: (name, mean, half-width). The best by mean, and those whose interval reaches it."""
+    cands = [c for c in cands if c[1] is not None]
+    if not cands:
+        return None, []
+    best = max(cands, key=lambda c: c[1]) if higher else min(cands, key=lambda c: c[1])
+    ties = []
+    for c in cands:
+        if c is best:
+            continue
+        bh, ch = best[2] or 0.0, c[2] or 0.0
+        if abs(best[1] - c[1]) <= bh + ch:
+            ties.append(c)
+    return best, ties
+
+
+def verdict(label, cands, higher, unit):
+    best, ties = best_and_ties(cands, higher)
+    if best is None:
+        return f"- {label}: no data"
+    others = [c for c in cands if c is not best and c not in ties and c[1] is not None]
+    s = f"- {label}: **{best[0]}** ({fmt_ci(best[1], best[2], 2)} {unit})"
+    if ties:
+        s += "; inside its noise: " + ", ".join(f"{c[0]} ({fmt_ci(c[1], c[2], 2)})" for c in ties)
+    if others:
+        s += "; behind beyond the noise: " + ", ".join(f"{c[0]} ({fmt(c[1], 2)})" for c in others)
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("caches", nargs="+")
+    ap.add_argument("--sweep", default=None)
+    ap.add_argument("--out", default="docs/results/seed")
+    ap.add_argument("--png", action="store_true", help="also write PNGs (to look at)")
+    a = ap.parse_args()
+    runs, colds = [], []
+    for c in a.caches:
+        r, k = runs_of(c, a.sweep)
+        runs += r
+        colds += k
+    if not runs:
+        sys.exit("no runs found")
+    os.makedirs(a.out, exist_ok=True)
+    groups = defaultdict(list)
+    for r in runs:
+        groups[config_key(r)].append(r)
+    md = ["# The seed's scenarios, from bench360's records", "",
+          f"{len(runs)} runs from {len(a.caches)} cache(s); sweep {a.sweep or '(any)'}.", ""]
+    md += cold_table(colds)
+    md += single_table(groups)
+    md += batch_table(groups)
+    md += server_table(groups)
+    md += quality_table(groups)
+    md += answers(groups)
+    with open(os.path.join(a.out, "seed-tables.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    write_runs_csv(runs, os.path.join(a.out, "seed-runs.csv"))
+    figures(groups, runs, a.out, a.png)
+    print("\n".join(md))
+
+
+def cold_table(colds):
+    by = defaultdict(list)
+    for c in colds:
+        name = c["label"].removeprefix("coldstart ").split(" (start")[0]
+        by[name].append(c)
+    out = ["## Cold start", "", "| deployment | cold starts | healthy s | first token s | GPU memory after load MB |",
+           "|---|---|---|---|---|"]
+    for name, cs in sorted(by.items()):
+        h = mean_ci([c["healthy_s"] for c in cs])
+        ft = mean_ci([c["first_token_s"] for c in cs])
+        mem = mean_ci([c["gpu_mem_after_load_mb"] for c in cs])
+        out.append(f"| {name} | {len(cs)} | {fmt_ci(h[0], h[1])} | {fmt_ci(ft[0], ft[1])} | {fmt(mem[0], 0)} |")
+    return out + ["", "± is the 95 % t-interval over cold starts (from 2 on).", ""]
+
+
+def single_table(groups):
+    out = ["## Single stream", "",
+           "| engine | weights | task | runs | requests | window s | TTFT p50 ms | TPOT p50 ms | E2E p50 ms |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for k, rs in sorted(groups.items()):
+        if k[3] != "single":
+            continue
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {len(rs)} | {sum(r['ok'] for r in rs)} | "
+                   f"{fmt(min(r['window_s'] or 0 for r in rs))} | {pooled(rs, 'ttft_p50')} | "
+                   f"{pooled(rs, 'tpot_p50')} | {pooled(rs, 'e2e_p50')} |")
+    return out + ["", "One run: the median [its distribution-free 95 % interval]; several: the mean of "
+                  "the runs' medians ± 95 % t-interval over runs. Window: the shortest run's.", ""]
+
+
+def batch_stat(rs):
+    """Tokens/s: one run: mean ± t-interval over its batches; several: over the runs' means."""
+    if len(rs) == 1:
+        m, hw, n = mean_ci(rs[0]["batches"])
+        return m, hw, f"{n} batches"
+    m, hw, n = mean_ci([statistics.fmean(r["batches"]) for r in rs if r["batches"]])
+    return m, hw, f"{n} runs"
+
+
+def batch_table(groups):
+    out = ["## Batch (the seed's Table 5)", "",
+           "| engine | weights | B | over | tokens/s (± 95 %) | TTFT p50 ms | E2E p50 ms | J/token | window s |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], int(kv[1][0]["params"].get("batch-size", 0)))):
+        if k[3] != "batch":
+            continue
+        m, hw, over = batch_stat(rs)
+        j = mean_ci([r["j_per_token"] for r in rs])[0]
+        out.append(f"| {k[0]} | {k[1]} | {rs[0]['params'].get('batch-size')} | {over} | {fmt_ci(m, hw)} | "
+                   f"{pooled(rs, 'ttft_p50')} | {pooled(rs, 'e2e_p50')} | {fmt(j, 3)} | "
+                   f"{fmt(min(r['window_s'] or 0 for r in rs))} |")
+    return out + ["", "tokens/s of a batch: its completion tokens over the time from its common send "
+                  "to its last response.", ""]
+
+
+def server_table(groups):
+    out = ["## Server (the seed's Figure 4)", "",
+           "| engine | weights | users | requests | TTFT p95 ms | E2E p95 ms | QoS (TTFT 2 s, E2E 6 s) | tokens/s |",
+           "|---|---|---|---|---|---|---|---|"]
+    for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], int(kv[1][0]["params"].get("users", 0)))):
+        if k[3] != "server":
+            continue
+        t95 = mean_ci([r["ttft_p95"] for r in rs])[0]
+        e95 = mean_ci([r["e2e_p95"] for r in rs])[0]
+        ok = t95 is not None and e95 is not None and t95 <= QOS_TTFT_MS and e95 <= QOS_E2E_MS
+        tps = mean_ci([r["tokens_per_s"] for r in rs])
+        out.append(f"| {k[0]} | {k[1]} | {rs[0]['params'].get('users')} | {sum(r['ok'] for r in rs)} | "
+                   f"{fmt(t95)} | {fmt(e95)} | {'meets' if ok else 'misses'} | {fmt_ci(tps[0], tps[1])} |")
+    return out + [""]
+
+
+def quality_table(groups):
+    out = ["## Quality (every item once, temperature 0)", "",
+           "| engine | weights | task | metric | items | quality (± 95 % over items) |", "|---|---|---|---|---|---|"]
+    for k, rs in sorted(groups.items()):
+        if k[3] != "concurrency":
+            continue
+        q = [r["quality"] for r in rs if r["quality"]]
+        if not q:
+            continue
+        metric, m, hw, n = q[0]
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {metric or '–'} | {n} | {fmt_ci(100 * m, 100 * hw if hw else None)} |")
+    return out + [""]
+
+
+def answers(groups):
+    out = ["## Which configuration, per scenario and task", "",
+           "Best by mean; *inside its noise* when the two intervals overlap (a ranking is claimed only "
+           "beyond that).", ""]
+    by_task = defaultdict(list)
+    for k, rs in groups.items():
+        by_task[(k[3], k[2], k[4])].append((k, rs))
+    for (scen, task, p), items in sorted(by_task.items()):
+        name = lambda k: f"{k[0]}/{k[1]}"
+        if scen == "single":
+            cands = [(name(k), *mean_or_run(rs, "tpot_p50")) for k, rs in items]
+            out.append(verdict(f"single, {task}: lowest TPOT p50 (ms)", cands, False, "ms"))
+        elif scen == "batch":
+            cands = [(name(k), *batch_stat(rs)[:2]) for k, rs in items]
+            out.append(verdict(f"batch {p}, {task}: highest tokens/s", cands, True, "tok/s"))
+        elif scen == "concurrency":
+            cands = []
+            for k, rs in items:
+                q = [r["quality"] for r in rs if r["quality"]]
+                if q:
+                    cands.append((name(k), 100 * q[0][1], 100 * q[0][2] if q[0][2] else None))
+            out.append(verdict(f"quality, {task}: highest score (%)", cands, True, "%"))
+    server = defaultdict(list)
+    for k, rs in groups.items():
+        if k[3] == "server":
+            t95 = mean_ci([r["ttft_p95"] for r in rs])[0]
+            e95 = mean_ci([r["e2e_p95"] for r in rs])[0]
+            if t95 is not None and t95 <= QOS_TTFT_MS and e95 <= QOS_E2E_MS:
+                server[f"{k[0]}/{k[1]}"].append(int(rs[0]["params"].get("users", 0)))
+    if server:
+        out.append("- server: most users within QoS: " + ", ".join(
+            f"{e} {max(u)}" for e, u in sorted(server.items(), key=lambda kv: -max(kv[1]))))
+    return out + [""]
+
+
+def mean_or_run(rs, field):
+    if len(rs) == 1:
+        m, lo, hi = rs[0][field]
+        return m, (None if lo is None else (hi - lo) / 2)
+    m, hw, _ = mean_ci([r[field][0] for r in rs])
+    return m, hw
+
+
+def write_runs_csv(runs, path):
+    cols = ["label", "engine", "quantization", "task", "scenario", "params", "repeat", "requests", "ok",
+            "window_s", "tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p50", "ttft_p95", "e2e_p95",
+            "j_per_token", "gpu_util", "batch_rate_mean", "batches", "quality", "quality_items", "key"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in sorted(runs, key=lambda r: r["label"]):
+            b = r.get("batches") or []
+            q = r["quality"]
+            w.writerow([r["label"], r["engine"], r["quantization"], r["task"], r["scenario"],
+                        json.dumps(r["params"], sort_keys=True), r["repeat"], r["requests"], r["ok"],
+                        r["window_s"], r["tokens_per_s"], r["ttft_p50"][0], r["tpot_p50"][0],
+                        r["e2e_p50"][0], r["ttft_p95"], r["e2e_p95"], r["j_per_token"], r["gpu_util"],
+                        statistics.fmean(b) if b else None, len(b) or None,
+                        q[1] if q else None, q[3] if q else None, r["key"]])
+
+
+def figures(groups, runs, out, png):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams["svg.hashsalt"] = "bench360-seed"  # stable SVG ids: a re-run changes no byte
+
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, name + ".svg"), metadata={"Date": None})
+        if png:
+            fig.savefig(os.path.join(out, name + ".png"), dpi=90)
+        plt.close(fig)
+
+    # Single stream: TPOT p50 per engine and task, with its interval.
+    single = {k: rs for k, rs in groups.items() if k[3] == "single"}
+    if single:
+        tasks = sorted({k[2] for k in single})
+        engines = sorted({(k[0], k[1]) for k in single})
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(tasks) * len(engines) / 2), 3.6))
+        w = 0.8 / len(engines)
+        for j, e in enumerate(engines):
+            xs, ys, lo, hi = [], [], [], []
+            for i, t in enumerate(tasks):
+                rs = single.get((e[0], e[1], t, "single", next((k[4] for k in single if k[:3] == (e[0], e[1], t)), "")))
+                if not rs:
+                    continue
+                if len(rs) == 1:  # the median's own (asymmetric) interval
+                    m, l, h = rs[0]["tpot_p50"]
+                    l, h = (m, m) if l is None else (l, h)
+                else:
+                    m, hw = mean_or_run(rs, "tpot_p50")
+                    l, h = m - (hw or 0), m + (hw or 0)
+                xs.append(i + j * w)
+                ys.append(m)
+                lo.append(m - l)
+                hi.append(h - m)
+            ax.bar(xs, ys, w, yerr=[lo, hi], capsize=2, label=f"{e[0]} ({e[1]})")
+        ax.set_xticks([i + 0.4 - w / 2 for i in range(len(tasks))], tasks)
+        ax.set_ylabel("TPOT p50, ms (one request at a time)")
+        ax.legend(fontsize=7)
+        save(fig, "seed-single")
+
+    # Server: TTFT p95 and E2E p95 against users, with the QoS lines.
+    server = {k: rs for k, rs in groups.items() if k[3] == "server"}
+    if server:
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+        by_engine = defaultdict(list)
+        for k, rs in server.items():
+            by_engine[(k[0], k[1])].append((int(rs[0]["params"].get("users", 0)), rs))
+        for e, pts in sorted(by_engine.items()):
+            pts.sort()
+            u = [p[0] for p in pts]
+            axes[0].plot(u, [mean_ci([r["ttft_p95"] for r in p[1]])[0] for p in pts], marker="o", label=f"{e[0]} ({e[1]})")
+            axes[1].plot(u, [mean_ci([r["e2e_p95"] for r in p[1]])[0] for p in pts], marker="o", label=f"{e[0]} ({e[1]})")
+        for ax, qos, name in ((axes[0], QOS_TTFT_MS, "TTFT p95, ms"), (axes[1], QOS_E2E_MS, "E2E p95, ms")):
+            ax.axhline(qos, color="red", linestyle="--", linewidth=1, label=f"QoS {qos / 1000:g} s")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("users (12 requests/min each, Poisson)")
+            ax.set_ylabel(name)
+        axes[1].legend(fontsize=7)
+        save(fig, "seed-server")
+
+    # Energy per output token against GPU utilisation, every run with GPU energy.
+    pts = [r for r in runs if r["j_per_token"] and r["gpu_util"] is not None and r["energy_source"] == "gpu"]
+    if pts:
+        fig, ax = plt.subplots(figsize=(6, 3.8))
+        for e in sorted({(r["engine"], r["quantization"]) for r in pts}):
+            sel = [r for r in pts if (r["engine"], r["quantization"]) == e]
+            ax.scatter([r["gpu_util"] for r in sel], [r["j_per_token"] for r in sel], s=14, label=f"{e[0]} ({e[1]})")
+        ax.set_yscale("log")
+        ax.set_xlabel("mean GPU utilisation, %")
+        ax.set_ylabel("J per output token (GPU)")
+        ax.legend(fontsize=7)
+        save(fig, "seed-energy")
+
+
+if __name__ == "__main__":
+    main()
