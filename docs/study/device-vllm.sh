@@ -86,10 +86,16 @@ collect() {
   # With the cache's salt: node keys hash the engines' `env` values keyed by it, so a cache
   # carried to a later hold without it matches none of its deployments (the first seed hold's
   # did not keep it). The study sweeps' env values are no secrets.
-  (cd $ROOT && tar -cJf "$OUT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null)
-  (cd $ROOT && find cache/objects -name chunks.parquet -print0 | tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
-  [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"
-  [ "$(stat -c %s "$OUT/cache.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/cache.tar.xz"
+  # At most 16 MiB a file and 8 files come back: a larger cache comes in pieces of 15 MiB
+  # (cache.tar.xz.00, .01, …: `cat cache.tar.xz.* > cache.tar.xz` here), the chunk traces only
+  # while a file is left and they fit.
+  (cd $ROOT && XZ_OPT=-T0 tar -cJf "$ROOT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null)
+  if [ "$(stat -c %s "$ROOT/cache.tar.xz")" -lt 16000000 ]; then mv "$ROOT/cache.tar.xz" "$OUT/"
+  else split -b 15M -d -a 2 "$ROOT/cache.tar.xz" "$OUT/cache.tar.xz."; rm -f "$ROOT/cache.tar.xz"; fi
+  if [ "$(ls "$OUT" | wc -l)" -lt 7 ]; then
+    (cd $ROOT && find cache/objects -name chunks.parquet -print0 | XZ_OPT=-T0 tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
+    [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"
+  fi
   { nvidia-smi; echo; nvidia-smi topo -m; echo; nproc; free -g; df -h $ROOT | tail -n 1; echo
     $ROOT/bin/vllm-python -c 'import vllm, torch, transformers; print("vllm", vllm.__version__, "torch", torch.__version__, "transformers", transformers.__version__)' 2>&1 | tail -n 1
     ls $ROOT/site-vllm | grep -E '\.dist-info$' | sed 's/\.dist-info$//' | tr '\n' ' '; echo; echo
