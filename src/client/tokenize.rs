@@ -58,7 +58,11 @@ impl ServerTokenizer {
         };
         if style.is_none() {
             let mut causes = Vec::new();
-            for s in [TokenizeApi::LlamaCpp, TokenizeApi::Vllm] {
+            for s in [
+                TokenizeApi::LlamaCpp,
+                TokenizeApi::Vllm,
+                TokenizeApi::Lmdeploy,
+            ] {
                 t.style = s;
                 match t.tokenize("probe").await {
                     Ok(ids) if !ids.is_empty() => return Ok(t),
@@ -69,7 +73,7 @@ impl ServerTokenizer {
             return Err(TokenizeError {
                 endpoint: format!("{}/tokenize", t.base),
                 cause: format!(
-                    "the server has no tokenize endpoint bench360 knows ({}); synthetic prompts need one (llama.cpp, vLLM and SGLang serve it)",
+                    "the server has no tokenize endpoint bench360 knows ({}); synthetic prompts need one (llama.cpp, vLLM, SGLang and LMDeploy serve one)",
                     causes.join("; ")
                 ),
             });
@@ -118,9 +122,47 @@ impl ServerTokenizer {
             })
     }
 
+    /// LMDeploy's `/v1/encode` answer: `{input_ids, length}`.
+    fn encoded(v: &Value) -> Result<Vec<u32>, TokenizeError> {
+        v.get("input_ids")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.iter()
+                    .map(|t| t.as_u64().and_then(|t| u32::try_from(t).ok()))
+                    .collect::<Option<Vec<u32>>>()
+            })
+            .ok_or_else(|| TokenizeError {
+                endpoint: "/v1/encode".into(),
+                cause: format!(
+                    "no `input_ids` list in the answer: {}",
+                    v.to_string().chars().take(200).collect::<String>()
+                ),
+            })
+    }
+
+    /// The text of a `/detokenize` answer: vLLM names it `prompt`, SGLang `text`.
+    fn detokenized(v: &Value) -> Option<String> {
+        ["prompt", "text"]
+            .iter()
+            .find_map(|f| v.get(*f).and_then(Value::as_str))
+            .map(str::to_string)
+    }
+
+    /// Whether the server turns token ids back into text (LMDeploy does not): without it,
+    /// synthetic prompts are cut at word boundaries and counted again.
+    pub fn detokenizes(&self) -> bool {
+        self.style != TokenizeApi::Lmdeploy
+    }
+
     /// Token ids of plain text, without special tokens.
     pub async fn tokenize(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
         let v = match self.style {
+            TokenizeApi::Lmdeploy => {
+                let v = self
+                    .post("/v1/encode", json!({"input": text, "add_bos": false}))
+                    .await?;
+                return Self::encoded(&v);
+            }
             TokenizeApi::LlamaCpp => {
                 self.post(
                     "/tokenize",
@@ -141,18 +183,29 @@ impl ServerTokenizer {
 
     /// The text of token ids.
     pub async fn detokenize(&self, ids: &[u32]) -> Result<String, TokenizeError> {
-        let (body, field) = match self.style {
-            TokenizeApi::LlamaCpp => (json!({"tokens": ids}), "content"),
-            TokenizeApi::Vllm => (json!({"model": self.model, "tokens": ids}), "prompt"),
+        let endpoint = format!("{}/detokenize", self.base);
+        let text = match self.style {
+            TokenizeApi::LlamaCpp => {
+                let v = self.post("/detokenize", json!({"tokens": ids})).await?;
+                v.get("content").and_then(Value::as_str).map(str::to_string)
+            }
+            TokenizeApi::Vllm => {
+                let v = self
+                    .post("/detokenize", json!({"model": self.model, "tokens": ids}))
+                    .await?;
+                Self::detokenized(&v)
+            }
+            TokenizeApi::Lmdeploy => {
+                return Err(TokenizeError {
+                    endpoint,
+                    cause: "LMDeploy serves no detokenize endpoint".into(),
+                })
+            }
         };
-        let v = self.post("/detokenize", body).await?;
-        v.get(field)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| TokenizeError {
-                endpoint: format!("{}/detokenize", self.base),
-                cause: format!("no `{field}` in the answer"),
-            })
+        text.ok_or_else(|| TokenizeError {
+            endpoint,
+            cause: "no text (`content`, `prompt` or `text`) in the answer".into(),
+        })
     }
 
     /// Prompt tokens the server will count for this request (`usage.prompt_tokens`): the chat
@@ -186,6 +239,27 @@ impl ServerTokenizer {
                     .await?;
                 Ok(Self::ids(&v, "/tokenize")?.len())
             }
+            (TokenizeApi::Lmdeploy, api) => {
+                // `/v1/encode` applies LMDeploy's chat template to one user message
+                // (`do_preprocess`) and adds the BOS as a new session does; it takes no
+                // system prompt or earlier turns.
+                if p.system.is_some() || !p.history.is_empty() {
+                    return Err(TokenizeError {
+                        endpoint: format!("{}/v1/encode", self.base),
+                        cause: "LMDeploy's encode endpoint counts one user message: a synthetic task with a system prompt or earlier turns cannot be sized exactly there".into(),
+                    });
+                }
+                let body = match api {
+                    Api::Chat => json!({"input": p.prompt, "do_preprocess": true, "add_bos": true}),
+                    Api::Completion => json!({
+                        "input": super::completion_prompt(p.system, p.prompt),
+                        "do_preprocess": false,
+                        "add_bos": true,
+                    }),
+                };
+                let v = self.post("/v1/encode", body).await?;
+                Ok(Self::encoded(&v)?.len())
+            }
             (TokenizeApi::Vllm, api) => {
                 let body = match api {
                     Api::Chat => json!({
@@ -206,5 +280,60 @@ impl ServerTokenizer {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detokenized_text_is_read_from_vllm_and_sglang_answers() {
+        // vLLM 0.26 answers {"prompt": …}; SGLang 0.5.17's DetokenizeResponse is {"text": …}
+        // (the SGLang rows of the 2026-12-02 hold failed on reading only `prompt`).
+        let vllm = json!({"prompt": " time year"});
+        let sglang = json!({"text": " time year"});
+        assert_eq!(
+            ServerTokenizer::detokenized(&vllm).as_deref(),
+            Some(" time year")
+        );
+        assert_eq!(
+            ServerTokenizer::detokenized(&sglang).as_deref(),
+            Some(" time year")
+        );
+        assert_eq!(ServerTokenizer::detokenized(&json!({"tokens": [1]})), None);
+    }
+
+    #[test]
+    fn lmdeploy_encode_answers_are_read_and_it_is_known_not_to_detokenize() {
+        // LMDeploy 0.18's EncodeResponse: {"input_ids": [...], "length": n}.
+        let v = json!({"input_ids": [882, 1042, 1251], "length": 3});
+        assert_eq!(ServerTokenizer::encoded(&v).unwrap(), vec![882, 1042, 1251]);
+        let e = ServerTokenizer::encoded(&json!({"detail": "Not Found"})).unwrap_err();
+        assert!(e.cause.contains("no `input_ids`"), "{}", e.cause);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let t = rt
+            .block_on(ServerTokenizer::connect(
+                "http://127.0.0.1:9",
+                "m",
+                None,
+                Some(TokenizeApi::Lmdeploy),
+            ))
+            .unwrap();
+        assert!(!t.detokenizes());
+        let e = rt.block_on(t.detokenize(&[1, 2])).unwrap_err();
+        assert!(e.cause.contains("no detokenize"), "{}", e.cause);
+        let v = rt
+            .block_on(ServerTokenizer::connect(
+                "http://127.0.0.1:9",
+                "m",
+                None,
+                Some(TokenizeApi::Vllm),
+            ))
+            .unwrap();
+        assert!(v.detokenizes());
     }
 }

@@ -120,8 +120,11 @@ impl ChoiceConstraint {
 pub(crate) enum TokenizeApi {
     /// llama.cpp: `/tokenize {content}`, `/detokenize {tokens}`, `/apply-template {messages}`.
     LlamaCpp,
-    /// vLLM and SGLang: `/tokenize {model, prompt | messages}` (with `count`), `/detokenize`.
+    /// vLLM and SGLang: `/tokenize {model, prompt | messages}` (with `count`), `/detokenize`
+    /// (its text as `prompt` on vLLM, `text` on SGLang).
     Vllm,
+    /// LMDeploy: `/v1/encode {input, do_preprocess, add_bos}`; no detokenize endpoint.
+    Lmdeploy,
 }
 
 impl CatalogEntry {
@@ -409,7 +412,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_new_tokens"),
         quantizations: &["awq", "gptq", "fp8"],
-        tokenize: None,
+        tokenize: Some(TokenizeApi::Lmdeploy),
         completion_logprobs: false,
         choice_constraint: None,
     },

@@ -341,22 +341,50 @@ pub(crate) fn score(n: usize) -> Vec<Score> {
         .collect()
 }
 
-/// Token ids of a seeded word stream, at least `n` of them.
+/// A seeded word stream: its words and their token ids, at least `n` of them.
+struct Stream {
+    words: Vec<&'static str>,
+    ids: Vec<u32>,
+}
+
+impl Stream {
+    /// How many units `text` can cut: tokens where the server detokenizes, else words.
+    fn len(&self, tok: &ServerTokenizer) -> usize {
+        if tok.detokenizes() {
+            self.ids.len()
+        } else {
+            self.words.len()
+        }
+    }
+
+    /// The text of the stream's first `k` tokens, through the server's detokenizer; on a
+    /// server without one (LMDeploy), of its first `k` words — about one token each in the
+    /// stream's vocabulary — which the callers count again and move `k` until it fits.
+    async fn text(&self, tok: &ServerTokenizer, k: usize) -> Result<String, TokenizeError> {
+        let k = k.min(self.len(tok));
+        if tok.detokenizes() {
+            tok.detokenize(&self.ids[..k]).await
+        } else {
+            Ok(self.words[..k].iter().map(|w| format!(" {w}")).collect())
+        }
+    }
+}
+
+/// The seeded word stream `name`, at least `n` tokens long.
 async fn stream(
     tok: &ServerTokenizer,
     seed: u64,
     name: &str,
     n: usize,
-) -> Result<Vec<u32>, TokenizeError> {
+) -> Result<Stream, TokenizeError> {
     let mut rng = SplitMix64::derive(seed, name);
     let mut words = n + 16;
     loop {
-        let text: String = (0..words)
-            .map(|_| format!(" {}", WORDS[rng.below(WORDS.len())]))
-            .collect();
+        let w: Vec<&'static str> = (0..words).map(|_| WORDS[rng.below(WORDS.len())]).collect();
+        let text: String = w.iter().map(|w| format!(" {w}")).collect();
         let ids = tok.tokenize(&text).await?;
         if ids.len() > n {
-            return Ok(ids);
+            return Ok(Stream { words: w, ids });
         }
         words *= 2;
     }
@@ -399,15 +427,15 @@ async fn exact_text(
     if n == 0 {
         return Ok(String::new());
     }
-    let ids = stream(tok, seed, name, n + 8).await?;
+    let st = stream(tok, seed, name, n + 8).await?;
     let mut k = n;
     for _ in 0..8 {
-        let text = tok.detokenize(&ids[..k]).await?;
+        let text = st.text(tok, k).await?;
         let got = tok.tokenize(&text).await?.len();
         if got == n {
             return Ok(text);
         }
-        k = (k as i64 + n as i64 - got as i64).clamp(1, ids.len() as i64) as usize;
+        k = (k as i64 + n as i64 - got as i64).clamp(1, st.len(tok) as i64) as usize;
     }
     Err(SyntheticError::NoExactText { tokens: n })
 }
@@ -467,7 +495,7 @@ pub(crate) async fn materialize(
         };
         let target = get(p, "target_prompt_tokens") as usize;
         let name = format!("synthetic/text/{c}/{t}");
-        let ids = stream(tok, seed, &name, target + 8).await?;
+        let st = stream(tok, seed, &name, target + 8).await?;
         let count = |text: String| {
             let history = &history;
             let system = p.system.clone();
@@ -504,7 +532,7 @@ pub(crate) async fn materialize(
         }
         // The prompt made of the prefix and the first k tokens of this request's stream.
         let cut = async |k: usize| -> Result<String, SyntheticError> {
-            let text = tok.detokenize(&ids[..k.min(ids.len())]).await?;
+            let text = st.text(tok, k).await?;
             Ok(format!("{prefix}{text}"))
         };
         let mut n = target - overhead;
@@ -520,13 +548,13 @@ pub(crate) async fn materialize(
                 found = Some(text);
                 break;
             }
-            n = (n as i64 + target as i64 - got as i64).clamp(1, ids.len() as i64) as usize;
+            n = (n as i64 + target as i64 - got as i64).clamp(1, st.len(tok) as i64) as usize;
         }
         if found.is_none() {
             // The cut oscillates around a word that merges with its neighbour: try the
             // neighbours of the last cut.
             for d in [1i64, -1, 2, -2, 3, -3] {
-                let k = (n as i64 + d).clamp(1, ids.len() as i64) as usize;
+                let k = (n as i64 + d).clamp(1, st.len(tok) as i64) as usize;
                 let text = cut(k).await?;
                 if count(text.clone()).await? == target {
                     found = Some(text);
@@ -563,6 +591,37 @@ pub(crate) async fn materialize(
 
 #[cfg(test)]
 mod tests {
+    use crate::client::tokenize::ServerTokenizer;
+    use crate::spec::catalog::TokenizeApi;
+
+    #[test]
+    fn a_stream_is_cut_by_tokens_where_the_server_detokenizes_else_by_words() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let connect = |style| {
+            rt.block_on(ServerTokenizer::connect(
+                "http://127.0.0.1:9",
+                "m",
+                None,
+                Some(style),
+            ))
+            .unwrap()
+        };
+        let st = super::Stream {
+            words: vec!["time", "year", "people"],
+            ids: vec![1, 2, 3, 4],
+        };
+        // LMDeploy: no detokenizer, so the first k words (leading spaces as tokenized).
+        let lm = connect(TokenizeApi::Lmdeploy);
+        assert_eq!(st.len(&lm), 3);
+        assert_eq!(rt.block_on(st.text(&lm, 2)).unwrap(), " time year");
+        assert_eq!(rt.block_on(st.text(&lm, 9)).unwrap(), " time year people");
+        // vLLM: cut by token ids.
+        assert_eq!(st.len(&connect(TokenizeApi::Vllm)), 4);
+    }
+
     use super::*;
 
     fn syn(input: Lengths, turns: u32) -> Synthetic {
