@@ -212,6 +212,43 @@ scenario "c4" {{
     // Synthetic tasks have no quality: scored as unscorable, and the sweep still reports.
     let report = bench(&cache, &["report", s]);
     assert!(report.status.success(), "{}", text(&report));
+    // The server counted every prompt at its target: no prompt-length warning. With one
+    // target of prompts.jsonl moved by 3 tokens — what an engine whose tokenizer endpoint
+    // counts otherwise than it bills would leave — the report names the run, in the terminal
+    // and in report.md.
+    assert!(
+        !text(&report).contains("prompt lengths:"),
+        "{}",
+        text(&report)
+    );
+    let fixed = cache
+        .join("objects")
+        .join(by_label(" fixed "))
+        .join("prompts.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&fixed)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if i == 0 {
+                v["target_prompt_tokens"] =
+                    (v["target_prompt_tokens"].as_u64().unwrap() + 3).into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&fixed, lines.join("\n") + "\n").unwrap();
+    let report = bench(&cache, &["report", s]);
+    assert!(report.status.success(), "{}", text(&report));
+    let t = text(&report);
+    assert!(
+        t.contains("prompt lengths: ") && t.contains("fixed") && t.contains("the server counted 1 of 6 prompts at another length than their target (largest difference -3 tokens"),
+        "{t}"
+    );
+    let md =
+        std::fs::read_to_string(cache.join("reports").join("synthetic").join("report.md")).unwrap();
+    assert!(md.contains("the server counted 1 of 6 prompts"), "{md}");
 
     // Changing the length distribution reruns only that task's run and score.
     std::fs::write(

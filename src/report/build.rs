@@ -121,6 +121,7 @@ fn run_data(
     let sc = numeric(&scores_file, &["score", "parsed", "request_id"]);
     scores(&mut data, &sc, &scores_file);
     data.truncation = truncation(&req, &ok, &dir.join("requests.parquet"), &sc);
+    data.prompt_lengths = prompt_lengths(&ok, &dir);
     gpu_series(&mut data, &dir, start);
     data
 }
@@ -285,6 +286,50 @@ fn truncation(
         }
     }
     Some(t)
+}
+
+/// Synthetic runs: each successful request's prompt tokens as the server counted them
+/// (`usage`) against the target its prompt was written for (`prompts.jsonl`). None for runs
+/// without targets or without the server's counts.
+fn prompt_lengths(
+    ok: &[Option<f64>],
+    dir: &std::path::Path,
+) -> Option<crate::report::summary::PromptLengths> {
+    let text = std::fs::read_to_string(dir.join("prompts.jsonl")).ok()?;
+    let targets: std::collections::HashMap<String, i64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            Some((
+                v.get("sample_id")?.as_str()?.to_string(),
+                v.get("target_prompt_tokens")?.as_i64()?,
+            ))
+        })
+        .collect();
+    if targets.is_empty() {
+        return None;
+    }
+    let file = dir.join("requests.parquet");
+    let ids = crate::trace::read_strings(&file, &["sample_id"]).ok()?;
+    let counted = col(&numeric(&file, &["prompt_tokens"]), "prompt_tokens");
+    let mut p = crate::report::summary::PromptLengths::default();
+    for ((id, n), o) in ids.get("sample_id")?.iter().zip(&counted).zip(ok) {
+        let (Some(id), Some(n), Some(1.0)) = (id, n, o) else {
+            continue;
+        };
+        let Some(target) = targets.get(id) else {
+            continue;
+        };
+        p.checked += 1;
+        let d = *n as i64 - target;
+        if d != 0 {
+            p.differ += 1;
+            if d.abs() > p.largest.abs() {
+                p.largest = d;
+            }
+        }
+    }
+    (p.checked > 0).then_some(p)
 }
 
 /// Per-request scores and the dataset item each scored (quality's interval resamples items).

@@ -65,6 +65,8 @@ pub(crate) struct RunData {
     /// Truncation: successful requests that stopped at max-tokens (`finish_reason` `length`),
     /// and the unparsed scored answers split into those cut by the budget and the others.
     pub truncation: Option<Truncation>,
+    /// Synthetic runs: prompts whose length as the server counted it missed their target.
+    pub prompt_lengths: Option<PromptLengths>,
     /// How the task read the model's choice (`logprobs`: one token per request, no
     /// truncation to speak of).
     pub scoring: crate::spec::Scoring,

@@ -52,6 +52,30 @@ pub(crate) fn truncation_note(r: &Row) -> Option<String> {
     ))
 }
 
+/// Synthetic prompts checked against the server's own count (`usage.prompt_tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct PromptLengths {
+    /// Successful requests with a target and the server's count.
+    pub checked: usize,
+    /// Of them, those whose count is not the target, and the largest difference (count −
+    /// target, tokens).
+    pub differ: usize,
+    pub largest: i64,
+}
+
+/// The warning of a synthetic run whose prompts the server counted at another length than
+/// they were written for: its lengths are not the sweep's (bench360 sizes them with the
+/// engine's tokenizer endpoints, whose count can differ from the one the server bills).
+pub(crate) fn prompt_length_note(r: &Row) -> Option<String> {
+    let p = r.data.prompt_lengths?;
+    (p.differ > 0).then(|| {
+        format!(
+            "{}: the server counted {} of {} prompts at another length than their target (largest difference {:+} tokens, usage.prompt_tokens vs prompts.jsonl) — its prompt lengths are not the ones the task asked for.",
+            r.data.label, p.differ, p.checked, p.largest
+        )
+    })
+}
+
 /// How a run's quality was read, when it was not from free generated text: `scoring
 /// "logprobs"` runs generate one token, so their timing is a prefill's; `constrained` ones were
 /// forced to a label.
@@ -191,5 +215,28 @@ mod tests {
         // At or below the stated share: no warning.
         r.data.truncation = Some(Truncation { scored_cut: 4, ..t });
         assert_eq!(truncation_note(&r), None);
+    }
+
+    #[test]
+    fn a_synthetic_run_whose_prompts_missed_their_target_carries_a_warning() {
+        let mut r = Row::default();
+        r.data.label = "m:q@e synth batch".into();
+        r.data.prompt_lengths = Some(PromptLengths {
+            checked: 384,
+            differ: 0,
+            largest: 0,
+        });
+        assert_eq!(prompt_length_note(&r), None);
+        r.data.prompt_lengths = Some(PromptLengths {
+            checked: 384,
+            differ: 12,
+            largest: -3,
+        });
+        let note = prompt_length_note(&r).unwrap();
+        assert!(
+            note.starts_with("m:q@e synth batch: the server counted 12 of 384 prompts"),
+            "{note}"
+        );
+        assert!(note.contains("largest difference -3 tokens"), "{note}");
     }
 }
