@@ -89,12 +89,20 @@ collect() {
   # At most 16 MiB a file and 8 files come back: a larger cache comes in pieces of 15 MiB
   # (cache.tar.xz.00, .01, …: `cat cache.tar.xz.* > cache.tar.xz` here), the chunk traces only
   # while a file is left and they fit.
-  (cd $ROOT && XZ_OPT=-T0 tar -cJf "$ROOT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null)
-  if [ "$(stat -c %s "$ROOT/cache.tar.xz")" -lt 16000000 ]; then mv "$ROOT/cache.tar.xz" "$OUT/"
+  (cd $ROOT && XZ_OPT=-T0 tar -cJf "$ROOT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null) \
+    || log "ERROR: could not pack the cache"
+  csize=$(stat -c %s "$ROOT/cache.tar.xz" 2>/dev/null || echo 0)
+  if [ "$csize" -lt 16000000 ]; then mv "$ROOT/cache.tar.xz" "$OUT/" 2>/dev/null
   else split -b 15M -d -a 2 "$ROOT/cache.tar.xz" "$OUT/cache.tar.xz."; rm -f "$ROOT/cache.tar.xz"; fi
+  # 8 files and 64 MiB come back at most: beyond 3 pieces (with the 5 other files) the cache
+  # cannot come back whole — say so, loudly, rather than lose it quietly.
+  [ "$(ls "$OUT" | grep -c '^cache\.tar\.xz')" -le 3 ] || log "ERROR: the cache is $csize bytes: more than 3 pieces of 15 MiB; collect it in two calls"
   if [ "$(ls "$OUT" | wc -l)" -lt 7 ]; then
-    (cd $ROOT && find cache/objects -name chunks.parquet -print0 | XZ_OPT=-T0 tar -cJf "$OUT/chunks.tar.xz" --null -T - 2>/dev/null)
-    [ "$(stat -c %s "$OUT/chunks.tar.xz" 2>/dev/null || echo 0)" -lt 16000000 ] || rm -f "$OUT/chunks.tar.xz"
+    (cd $ROOT && find cache/objects -name chunks.parquet -print0 | XZ_OPT=-T0 tar -cJf "$ROOT/chunks.tar.xz" --null -T - 2>/dev/null)
+    total=$(( $(du -cb "$OUT" | tail -n 1 | cut -f1) + $(stat -c %s "$ROOT/chunks.tar.xz" 2>/dev/null || echo 99999999) ))
+    if [ "$(stat -c %s "$ROOT/chunks.tar.xz" 2>/dev/null || echo 99999999)" -lt 16000000 ] && [ "$total" -lt 62000000 ]; then
+      mv "$ROOT/chunks.tar.xz" "$OUT/"
+    else log "chunk traces left out (they would not fit what comes back)"; rm -f "$ROOT/chunks.tar.xz"; fi
   fi
   { nvidia-smi; echo; nvidia-smi topo -m; echo; nproc; free -g; df -h $ROOT | tail -n 1; echo
     $ROOT/bin/vllm-python -c 'import vllm, torch, transformers; print("vllm", vllm.__version__, "torch", torch.__version__, "transformers", transformers.__version__)' 2>&1 | tail -n 1
@@ -169,12 +177,14 @@ case ${1:-} in
       for cond in $stage; do flags="$flags --only '$cond'"; done
       only="$only
       echo \"apply$flags started \$(date -u +%T)\" >> $ROOT/times.txt
-      $ROOT/bench360 --cache $ROOT/cache$flags apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!"
+      $ROOT/bench360 --cache $ROOT/cache$flags apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!
+      s=\$?; [ \$s = 0 ] || stage_rc=\$s"
     done
     # The whole sweep after the stages, unless STAGES_ONLY=1 (a hold that carries only some
     # engines: the others' deployments would be recorded as failed starts).
     whole="$ROOT/bench360 --cache $ROOT/cache apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!"
-    [ "${STAGES_ONLY:-0}" = 1 ] && [ $# -gt 0 ] && whole="true"
+    # (exit status of the last stage that failed, when the stages are all)
+    [ "${STAGES_ONLY:-0}" = 1 ] && [ $# -gt 0 ] && whole="(exit \${stage_rc:-0})"
     before=true
     if [ -n "${SEED_CACHE:-}" ]; then
       before="if [ -f $ROOT/cache/FORMAT ]; then echo 'a cache is there: $SEED_CACHE not unpacked'

@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """Issue #26 item 6: the seed paper's tables and figures from bench360's own records.
 
-    python3 docs/study/seed-tables.py CACHE [CACHE…] [--sweep gpu-seed] [--out DIR]
-                                      [--markdown FILE] [--png]
+    python3 docs/study/seed-tables.py CACHE [CACHE…] [--sweep gpu-seed] [--out DIR] [--png]
 
 Each CACHE is a bench360 cache folder (a hold's `cache.tar.xz` unpacked: records/ and
-objects/); several caches are several holds, whose runs of one configuration are repeats. Only
-runs of the sweep named by --sweep (any, when not given) are read. What is read, per run:
+objects/); several caches are several holds. A node key met in more than one cache (a hold that
+resumed an earlier one's cache holds its runs too) is read once; only finished nodes are read,
+and only those of the sweep named by --sweep (any, when not given). What is read, per run:
 run.json (its configuration), requests.parquet (every request's timings), telemetry.json (GPU
 energy and utilisation), stats.json and scores.parquet (per-item scores); per cold start:
 coldstart.json. Nothing is taken from a report, so every figure can be re-derived here from
 the committed caches.
 
 A configuration is (engine, quantization, task, scenario kind, its parameters); its runs are
-its repeats — runs with another `repeat` index, or the same key in another hold's cache.
+its repeats (another `repeat` index: `repeats` in the sweep, each with its own cold start under
+`cold-repeats`).
 Every figure is given with what it rests on:
 
   * single stream (the seed's Figure 2/3): cold start of each deployment (mean over its cold
@@ -101,8 +102,9 @@ def read_json(path):
         return None
 
 
-def runs_of(cache, sweep):
-    """Every finished run of the cache (and its cold starts, by deployment)."""
+def runs_of(cache, sweep, seen):
+    """Every finished run of the cache (and its cold starts, by deployment), but those whose
+    key is in `seen` (read from another cache already); adds the keys it reads to `seen`."""
     objects = os.path.join(cache, "objects")
     runs, colds = [], []
     # A run's scores are the object of its score node, which names the run among its inputs.
@@ -113,8 +115,10 @@ def runs_of(cache, sweep):
             scored[(rec.get("inputs") or {}).get("run")] = os.path.join(objects, rec["key"])
     for key in sorted(os.listdir(objects)):
         d = os.path.join(objects, key)
-        cold = read_json(os.path.join(d, "coldstart.json"))
         rec = read_json(os.path.join(cache, "records", key + ".json")) or {}
+        if key in seen or rec.get("status") != "finished":
+            continue
+        cold = read_json(os.path.join(d, "coldstart.json"))
         if cold is not None:
             if sweep and rec.get("sweep") not in (None, sweep):
                 continue
@@ -122,6 +126,7 @@ def runs_of(cache, sweep):
                           "healthy_s": cold.get("phases", {}).get("healthy_s"),
                           "first_token_s": cold.get("first_token_s"),
                           "gpu_mem_after_load_mb": cold.get("gpu_mem_after_load_mb")})
+            seen.add(key)
             continue
         run = read_json(os.path.join(d, "run.json"))
         if run is None or not os.path.exists(os.path.join(d, "requests.parquet")):
@@ -130,6 +135,7 @@ def runs_of(cache, sweep):
         if sweep and c.get("sweep") != sweep:
             continue
         runs.append(describe(key, d, c, rec, scored.get(key)))
+        seen.add(key)
     return runs, colds
 
 
@@ -233,31 +239,36 @@ def pooled(rows, field):
 
 
 def best_and_ties(cands, higher):
-    """cands: (name, mean, half-width). The best by mean, and those whose interval reaches it."""
+    """cands: (name, mean, low, high), the interval None where there is none. The best by mean;
+    those whose interval overlaps the best's; those without an interval (no claim either way)."""
     cands = [c for c in cands if c[1] is not None]
     if not cands:
-        return None, []
+        return None, [], []
     best = max(cands, key=lambda c: c[1]) if higher else min(cands, key=lambda c: c[1])
-    ties = []
+    ties, unknown = [], []
     for c in cands:
         if c is best:
             continue
-        bh, ch = best[2] or 0.0, c[2] or 0.0
-        if abs(best[1] - c[1]) <= bh + ch:
+        if best[2] is None or c[2] is None:
+            unknown.append(c)
+        elif best[2] <= c[3] and c[2] <= best[3]:
             ties.append(c)
-    return best, ties
+    return best, ties, unknown
 
 
 def verdict(label, cands, higher, unit):
-    best, ties = best_and_ties(cands, higher)
+    best, ties, unknown = best_and_ties(cands, higher)
     if best is None:
         return f"- {label}: no data"
-    others = [c for c in cands if c is not best and c not in ties and c[1] is not None]
-    s = f"- {label}: **{best[0]}** ({fmt_ci(best[1], best[2], 2)} {unit})"
+    iv = lambda c: "" if c[2] is None else f" [{c[2]:.2f}, {c[3]:.2f}]"
+    others = [c for c in cands if c is not best and c not in ties and c not in unknown and c[1] is not None]
+    s = f"- {label}: **{best[0]}** ({best[1]:.2f}{iv(best)} {unit})"
     if ties:
-        s += "; inside its noise: " + ", ".join(f"{c[0]} ({fmt_ci(c[1], c[2], 2)})" for c in ties)
+        s += "; inside its noise: " + ", ".join(f"{c[0]} ({c[1]:.2f}{iv(c)})" for c in ties)
     if others:
-        s += "; behind beyond the noise: " + ", ".join(f"{c[0]} ({fmt(c[1], 2)})" for c in others)
+        s += "; behind beyond the noise: " + ", ".join(f"{c[0]} ({c[1]:.2f}{iv(c)})" for c in others)
+    if unknown:
+        s += "; no interval to compare: " + ", ".join(f"{c[0]} ({c[1]:.2f})" for c in unknown)
     return s
 
 
@@ -268,9 +279,9 @@ def main():
     ap.add_argument("--out", default="docs/results/seed")
     ap.add_argument("--png", action="store_true", help="also write PNGs (to look at)")
     a = ap.parse_args()
-    runs, colds = [], []
+    runs, colds, seen = [], [], set()
     for c in a.caches:
-        r, k = runs_of(c, a.sweep)
+        r, k = runs_of(c, a.sweep, seen)
         runs += r
         colds += k
     if not runs:
@@ -388,24 +399,24 @@ def answers(groups):
     for (scen, task, p), items in sorted(by_task.items()):
         name = lambda k: f"{k[0]}/{k[1]}"
         if scen == "single":
-            cands = [(name(k), *mean_or_run(rs, "tpot_p50")) for k, rs in items]
+            cands = [(name(k), *interval_of(rs, "tpot_p50")) for k, rs in items]
             out.append(verdict(f"single, {task}: lowest TPOT p50 (ms)", cands, False, "ms"))
         elif scen == "batch":
-            cands = [(name(k), *batch_stat(rs)[:2]) for k, rs in items]
+            cands = [(name(k), *with_hw(*batch_stat(rs)[:2])) for k, rs in items]
             out.append(verdict(f"batch {p}, {task}: highest tokens/s", cands, True, "tok/s"))
         elif scen == "concurrency":
             cands = []
             for k, rs in items:
                 q = [r["quality"] for r in rs if r["quality"]]
                 if q:
-                    cands.append((name(k), 100 * q[0][1], 100 * q[0][2] if q[0][2] else None))
+                    cands.append((name(k), *with_hw(100 * q[0][1], 100 * q[0][2] if q[0][2] else None)))
             out.append(verdict(f"quality, {task}: highest score (%)", cands, True, "%"))
     server = defaultdict(list)
     for k, rs in groups.items():
         if k[3] == "server":
             t95 = mean_ci([r["ttft_p95"] for r in rs])[0]
             e95 = mean_ci([r["e2e_p95"] for r in rs])[0]
-            if t95 is not None and t95 <= QOS_TTFT_MS and e95 <= QOS_E2E_MS:
+            if t95 is not None and e95 is not None and t95 <= QOS_TTFT_MS and e95 <= QOS_E2E_MS:
                 server[f"{k[0]}/{k[1]}"].append(int(rs[0]["params"].get("users", 0)))
     if server:
         out.append("- server: most users within QoS: " + ", ".join(
@@ -414,11 +425,22 @@ def answers(groups):
 
 
 def mean_or_run(rs, field):
+    """(estimate, half-width) for the figure: the median's interval made symmetric."""
+    m, lo, hi = interval_of(rs, field)
+    return m, (None if lo is None else (hi - lo) / 2)
+
+
+def interval_of(rs, field):
+    """(estimate, low, high): one run, its median and the median's own (asymmetric) interval;
+    several, the mean of their medians ± t-interval; None where there is none."""
     if len(rs) == 1:
-        m, lo, hi = rs[0][field]
-        return m, (None if lo is None else (hi - lo) / 2)
+        return rs[0][field]
     m, hw, _ = mean_ci([r[field][0] for r in rs])
-    return m, hw
+    return (m, None, None) if hw is None else (m, m - hw, m + hw)
+
+
+def with_hw(m, hw):
+    return (m, None, None) if m is None or hw is None else (m, m - hw, m + hw)
 
 
 def write_runs_csv(runs, path):

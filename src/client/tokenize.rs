@@ -71,7 +71,7 @@ impl ServerTokenizer {
                 }
             }
             return Err(TokenizeError {
-                endpoint: format!("{}/tokenize", t.base),
+                endpoint: format!("{} (/tokenize, /v1/encode)", t.base),
                 cause: format!(
                     "the server has no tokenize endpoint bench360 knows ({}); synthetic prompts need one (llama.cpp, vLLM, SGLang and LMDeploy serve one)",
                     causes.join("; ")
@@ -123,7 +123,7 @@ impl ServerTokenizer {
     }
 
     /// LMDeploy's `/v1/encode` answer: `{input_ids, length}`.
-    fn encoded(v: &Value) -> Result<Vec<u32>, TokenizeError> {
+    fn encoded(&self, v: &Value) -> Result<Vec<u32>, TokenizeError> {
         v.get("input_ids")
             .and_then(Value::as_array)
             .and_then(|a| {
@@ -132,7 +132,7 @@ impl ServerTokenizer {
                     .collect::<Option<Vec<u32>>>()
             })
             .ok_or_else(|| TokenizeError {
-                endpoint: "/v1/encode".into(),
+                endpoint: format!("{}/v1/encode", self.base),
                 cause: format!(
                     "no `input_ids` list in the answer: {}",
                     v.to_string().chars().take(200).collect::<String>()
@@ -161,7 +161,7 @@ impl ServerTokenizer {
                 let v = self
                     .post("/v1/encode", json!({"input": text, "add_bos": false}))
                     .await?;
-                return Self::encoded(&v);
+                return self.encoded(&v);
             }
             TokenizeApi::LlamaCpp => {
                 self.post(
@@ -258,7 +258,7 @@ impl ServerTokenizer {
                     }),
                 };
                 let v = self.post("/v1/encode", body).await?;
-                Ok(Self::encoded(&v)?.len())
+                Ok(self.encoded(&v)?.len())
             }
             (TokenizeApi::Vllm, api) => {
                 let body = match api {
@@ -307,10 +307,6 @@ mod tests {
     #[test]
     fn lmdeploy_encode_answers_are_read_and_it_is_known_not_to_detokenize() {
         // LMDeploy 0.18's EncodeResponse: {"input_ids": [...], "length": n}.
-        let v = json!({"input_ids": [882, 1042, 1251], "length": 3});
-        assert_eq!(ServerTokenizer::encoded(&v).unwrap(), vec![882, 1042, 1251]);
-        let e = ServerTokenizer::encoded(&json!({"detail": "Not Found"})).unwrap_err();
-        assert!(e.cause.contains("no `input_ids`"), "{}", e.cause);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -323,6 +319,11 @@ mod tests {
                 Some(TokenizeApi::Lmdeploy),
             ))
             .unwrap();
+        let v = json!({"input_ids": [882, 1042, 1251], "length": 3});
+        assert_eq!(t.encoded(&v).unwrap(), vec![882, 1042, 1251]);
+        let e = t.encoded(&json!({"detail": "Not Found"})).unwrap_err();
+        assert!(e.cause.contains("no `input_ids`"), "{}", e.cause);
+        assert_eq!(e.endpoint, "http://127.0.0.1:9/v1/encode");
         assert!(!t.detokenizes());
         let e = rt.block_on(t.detokenize(&[1, 2])).unwrap_err();
         assert!(e.cause.contains("no detokenize"), "{}", e.cause);

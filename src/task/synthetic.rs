@@ -370,9 +370,33 @@ impl Stream {
     }
 }
 
-/// The seeded word stream `name`, at least `n` tokens long.
+/// The words a stream draws from: all of them where the server detokenizes; where it does
+/// not (LMDeploy), those that are one token each with their leading space, so that a cut after
+/// k words is k tokens (a word-level pre-tokenizer never merges across words; the count is
+/// checked again anyway).
+async fn vocabulary(tok: &ServerTokenizer) -> Result<Vec<&'static str>, TokenizeError> {
+    if tok.detokenizes() {
+        return Ok(WORDS.to_vec());
+    }
+    let mut out = Vec::new();
+    for w in WORDS {
+        if tok.tokenize(&format!(" {w}")).await?.len() == 1 {
+            out.push(*w);
+        }
+    }
+    if out.is_empty() {
+        return Err(TokenizeError {
+            endpoint: "tokenize".into(),
+            cause: "no word of the synthetic stream is a single token with this tokenizer, and the server cannot detokenize".into(),
+        });
+    }
+    Ok(out)
+}
+
+/// The seeded word stream `name`, at least `n` tokens long, drawn from `vocab`.
 async fn stream(
     tok: &ServerTokenizer,
+    vocab: &[&'static str],
     seed: u64,
     name: &str,
     n: usize,
@@ -380,7 +404,7 @@ async fn stream(
     let mut rng = SplitMix64::derive(seed, name);
     let mut words = n + 16;
     loop {
-        let w: Vec<&'static str> = (0..words).map(|_| WORDS[rng.below(WORDS.len())]).collect();
+        let w: Vec<&'static str> = (0..words).map(|_| vocab[rng.below(vocab.len())]).collect();
         let text: String = w.iter().map(|w| format!(" {w}")).collect();
         let ids = tok.tokenize(&text).await?;
         if ids.len() > n {
@@ -420,6 +444,7 @@ pub(crate) enum SyntheticError {
 /// Text of exactly `n` tokens on its own (re-tokenized), from the stream `name`.
 async fn exact_text(
     tok: &ServerTokenizer,
+    vocab: &[&'static str],
     seed: u64,
     name: &str,
     n: usize,
@@ -427,7 +452,7 @@ async fn exact_text(
     if n == 0 {
         return Ok(String::new());
     }
-    let st = stream(tok, seed, name, n + 8).await?;
+    let st = stream(tok, vocab, seed, name, n + 8).await?;
     let mut k = n;
     for _ in 0..8 {
         let text = st.text(tok, k).await?;
@@ -452,6 +477,7 @@ pub(crate) async fn materialize(
     if syn.turns > 1 && api == Api::Completion {
         return Err(SyntheticError::TurnsNeedChat);
     }
+    let vocab = vocabulary(tok).await?;
     let mut prefixes: BTreeMap<u32, String> = BTreeMap::new();
     let mut out = Vec::with_capacity(placeholders.len());
     let mut history: Vec<(String, String)> = Vec::new();
@@ -477,6 +503,7 @@ pub(crate) async fn materialize(
                 None => {
                     let text = exact_text(
                         tok,
+                        &vocab,
                         seed,
                         &format!("synthetic/prefix/{group}"),
                         syn.shared_prefix as usize,
@@ -495,7 +522,7 @@ pub(crate) async fn materialize(
         };
         let target = get(p, "target_prompt_tokens") as usize;
         let name = format!("synthetic/text/{c}/{t}");
-        let st = stream(tok, seed, &name, target + 8).await?;
+        let st = stream(tok, &vocab, seed, &name, target + 8).await?;
         let count = |text: String| {
             let history = &history;
             let system = p.system.clone();
@@ -571,6 +598,7 @@ pub(crate) async fn materialize(
         if syn.turns > 1 && t < syn.turns {
             reply = exact_text(
                 tok,
+                &vocab,
                 seed,
                 &format!("synthetic/reply/{c}/{t}"),
                 get(p, "output_tokens") as usize,
