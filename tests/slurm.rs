@@ -41,7 +41,10 @@ fn slurm() {
             assert!(
                 state
                     .lines()
-                    .any(|s| matches!(s.trim(), "idle" | "mix" | "alloc")),
+                    // Up and taking jobs: free, partly or wholly allocated, reserved by the
+                    // scheduler for a pending job (`plnd`, seen between two tests' jobs), or
+                    // finishing one (`comp`).
+                    .any(|s| matches!(s.trim(), "idle" | "mix" | "alloc" | "plnd" | "comp")),
                 "the Slurm node is `{}`, not up; {how}",
                 state.trim()
             );
