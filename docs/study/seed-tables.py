@@ -359,6 +359,14 @@ def batch_table(groups):
                   "to its last response.", ""]
 
 
+def qos(rs):
+    """(TTFT p95, E2E p95) of a server configuration, means over its runs, and whether both are
+    within the seed's QoS lines."""
+    t95 = mean_ci([r["ttft_p95"] for r in rs])[0]
+    e95 = mean_ci([r["e2e_p95"] for r in rs])[0]
+    return t95, e95, t95 is not None and e95 is not None and t95 <= QOS_TTFT_MS and e95 <= QOS_E2E_MS
+
+
 def server_table(groups):
     out = ["## Server (the seed's Figure 4)", "",
            "| engine | weights | users | requests | TTFT p95 ms | E2E p95 ms | QoS (TTFT 2 s, E2E 6 s) | tokens/s |",
@@ -366,9 +374,7 @@ def server_table(groups):
     for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], int(kv[1][0]["params"].get("users", 0)))):
         if k[3] != "server":
             continue
-        t95 = mean_ci([r["ttft_p95"] for r in rs])[0]
-        e95 = mean_ci([r["e2e_p95"] for r in rs])[0]
-        ok = t95 is not None and e95 is not None and t95 <= QOS_TTFT_MS and e95 <= QOS_E2E_MS
+        t95, e95, ok = qos(rs)
         tps = mean_ci([r["tokens_per_s"] for r in rs])
         out.append(f"| {k[0]} | {k[1]} | {rs[0]['params'].get('users')} | {sum(r['ok'] for r in rs)} | "
                    f"{fmt(t95)} | {fmt(e95)} | {'meets' if ok else 'misses'} | {fmt_ci(tps[0], tps[1])} |")
@@ -414,20 +420,12 @@ def answers(groups):
     server = defaultdict(list)
     for k, rs in groups.items():
         if k[3] == "server":
-            t95 = mean_ci([r["ttft_p95"] for r in rs])[0]
-            e95 = mean_ci([r["e2e_p95"] for r in rs])[0]
-            if t95 is not None and e95 is not None and t95 <= QOS_TTFT_MS and e95 <= QOS_E2E_MS:
+            if qos(rs)[2]:
                 server[f"{k[0]}/{k[1]}"].append(int(rs[0]["params"].get("users", 0)))
     if server:
         out.append("- server: most users within QoS: " + ", ".join(
             f"{e} {max(u)}" for e, u in sorted(server.items(), key=lambda kv: -max(kv[1]))))
     return out + [""]
-
-
-def mean_or_run(rs, field):
-    """(estimate, half-width) for the figure: the median's interval made symmetric."""
-    m, lo, hi = interval_of(rs, field)
-    return m, (None if lo is None else (hi - lo) / 2)
 
 
 def interval_of(rs, field):
@@ -487,12 +485,8 @@ def figures(groups, runs, out, png):
                 rs = single.get((e[0], e[1], t, "single", next((k[4] for k in single if k[:3] == (e[0], e[1], t)), "")))
                 if not rs:
                     continue
-                if len(rs) == 1:  # the median's own (asymmetric) interval
-                    m, l, h = rs[0]["tpot_p50"]
-                    l, h = (m, m) if l is None else (l, h)
-                else:
-                    m, hw = mean_or_run(rs, "tpot_p50")
-                    l, h = m - (hw or 0), m + (hw or 0)
+                m, l, h = interval_of(rs, "tpot_p50")  # one run: the median's own interval
+                l, h = (m, m) if l is None else (l, h)
                 xs.append(i + j * w)
                 ys.append(m)
                 lo.append(m - l)

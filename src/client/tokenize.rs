@@ -81,6 +81,19 @@ impl ServerTokenizer {
         Ok(t)
     }
 
+    /// A tokenizer of `style` on a server that is never called (tests of what it reads and
+    /// which path it takes).
+    #[cfg(test)]
+    pub(crate) fn offline(style: TokenizeApi) -> Self {
+        ServerTokenizer {
+            http: reqwest::Client::new(),
+            base: "http://127.0.0.1:9".into(),
+            model: "m".into(),
+            api_key: None,
+            style,
+        }
+    }
+
     async fn post(&self, path: &str, body: Value) -> Result<Value, TokenizeError> {
         let url = format!("{}{path}", self.base);
         let err = |cause: String| TokenizeError {
@@ -307,34 +320,20 @@ mod tests {
     #[test]
     fn lmdeploy_encode_answers_are_read_and_it_is_known_not_to_detokenize() {
         // LMDeploy 0.18's EncodeResponse: {"input_ids": [...], "length": n}.
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let t = rt
-            .block_on(ServerTokenizer::connect(
-                "http://127.0.0.1:9",
-                "m",
-                None,
-                Some(TokenizeApi::Lmdeploy),
-            ))
-            .unwrap();
+        let t = ServerTokenizer::offline(TokenizeApi::Lmdeploy);
         let v = json!({"input_ids": [882, 1042, 1251], "length": 3});
         assert_eq!(t.encoded(&v).unwrap(), vec![882, 1042, 1251]);
         let e = t.encoded(&json!({"detail": "Not Found"})).unwrap_err();
         assert!(e.cause.contains("no `input_ids`"), "{}", e.cause);
         assert_eq!(e.endpoint, "http://127.0.0.1:9/v1/encode");
         assert!(!t.detokenizes());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let e = rt.block_on(t.detokenize(&[1, 2])).unwrap_err();
         assert!(e.cause.contains("no detokenize"), "{}", e.cause);
-        let v = rt
-            .block_on(ServerTokenizer::connect(
-                "http://127.0.0.1:9",
-                "m",
-                None,
-                Some(TokenizeApi::Vllm),
-            ))
-            .unwrap();
+        let v = ServerTokenizer::offline(TokenizeApi::Vllm);
         assert!(v.detokenizes());
     }
 }

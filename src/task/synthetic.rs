@@ -358,8 +358,8 @@ impl Stream {
     }
 
     /// The text of the stream's first `k` tokens, through the server's detokenizer; on a
-    /// server without one (LMDeploy), of its first `k` words — about one token each in the
-    /// stream's vocabulary — which the callers count again and move `k` until it fits.
+    /// server without one (LMDeploy), of its first `k` words — one token each, by the choice of
+    /// [`vocabulary`] — which the callers count again and move `k` until it fits.
     async fn text(&self, tok: &ServerTokenizer, k: usize) -> Result<String, TokenizeError> {
         let k = k.min(self.len(tok));
         if tok.detokenizes() {
@@ -628,26 +628,17 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let connect = |style| {
-            rt.block_on(ServerTokenizer::connect(
-                "http://127.0.0.1:9",
-                "m",
-                None,
-                Some(style),
-            ))
-            .unwrap()
-        };
         let st = super::Stream {
             words: vec!["time", "year", "people"],
             ids: vec![1, 2, 3, 4],
         };
         // LMDeploy: no detokenizer, so the first k words (leading spaces as tokenized).
-        let lm = connect(TokenizeApi::Lmdeploy);
+        let lm = ServerTokenizer::offline(TokenizeApi::Lmdeploy);
         assert_eq!(st.len(&lm), 3);
         assert_eq!(rt.block_on(st.text(&lm, 2)).unwrap(), " time year");
         assert_eq!(rt.block_on(st.text(&lm, 9)).unwrap(), " time year people");
         // vLLM: cut by token ids.
-        assert_eq!(st.len(&connect(TokenizeApi::Vllm)), 4);
+        assert_eq!(st.len(&ServerTokenizer::offline(TokenizeApi::Vllm)), 4);
     }
 
     use super::*;
