@@ -10,7 +10,9 @@
 # 2. starts vLLM ONCE, outside bench360, on 127.0.0.1:$PORT with the flags
 #    sweeps/gpu-seed-vllm.kdl's `vllm` engine gets (vLLM's defaults otherwise), and waits for it;
 #    REFERENCE_DTYPE (default bfloat16) is its --dtype: float32 takes the bf16 rounding out of
-#    the comparison (issue #25: every bf16 difference was a near-tie);
+#    the comparison (issue #25: every bf16 difference was a near-tie); REFERENCE_EAGER=1 adds
+#    --enforce-eager (no torch.compile or graph capture: ~80 s less cold start, and the
+#    reference is about the numbers, not the speed);
 # 3. `bench360 --cache $ROOT/cache-ref apply SWEEP` (an `endpoint` engine on that server);
 # 4. scripts/lm-eval-mmlu.py --loglikelihood for each K of REFERENCE_SHOTS (default "0 5"),
 #    on the items of bench360's run, against the same server;
@@ -48,13 +50,14 @@ print("lm_eval", lm_eval.__version__, "datasets", datasets.__version__, "pyarrow
 [ "${PIPESTATUS[0]}" = 0 ] || { log "lm-eval does not import"; exit 1; }
 
 # ---- 2. vLLM, once, outside bench360 -------------------------------------------------------
-log "starting vLLM on 127.0.0.1:$PORT (dtype ${REFERENCE_DTYPE:-bfloat16})"
+extra=(); [ "${REFERENCE_EAGER:-0}" = 1 ] && extra=(--enforce-eager)
+log "starting vLLM on 127.0.0.1:$PORT (dtype ${REFERENCE_DTYPE:-bfloat16}${extra[*]:+, ${extra[*]}})"
 env CUDA_VISIBLE_DEVICES=0 PYTHONPATH=$ROOT/site-vllm HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
   VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 PYTHONUNBUFFERED=1 \
   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
   setsid "$ROOT/bin/vllm-python" -m vllm.entrypoints.openai.api_server \
     --model "$HF" --served-model-name "$NAME" --host 127.0.0.1 --port "$PORT" \
-    --max-num-seqs 128 --max-model-len 4096 --gpu-memory-utilization 0.5 --dtype "${REFERENCE_DTYPE:-bfloat16}" \
+    --max-num-seqs 128 --max-model-len 4096 --gpu-memory-utilization 0.5 --dtype "${REFERENCE_DTYPE:-bfloat16}" "${extra[@]}" \
     > "$OUTD/vllm.log" 2>&1 < /dev/null &
 vpid=$!
 echo "$vpid" > "$ROOT/vllm-ref.pid"
