@@ -1,8 +1,9 @@
 //! Synthetic prompts of exact token counts and the ad-hoc `bench360 run`, on the real
 //! llama-server: every request's `usage.prompt_tokens` (the server's own count) equals its
 //! target, for fixed, uniform, normal and histogram lengths, a shared prefix, multi-turn
-//! conversations and plain completions; with `ignore-eos`, every completion is exactly its
-//! drawn output length.
+//! conversations and plain completions; with `ignore-eos` (each task's own here), every
+//! completion is exactly its drawn output length, and requests.parquet says what cap each
+//! request was sent with.
 
 mod common;
 
@@ -12,8 +13,18 @@ use std::path::Path;
 use arrow_array::{Array, BooleanArray, Int64Array, UInt32Array, UInt64Array};
 use common::{bench, records, text};
 
-/// (sample_id, prompt_tokens, completion_tokens, ok) of every request of a run.
-fn requests(cache: &Path, key: &str) -> Vec<(String, Option<u64>, Option<u64>, bool)> {
+/// One request of a run as requests.parquet has it.
+struct Req {
+    sample: String,
+    prompt: Option<u64>,
+    completion: Option<u64>,
+    /// `request_max_tokens`: the cap this request was sent with, where not the run's.
+    cap: Option<u64>,
+    ok: bool,
+}
+
+/// Every request of a run.
+fn requests(cache: &Path, key: &str) -> Vec<Req> {
     let f = std::fs::File::open(cache.join("objects").join(key).join("requests.parquet")).unwrap();
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
         .unwrap()
@@ -51,12 +62,13 @@ fn requests(cache: &Path, key: &str) -> Vec<(String, Option<u64>, Option<u64>, b
             .downcast_ref::<arrow_array::StringArray>()
             .unwrap();
         for i in 0..b.num_rows() {
-            out.push((
-                ids.value(i).to_string(),
-                int(col("prompt_tokens").as_ref(), i),
-                int(col("completion_tokens").as_ref(), i),
-                ok.value(i),
-            ));
+            out.push(Req {
+                sample: ids.value(i).to_string(),
+                prompt: int(col("prompt_tokens").as_ref(), i),
+                completion: int(col("completion_tokens").as_ref(), i),
+                cap: int(col("request_max_tokens").as_ref(), i),
+                ok: ok.value(i),
+            });
         }
     }
     out
@@ -86,9 +98,24 @@ fn check_exact(cache: &Path, run: &serde_json::Value) -> usize {
     let t = targets(cache, key);
     let reqs = requests(cache, key);
     assert!(!reqs.is_empty(), "{run}");
-    for (sample, prompt, completion, ok) in &reqs {
+    for Req {
+        sample,
+        prompt,
+        completion,
+        cap,
+        ok,
+    } in &reqs
+    {
         assert!(ok, "{run}: request of sample {sample} failed");
         let (target, output, _) = t[sample.as_str()];
+        // A task without output-tokens sends the run's max-tokens (null in the column).
+        let own_cap = !run["label"].as_str().unwrap().contains("completion");
+        assert_eq!(
+            *cap,
+            own_cap.then_some(output),
+            "{}: sample {sample}: requests.parquet's request_max_tokens",
+            run["label"]
+        );
         assert_eq!(
             *prompt,
             Some(target),
@@ -119,7 +146,6 @@ fn synthetic_prompt_and_completion_tokens_are_exact_on_llama_server() {
 }}
 defaults {{
     max-tokens 8
-    ignore-eos #true
     warmup 1
     request-timeout 60
 }}
@@ -130,6 +156,7 @@ task "fixed" {{
     input-tokens 200
     output-tokens 5
     system "You are terse."
+    ignore-eos #true
 }}
 task "uniform-prefix" {{
     kind "synthetic"
@@ -138,6 +165,7 @@ task "uniform-prefix" {{
     output-tokens "histogram" "3:1" "9:1"
     shared-prefix 32
     prefix-groups 2
+    ignore-eos #true
 }}
 task "normal-turns" {{
     kind "synthetic"
@@ -145,12 +173,14 @@ task "normal-turns" {{
     input-tokens "normal" mean=60 stddev=15 min=30 max=120
     output-tokens 6
     turns 3
+    ignore-eos #true
 }}
 task "completion" {{
     kind "synthetic"
     samples 4
     input-tokens 77
     mode "completion"
+    ignore-eos #true
 }}
 scenario "c4" {{
     kind "concurrency"

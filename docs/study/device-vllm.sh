@@ -25,9 +25,13 @@
 #                                  separated by spaces (all must match: `engine=vllm
 #                                  scenario=quality`).
 #                                  Environment, for a hold that does more before the sweep:
-#                                  SEED_CACHE=FILE.tar.xz  a cache from an earlier hold
+#                                  SEED_CACHE="FILE.tar.xz…"  a cache from earlier holds
 #                                    (cache/records, cache/objects…, and cache/salt: without
-#                                    the salt no deployment with `env` keeps its key),
+#                                    the salt no deployment with `env` keeps its key), several
+#                                    archives unpacked in the order given (a later hold's over
+#                                    an earlier one's; the chunk traces' chunks.tar.xz too:
+#                                    a run whose chunks.parquet is missing is damaged and runs
+#                                    again),
 #                                    unpacked into $ROOT/cache before `plan` unless a cache is
 #                                    there already, so that apply runs only what is missing
 #                                    (the machine's CPU model and GPU driver are in the
@@ -188,7 +192,8 @@ case ${1:-} in
     before=true
     if [ -n "${SEED_CACHE:-}" ]; then
       before="if [ -f $ROOT/cache/FORMAT ]; then echo 'a cache is there: $SEED_CACHE not unpacked'
-        else tar -xJf '$SEED_CACHE' -C $ROOT cache && echo \"unpacked $SEED_CACHE: \$(ls $ROOT/cache/records | wc -l) records\"; fi"
+        else for f in $SEED_CACHE; do tar -xJf \"\$f\" -C $ROOT cache || echo \"cannot unpack \$f\"; done
+          echo \"unpacked $SEED_CACHE: \$(ls $ROOT/cache/records | wc -l) records, \$(find $ROOT/cache/objects -name chunks.parquet | wc -l) chunk traces\"; fi"
     fi
     if [ -n "${REFERENCE:-}" ]; then
       before="$before

@@ -489,6 +489,9 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                                                     top_p: p,
                                                     stop: stop.clone(),
                                                     extra_body: extra_body.clone(),
+                                                    ignore_eos: t_def
+                                                        .ignore_eos
+                                                        .unwrap_or(d.ignore_eos),
                                                     ..d.clone()
                                                 },
                                                 repeat,

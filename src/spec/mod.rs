@@ -376,6 +376,9 @@ pub(crate) struct Task {
     pub max_tokens: Option<u32>,
     /// Overrides the sweep's `stop` for this task's runs (when not empty).
     pub stop: Vec<String>,
+    /// Overrides the sweep's `ignore-eos` for this task's runs (a synthetic load task with
+    /// exact output lengths beside tasks whose answers end where the model ends them).
+    pub ignore_eos: Option<bool>,
     /// Summarization: articles are cut to this many words in the prompt.
     pub article_words: usize,
     /// Time limit of one SQL statement when scoring.

@@ -292,6 +292,46 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
     }
 
     #[test]
+    fn a_tasks_own_ignore_eos_holds_for_its_runs_only_and_needs_the_engines_field() {
+        let head =
+            "sweep \"s\"\nmodel \"m\" { id \"o/m\"; }\nscenario \"c\" { kind \"single\"; }\n";
+        let openai = "engine \"e\" { kind \"openai\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }\n";
+        let per_task = |s: &Sweep| -> Vec<(usize, bool)> {
+            crate::spec::expand::configs(s)
+                .iter()
+                .map(|c| (c.task, c.sampling.ignore_eos))
+                .collect()
+        };
+        // A load task with exact output lengths beside a task whose answers end at EOS.
+        let s = parse_ok(
+            &format!("{head}{openai}task \"load\" {{ kind \"synthetic\"; input-tokens 32; output-tokens 8; ignore-eos #true; }}\ntask \"q\" {{ kind \"mmlu\"; dataset \"d\"; }}\n"),
+            &[],
+        );
+        assert_eq!(per_task(&s), [(0, true), (1, false)]);
+        // And the other way round: the sweep's, but not for one task.
+        let s = parse_ok(
+            &format!("defaults {{ ignore-eos #true; }}\n{head}{openai}task \"load\" {{ kind \"synthetic\"; input-tokens 32; }}\ntask \"q\" {{ kind \"mmlu\"; dataset \"d\"; ignore-eos #false; }}\n"),
+            &[],
+        );
+        assert_eq!(per_task(&s), [(0, true), (1, false)]);
+        // An engine that has no such request field is refused, as for the sweep's.
+        let ollama = "engine \"o\" { kind \"ollama\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }\n";
+        let err = parse(
+            "t.kdl",
+            &format!("{head}{ollama}task \"load\" {{ kind \"synthetic\"; input-tokens 32; ignore-eos #true; }}\n"),
+            Path::new("/"),
+            &|_| None,
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            ["engine `o` (ollama) cannot be told `ignore-eos`"]
+        );
+    }
+
+    #[test]
     fn synthetic_tasks_decode_every_length_form_and_point_at_bad_ones() {
         let head = "sweep \"s\"\nmodel \"m\" { id \"o/m\"; }\nengine \"e\" { kind \"openai\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }\nscenario \"c\" { kind \"single\"; }\n";
         let s = parse_ok(

@@ -664,6 +664,7 @@ pub(crate) mod tests {
             mode: None,
             max_tokens: None,
             stop: Vec::new(),
+            ignore_eos: None,
             article_words: 400,
             sql_timeout_s: 5.0,
             answer_format: None,

@@ -235,13 +235,16 @@ impl Table {
     }
 }
 
-/// `requests.parquet`: one row per measured request.
+/// `requests.parquet`: one row per measured request. `caps[sample]` is the `max_tokens` a
+/// sample's requests were sent with where it overrode the run's (synthetic output lengths,
+/// replayed traces): the `request_max_tokens` column, null where the run's applied.
 pub(crate) fn write_requests(
     path: &Path,
     node_key: &str,
     c: &Columns,
     utc_anchor_ns: i64,
     rs: &[RequestRecord],
+    caps: &[Option<u32>],
 ) -> Result<(), TableError> {
     let n = rs.len();
     let mut t = Table::new(n, node_key, c);
@@ -333,6 +336,13 @@ pub(crate) fn write_requests(
     t.u32(
         "http_status",
         rs.iter().map(|r| r.http_status.map(u32::from)).collect(),
+        true,
+    );
+    t.u32(
+        "request_max_tokens",
+        rs.iter()
+            .map(|r| caps.get(r.sample).copied().flatten())
+            .collect(),
         true,
     );
     t.str(

@@ -15,7 +15,8 @@ CONFIG = ["schema_version", "node_key", "sweep", "model", "quantization", "engin
 REQUESTS = CONFIG + ["run_start_utc_ns", "request_id", "user", "sample_id", "scheduled_ns", "sent_ns",
                      "first_byte_ns", "first_token_ns", "first_reasoning_ns", "last_token_ns", "end_ns",
                      "queue_ms", "ttft_ms", "tpot_ms", "ttfa_ms", "e2e_ms", "prompt_tokens", "completion_tokens",
-                     "reasoning_tokens", "chunks", "content_chunks", "http_status", "finish_reason", "ok", "error", "output", "top_logprobs"]
+                     "reasoning_tokens", "chunks", "content_chunks", "http_status", "request_max_tokens", "finish_reason", "ok", "error",
+                     "output", "top_logprobs"]
 CHUNKS = CONFIG + ["request_id", "chunk_index", "t_ns", "kind", "chars", "tokens"]
 TELEMETRY = CONFIG + ["t_ns", "source", "device", "power_w", "energy_mj", "mem_used_mb", "mem_total_mb",
                       "util_pct", "mem_util_pct", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "throttle_reasons",

@@ -100,8 +100,10 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
         let variant = &sweep.models[cfg.model].variants[cfg.variant];
         let entry = engine.catalog;
         let s = &sweep.defaults.sampling;
+        // The sweep's, or a task's own (the check is per engine block, not per task).
+        let ignore_eos = s.ignore_eos || sweep.tasks.iter().any(|t| t.ignore_eos == Some(true));
         for (set, field, name) in [
-            (s.ignore_eos, entry.ignore_eos_field, "ignore-eos"),
+            (ignore_eos, entry.ignore_eos_field, "ignore-eos"),
             (s.min_tokens.is_some(), entry.min_tokens_field, "min-tokens"),
         ] {
             if set && field.is_none() {

@@ -117,6 +117,7 @@ const TASK_FIELDS: &[&str] = &[
     "mode",
     "max-tokens",
     "stop",
+    "ignore-eos",
     "article-words",
     "sql-timeout",
     "answer-format",

@@ -83,6 +83,7 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
     let stop = Ctx::first(&f, "stop")
         .map(|n| ctx.strs(n).into_iter().map(|s| s.value).collect())
         .unwrap_or_default();
+    let ignore_eos = Ctx::first(&f, "ignore-eos").and_then(|n| ctx.one_bool(n));
     let article_words = Ctx::first(&f, "article-words")
         .and_then(|n| ctx.one_int(n, 10, 100_000))
         .unwrap_or(400) as usize;
@@ -252,6 +253,7 @@ pub(super) fn resolve_task(ctx: &mut Ctx, node: &RawNode) -> Option<Task> {
         mode,
         max_tokens,
         stop,
+        ignore_eos,
         article_words,
         sql_timeout_s,
         answer_format,
