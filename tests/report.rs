@@ -93,6 +93,13 @@ for key, cut in con.execute("select node_key, cut_share from read_parquet('{p}')
     want = con.execute("select avg(case when finish_reason = 'length' then 1.0 else 0.0 end) from read_parquet('{o}/' || ? || '/requests.parquet') where ok", [key]).fetchone()[0]
     assert abs(cut - want) < 1e-12, (key, cut, want)
 print("CUT_CHECKED")
+# Stream grain, recomputed the same way: the median of completion tokens per content event
+# over successful requests of two tokens or more without reasoning (llama-server streams a
+# token per event: 1).
+for key, grain in con.execute("select node_key, tokens_per_event_p50 from read_parquet('{p}') where status = 'ok'").fetchall():
+    want = con.execute("select quantile_cont(completion_tokens / content_chunks, 0.5) from read_parquet('{o}/' || ? || '/requests.parquet') where ok and completion_tokens >= 2 and content_chunks >= 1 and first_reasoning_ns is null", [key]).fetchone()[0]
+    assert want is not None and abs(grain - want) < 1e-9 and grain < 2.0, (key, grain, want)
+print("GRAIN_CHECKED")
 "#,
         p = reports.join("summary.parquet").display(),
         c = reports.join("summary.csv").display(),
@@ -106,6 +113,7 @@ print("CUT_CHECKED")
     assert!(py.status.success(), "{}", text_of(&py));
     let stdout = String::from_utf8_lossy(&py.stdout);
     assert!(stdout.contains("CUT_CHECKED"), "{stdout}");
+    assert!(stdout.contains("GRAIN_CHECKED"), "{stdout}");
     let answer = html
         .split(r#"<div class="answer""#)
         .nth(1)

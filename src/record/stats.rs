@@ -114,13 +114,16 @@ pub(crate) fn ttfa_ms(r: &RequestRecord) -> Option<f64> {
 }
 
 /// Time per output token over every generated token after the first, reasoning included
-/// (`completion_tokens` counts both).
+/// (`completion_tokens` counts both); None where the whole output arrived at one instant (an
+/// engine that sent it in one stream event: its decode time is inside TTFT).
 pub(crate) fn tpot_ms(r: &RequestRecord) -> Option<f64> {
     let n = r.completion_tokens?;
     if n < 2 {
         return None;
     }
-    Some((r.last_token_ns? - first_output_ns(r)?) as f64 / MS / (n - 1) as f64)
+    // Tokens that all arrived at one instant (one stream event) give no time per token.
+    let span = r.last_token_ns? - first_output_ns(r)?;
+    (span > 0).then(|| span as f64 / MS / (n - 1) as f64)
 }
 
 pub(crate) fn e2e_ms(r: &RequestRecord) -> f64 {

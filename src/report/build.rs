@@ -122,6 +122,7 @@ fn run_data(
     scores(&mut data, &sc, &scores_file);
     data.truncation = truncation(&req, &ok, &dir.join("requests.parquet"), &sc);
     data.prompt_lengths = prompt_lengths(&ok, &dir);
+    data.stream = stream_grain(&req, &ok);
     gpu_series(&mut data, &dir, start);
     data
 }
@@ -136,6 +137,9 @@ const REQUEST_COLUMNS: &[&str] = &[
     "sent_ns",
     "end_ns",
     "request_id",
+    "completion_tokens",
+    "content_chunks",
+    "first_reasoning_ns",
 ];
 
 type Columns = std::collections::BTreeMap<String, Vec<Option<f64>>>;
@@ -286,6 +290,31 @@ fn truncation(
         }
     }
     Some(t)
+}
+
+/// How coarsely the engine streamed: per successful request of two tokens or more and no
+/// reasoning, its completion tokens over the stream events that carried its content. None when
+/// no request qualifies (or the trace predates these columns).
+fn stream_grain(req: &Columns, ok: &[Option<f64>]) -> Option<crate::report::summary::StreamGrain> {
+    let (tokens, events) = (col(req, "completion_tokens"), col(req, "content_chunks"));
+    let reasoning = col(req, "first_reasoning_ns");
+    let mut per_event = Vec::new();
+    let mut one_event = 0;
+    for (i, o) in ok.iter().enumerate() {
+        let (Some(1.0), Some(Some(t)), Some(Some(e))) = (o, tokens.get(i), events.get(i)) else {
+            continue;
+        };
+        if *t < 2.0 || *e < 1.0 || reasoning.get(i).copied().flatten().is_some() {
+            continue;
+        }
+        per_event.push(t / e);
+        one_event += usize::from(*e == 1.0);
+    }
+    Some(crate::report::summary::StreamGrain {
+        checked: per_event.len(),
+        tokens_per_event_p50: crate::record::stats::pct_of(&mut per_event, 50.0)?,
+        one_event,
+    })
 }
 
 /// Synthetic runs: each successful request's prompt tokens as the server counted them

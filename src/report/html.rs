@@ -342,6 +342,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                         .into_iter()
                         .chain(summary::truncation_note(r))
                         .chain(summary::prompt_length_note(r))
+                        .chain(summary::stream_note(r))
                         .chain(summary::scoring_note(r))
                         .chain(summary::reasoning_note(r))
                 })

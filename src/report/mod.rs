@@ -158,10 +158,11 @@ pub(crate) fn markdown(
         .filter_map(summary::format_note)
         .chain(rows.iter().filter_map(summary::truncation_note))
         .chain(rows.iter().filter_map(summary::prompt_length_note))
+        .chain(rows.iter().filter_map(summary::stream_note))
         .chain(rows.iter().filter_map(summary::scoring_note))
         .collect();
     if !format_notes.is_empty() {
-        out.push_str("\n## Format failures, truncation and prompt lengths\n\n");
+        out.push_str("\n## Format failures, truncation, prompt lengths and streaming\n\n");
         for n in format_notes {
             let _ = writeln!(out, "- {n}");
         }
@@ -589,6 +590,9 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
         }
         if let Some(note) = summary::prompt_length_note(r) {
             out.push_str(&format!("prompt lengths: {note}\n"));
+        }
+        if let Some(note) = summary::stream_note(r) {
+            out.push_str(&format!("stream: {note}\n"));
         }
     }
     out.push_str(&text::answer_terminal(answers));

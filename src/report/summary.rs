@@ -67,6 +67,8 @@ pub(crate) struct RunData {
     pub truncation: Option<Truncation>,
     /// Synthetic runs: prompts whose length as the server counted it missed their target.
     pub prompt_lengths: Option<PromptLengths>,
+    /// How many tokens the engine's stream events carried.
+    pub stream: Option<StreamGrain>,
     /// How the task read the model's choice (`logprobs`: one token per request, no
     /// truncation to speak of).
     pub scoring: crate::spec::Scoring,
@@ -650,6 +652,10 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 (
                     "unparsed_other_rate",
                     f(d.truncation.and_then(|t| t.of_scored(t.unparsed_other))),
+                ),
+                (
+                    "tokens_per_event_p50",
+                    f(d.stream.map(|g| g.tokens_per_event_p50)),
                 ),
             ]);
             v.extend(super::provenance::columns(d.provenance.as_ref()));

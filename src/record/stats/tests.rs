@@ -212,3 +212,14 @@ fn failed_requests_are_counted_apart() {
     assert_eq!(s.itl_ms.p50, Some(10.0));
     assert_eq!(s.ttft_ms.n, 1);
 }
+
+#[test]
+fn an_output_that_arrived_in_one_event_has_no_time_per_token() {
+    // 18 tokens, the first and the last at the same instant: not 0 ms per token, none.
+    assert_eq!(tpot_ms(&req(0, 0, 0, 40_000_000, 40_000_000, 18)), None);
+    // Two events 17 ms apart over 18 tokens: 1 ms per token.
+    assert_eq!(
+        tpot_ms(&req(1, 0, 0, 40_000_000, 57_000_000, 18)),
+        Some(1.0)
+    );
+}

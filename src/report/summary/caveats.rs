@@ -76,6 +76,33 @@ pub(crate) fn prompt_length_note(r: &Row) -> Option<String> {
     })
 }
 
+/// How coarsely a run's engine streamed: over its successful requests of two tokens or more
+/// without reasoning, the median of completion tokens per stream event that carried them, and
+/// how many came whole in a single event.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct StreamGrain {
+    pub checked: usize,
+    pub tokens_per_event_p50: f64,
+    pub one_event: usize,
+}
+
+/// From this many tokens per stream event (median) on, a run's TPOT and ITL time when the
+/// tokens arrived, not the engine's decode steps.
+pub(crate) const COARSE_STREAM: f64 = 4.0;
+
+/// The caveat of a run whose engine sent its tokens in few large stream events (LMDeploy under
+/// batch load sends a whole answer at once): TPOT and ITL there say how the stream was cut, and
+/// the decode time sits in TTFT and E2E.
+pub(crate) fn stream_note(r: &Row) -> Option<String> {
+    let g = r.data.stream?;
+    (g.tokens_per_event_p50 >= COARSE_STREAM).then(|| {
+        format!(
+            "{}: the engine streamed {:.1} tokens per event (median; {} of {} requests came whole in one event, and have no TPOT) — its TPOT and ITL time when tokens arrived, not each decode step, and the decode sits in TTFT and E2E; compare it by tokens/s and E2E.",
+            r.data.label, g.tokens_per_event_p50, g.one_event, g.checked
+        )
+    })
+}
+
 /// How a run's quality was read, when it was not from free generated text: `scoring
 /// "logprobs"` runs generate one token, so their timing is a prefill's; `constrained` ones were
 /// forced to a label.
@@ -238,5 +265,33 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("largest difference -3 tokens"), "{note}");
+    }
+
+    #[test]
+    fn a_run_streamed_in_large_events_says_its_tpot_times_the_delivery() {
+        let mut r = Row::default();
+        r.data.label = "m:q@e synth batch".into();
+        // A token or two per event: TPOT is the decode's.
+        r.data.stream = Some(StreamGrain {
+            checked: 300,
+            tokens_per_event_p50: 1.4,
+            one_event: 0,
+        });
+        assert_eq!(stream_note(&r), None);
+        // LMDeploy under batch load: whole answers in one event.
+        r.data.stream = Some(StreamGrain {
+            checked: 3712,
+            tokens_per_event_p50: 18.0,
+            one_event: 3500,
+        });
+        let note = stream_note(&r).unwrap();
+        assert!(
+            note.starts_with("m:q@e synth batch: the engine streamed 18.0 tokens per event"),
+            "{note}"
+        );
+        assert!(
+            note.contains("3500 of 3712 requests came whole in one event"),
+            "{note}"
+        );
     }
 }
