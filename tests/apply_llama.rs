@@ -578,6 +578,21 @@ scenario "replayed" {
         replayed["output_tokens"].as_u64().unwrap() <= 7,
         "{replayed}"
     );
+    // requests.parquet says what cap each request went out with: the trace's lengths in the
+    // order they arrived; none of its own in a run that sent the task's max-tokens.
+    let replay_run = object_of(&cache, "run", "mmlu replayed");
+    let ids = u32_column(&replay_run, "requests.parquet", "request_id");
+    let caps = u32_column(&replay_run, "requests.parquet", "request_max_tokens");
+    let mut by_id: Vec<(Option<u32>, Option<u32>)> = ids.into_iter().zip(caps).collect();
+    by_id.sort();
+    let caps: Vec<Option<u32>> = by_id.into_iter().map(|(_, c)| c).collect();
+    assert_eq!(caps, [Some(2), Some(3), Some(2)]);
+    let closed_caps = u32_column(
+        &object_of(&cache, "run", "mmlu closed"),
+        "requests.parquet",
+        "request_max_tokens",
+    );
+    assert!(closed_caps.iter().all(Option::is_none), "{closed_caps:?}");
     let bursty = stats("run smollm2:q4_1@llama mmlu bursty");
     assert!(bursty["requests"].as_u64().unwrap() >= 2, "{bursty}");
     // Per-token ITL exists and, with one token per llama.cpp chunk, is close to ITL.

@@ -314,6 +314,7 @@ impl InferenceClient for HttpClient {
             user: req.user,
             sample: req.sample,
             sample_id: req.sample_id.clone(),
+            max_tokens: req.max_tokens,
             scheduled_ns: clock.ns(scheduled),
             ..Default::default()
         };

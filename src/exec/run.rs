@@ -244,8 +244,7 @@ impl Executor<'_> {
         let written = self.write_object(f.key, |tmp| {
             let pq = table_io("write the run's Parquet traces");
             let js = std_io("write the run's files");
-            let caps: Vec<Option<u32>> = f.samples.iter().map(|s| s.max_tokens).collect();
-            crate::trace::write_requests(&tmp.join("requests.parquet"), f.key, &f.spec.columns, f.utc_ns, &f.outcome.requests, &caps).map_err(&pq)?;
+            crate::trace::write_requests(&tmp.join("requests.parquet"), f.key, &f.spec.columns, f.utc_ns, &f.outcome.requests).map_err(&pq)?;
             crate::trace::write_chunks(&tmp.join("chunks.parquet"), f.key, &f.spec.columns, &f.outcome.chunks).map_err(&pq)?;
             let outputs: Vec<String> = f.outcome
                 .requests

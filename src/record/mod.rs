@@ -86,6 +86,9 @@ pub(crate) struct RequestRecord {
     pub user: Option<u32>,
     pub sample: usize,
     pub sample_id: String,
+    /// The `max_tokens` this request was sent with where it was not the run's (a synthetic
+    /// sample's drawn output length, a replayed arrival's).
+    pub max_tokens: Option<u32>,
     pub scheduled_ns: i64,
     pub sent_ns: Option<i64>,
     pub first_byte_ns: Option<i64>,

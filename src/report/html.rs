@@ -453,9 +453,7 @@ fn pareto(rows: &[Row]) -> Vec<ParetoChart> {
             .unwrap_or_else(|| "quality".into());
         type Get = fn(&Row) -> Option<f64>;
         let axes: [(&str, &'static str, Get); 2] = [
-            ("TPOT p50 (ms)", "tpot", |r| {
-                r.data.stats.as_ref().and_then(|s| s.tpot_ms.p50)
-            }),
+            ("TPOT p50 (ms)", "tpot", |r| r.decode_tpot_p50()),
             ("J per output token", "energy", |r| {
                 r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token)
             }),

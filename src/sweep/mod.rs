@@ -194,6 +194,22 @@ mod tests {
         .unwrap_or_else(|e| panic!("{}", diag::render(&e, false)))
     }
 
+    /// The problems a sweep text is refused for (no environment, no overrides).
+    fn parse_err(text: &str) -> SweepError {
+        parse(
+            "t.kdl",
+            text,
+            Path::new("/"),
+            &|_| None,
+            &Overrides::default(),
+        )
+        .unwrap_err()
+    }
+
+    fn messages(err: &SweepError) -> Vec<&str> {
+        err.problems.iter().map(|p| p.message.as_str()).collect()
+    }
+
     const TEXT: &str = r##"
 sweep "s" { seed 5; repeats 3; }
 defaults { max-tokens 32; temperature 0.5; top-p 0.9; stop "\n" "END"; warmup 0; request-timeout 30; }
@@ -316,18 +332,23 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
         assert_eq!(per_task(&s), [(0, true), (1, false)]);
         // An engine that has no such request field is refused, as for the sweep's.
         let ollama = "engine \"o\" { kind \"ollama\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }\n";
-        let err = parse(
-            "t.kdl",
-            &format!("{head}{ollama}task \"load\" {{ kind \"synthetic\"; input-tokens 32; ignore-eos #true; }}\n"),
-            Path::new("/"),
-            &|_| None,
-            &Overrides::default(),
-        )
-        .unwrap_err();
-        let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
+        let err = parse_err(&format!(
+            "{head}{ollama}task \"load\" {{ kind \"synthetic\"; input-tokens 32; ignore-eos #true; }}\n"
+        ));
         assert_eq!(
-            messages,
+            messages(&err),
             ["engine `o` (ollama) cannot be told `ignore-eos`"]
+        );
+        // Not refused where the matrix keeps that task from the engine, or where its tasks
+        // turn the sweep's off.
+        let s = parse_ok(
+            &format!("{head}{openai}{ollama}task \"load\" {{ kind \"synthetic\"; input-tokens 32; ignore-eos #true; }}\ntask \"q\" {{ kind \"mmlu\"; dataset \"d\"; }}\nmatrix {{ exclude engine=\"o\" task=\"load\"; }}\n"),
+            &[],
+        );
+        assert_eq!(crate::spec::expand::configs(&s).len(), 3);
+        parse_ok(
+            &format!("defaults {{ ignore-eos #true; }}\n{head}{ollama}task \"q\" {{ kind \"mmlu\"; dataset \"d\"; ignore-eos #false; }}\n"),
+            &[],
         );
     }
 
@@ -362,17 +383,9 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
         let bad = format!(
             "{head}task \"a\" {{ kind \"synthetic\"; input-tokens \"uniform\" min=30 max=20; dataset \"d\"; }}\ntask \"b\" {{ kind \"synthetic\"; input-tokens \"histogram\" \"x:1\"; }}\ntask \"c\" {{ kind \"synthetic\"; input-tokens 32; shared-prefix 32; }}\ntask \"d\" {{ kind \"synthetic\"; }}\ntask \"e\" {{ kind \"mmlu\"; dataset \"d\"; turns 2; }}\n"
         );
-        let err = parse(
-            "t.kdl",
-            &bad,
-            Path::new("/"),
-            &|_| None,
-            &Overrides::default(),
-        )
-        .unwrap_err();
-        let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
+        let err = parse_err(&bad);
         assert_eq!(
-            messages,
+            messages(&err),
             [
                 "`uniform` has min 30 above max 20",
                 "`dataset` does not apply to a `synthetic` task",
@@ -380,25 +393,16 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
                 "a shared prefix of 32 tokens leaves no room in prompts of 32 tokens",
                 "synthetic task has no `input-tokens`",
                 "`turns` does not apply to a `mmlu` task",
-            ],
-            "{messages:?}"
+            ]
         );
     }
 
     #[test]
     fn every_problem_is_reported_in_file_order() {
         let text = "sweep \"s\"\nmodel \"m\" { path 3; }\nengine \"e\" { kind \"nope\"; }\ntask \"t\" { kind \"mmlu\"; dataset \"d\"; shots 9; }\nscenario \"c\" { kind \"single\"; requests 0; }\n";
-        let err = parse(
-            "t.kdl",
-            text,
-            Path::new("/"),
-            &|_| None,
-            &Overrides::default(),
-        )
-        .unwrap_err();
-        let messages: Vec<&str> = err.problems.iter().map(|p| p.message.as_str()).collect();
+        let err = parse_err(text);
         assert_eq!(
-            messages,
+            messages(&err),
             [
                 "`path` expects a string",
                 "process engine has no `binary`",

@@ -235,16 +235,13 @@ impl Table {
     }
 }
 
-/// `requests.parquet`: one row per measured request. `caps[sample]` is the `max_tokens` a
-/// sample's requests were sent with where it overrode the run's (synthetic output lengths,
-/// replayed traces): the `request_max_tokens` column, null where the run's applied.
+/// `requests.parquet`: one row per measured request.
 pub(crate) fn write_requests(
     path: &Path,
     node_key: &str,
     c: &Columns,
     utc_anchor_ns: i64,
     rs: &[RequestRecord],
-    caps: &[Option<u32>],
 ) -> Result<(), TableError> {
     let n = rs.len();
     let mut t = Table::new(n, node_key, c);
@@ -340,9 +337,7 @@ pub(crate) fn write_requests(
     );
     t.u32(
         "request_max_tokens",
-        rs.iter()
-            .map(|r| caps.get(r.sample).copied().flatten())
-            .collect(),
+        rs.iter().map(|r| r.max_tokens).collect(),
         true,
     );
     t.str(

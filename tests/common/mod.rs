@@ -390,3 +390,26 @@ pub fn output_texts(run: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// A uint32 column of one of a run's Parquet tables (`requests.parquet`…), row by row.
+pub fn u32_column(run: &Path, table: &str, column: &str) -> Vec<Option<u32>> {
+    use arrow_array::Array;
+    let f = std::fs::File::open(run.join(table)).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        let c = b
+            .column_by_name(column)
+            .unwrap_or_else(|| panic!("{table} has no column {column}"));
+        let c = c
+            .as_any()
+            .downcast_ref::<arrow_array::UInt32Array>()
+            .unwrap_or_else(|| panic!("{table}: {column} is not uint32"));
+        out.extend((0..c.len()).map(|i| (!c.is_null(i)).then(|| c.value(i))));
+    }
+    out
+}

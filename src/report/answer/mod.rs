@@ -123,7 +123,8 @@ fn row_value(r: &Row, o: Objective) -> Option<f64> {
         Objective::CostPerCorrect => r.cost_per_1k_correct,
         Objective::JPerToken => r.data.telemetry.as_ref()?.j_per_output_token,
         Objective::TtftP95 => s?.ttft_ms.p95,
-        Objective::TpotP50 => s?.tpot_ms.p50,
+        // Not from a coarse stream (its TPOT is the delivery's).
+        Objective::TpotP50 => r.decode_tpot_p50(),
         Objective::E2eP95 => s?.e2e_ms.p95,
         Objective::Goodput => r.goodput_rps,
         // Over the steady part when the run has one.

@@ -90,14 +90,30 @@ pub(crate) struct StreamGrain {
 /// tokens arrived, not the engine's decode steps.
 pub(crate) const COARSE_STREAM: f64 = 4.0;
 
+impl Row {
+    /// The engine streamed [`COARSE_STREAM`] tokens per event or more: the run's TPOT is the
+    /// stream's delivery, not the decode, and ranks nothing (objectives, Pareto fronts).
+    pub fn coarse_stream(&self) -> bool {
+        self.data
+            .stream
+            .is_some_and(|g| g.tokens_per_event_p50 >= COARSE_STREAM)
+    }
+
+    /// TPOT p50 where it times the decode (None for a coarse stream).
+    pub fn decode_tpot_p50(&self) -> Option<f64> {
+        let p50 = self.data.stats.as_ref()?.tpot_ms.p50;
+        p50.filter(|_| !self.coarse_stream())
+    }
+}
+
 /// The caveat of a run whose engine sent its tokens in few large stream events (LMDeploy under
 /// batch load sends a whole answer at once): TPOT and ITL there say how the stream was cut, and
 /// the decode time sits in TTFT and E2E.
 pub(crate) fn stream_note(r: &Row) -> Option<String> {
     let g = r.data.stream?;
-    (g.tokens_per_event_p50 >= COARSE_STREAM).then(|| {
+    r.coarse_stream().then(|| {
         format!(
-            "{}: the engine streamed {:.1} tokens per event (median; {} of {} requests came whole in one event, and have no TPOT) — its TPOT and ITL time when tokens arrived, not each decode step, and the decode sits in TTFT and E2E; compare it by tokens/s and E2E.",
+            "{}: the engine streamed {:.1} tokens per event (median; {} of {} requests came whole in one event) — its TPOT and ITL time when tokens arrived, not each decode step, and the decode sits in TTFT and E2E; compare it by tokens/s and E2E.",
             r.data.label, g.tokens_per_event_p50, g.one_event, g.checked
         )
     })
@@ -278,6 +294,10 @@ mod tests {
             one_event: 0,
         });
         assert_eq!(stream_note(&r), None);
+        let mut stats = crate::record::stats::RunStats::default();
+        stats.tpot_ms.p50 = Some(1.9);
+        r.data.stats = Some(stats);
+        assert_eq!(r.decode_tpot_p50(), Some(1.9));
         // LMDeploy under batch load: whole answers in one event.
         r.data.stream = Some(StreamGrain {
             checked: 3712,
@@ -293,5 +313,7 @@ mod tests {
             note.contains("3500 of 3712 requests came whole in one event"),
             "{note}"
         );
+        // Its TPOT ranks nothing: no objective value, no point on the TPOT front.
+        assert_eq!(r.decode_tpot_p50(), None);
     }
 }

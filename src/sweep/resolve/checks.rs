@@ -31,16 +31,20 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
     // Logprobs and constrained scoring need what only some engines offer; the configurations
     // are expanded for it only when a task asks for either.
     let mut refused = BTreeSet::new();
-    let needs_engine = sweep
-        .tasks
-        .iter()
-        .any(|t| t.scoring != crate::spec::Scoring::Generative || t.fewshot_as_turns);
+    let d = &sweep.defaults.sampling;
+    let needs_engine = d.ignore_eos
+        || d.min_tokens.is_some()
+        || sweep.tasks.iter().any(|t| {
+            t.scoring != crate::spec::Scoring::Generative
+                || t.fewshot_as_turns
+                || t.ignore_eos == Some(true)
+        });
     let configs = if needs_engine {
         crate::spec::expand::configs(sweep)
     } else {
         Vec::new()
     };
-    for cfg in configs {
+    for cfg in &configs {
         let (engine, task) = (&sweep.engines[cfg.engine], &sweep.tasks[cfg.task]);
         // Shots as turns are chat messages: a completion prompt would drop them.
         if task.fewshot_as_turns
@@ -90,7 +94,13 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
             }
         }
     }
-    // Once per engine block (its setting combinations and cold starts share these).
+    check_engine_blocks(ctx, sweep, &configs);
+}
+
+/// Once per engine block (its setting combinations and cold starts share these): the request
+/// fields its runs are asked for (`configs`: the matrix's, when a task or the sweep asks for
+/// one) and the quantization it is given.
+fn check_engine_blocks(ctx: &mut Ctx, sweep: &Sweep, configs: &[crate::spec::expand::Config]) {
     let mut said = BTreeSet::new();
     for cfg in crate::spec::expand::deployments(sweep) {
         let engine = &sweep.engines[cfg.engine];
@@ -99,12 +109,26 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
         }
         let variant = &sweep.models[cfg.model].variants[cfg.variant];
         let entry = engine.catalog;
-        let s = &sweep.defaults.sampling;
-        // The sweep's, or a task's own (the check is per engine block, not per task).
-        let ignore_eos = s.ignore_eos || sweep.tasks.iter().any(|t| t.ignore_eos == Some(true));
+        // Asked of this engine block's runs (the sweep's, or a task's own; not of a task the
+        // matrix excludes from it).
+        let asked = |f: fn(&crate::spec::Sampling) -> bool| {
+            configs.iter().any(|c| {
+                sweep.engines[c.engine].base.value == engine.base.value
+                    && (c.model, c.variant) == (cfg.model, cfg.variant)
+                    && f(&c.sampling)
+            })
+        };
         for (set, field, name) in [
-            (ignore_eos, entry.ignore_eos_field, "ignore-eos"),
-            (s.min_tokens.is_some(), entry.min_tokens_field, "min-tokens"),
+            (
+                asked(|s| s.ignore_eos),
+                entry.ignore_eos_field,
+                "ignore-eos",
+            ),
+            (
+                asked(|s| s.min_tokens.is_some()),
+                entry.min_tokens_field,
+                "min-tokens",
+            ),
         ] {
             if set && field.is_none() {
                 ctx.err_help(
