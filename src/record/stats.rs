@@ -121,7 +121,6 @@ pub(crate) fn tpot_ms(r: &RequestRecord) -> Option<f64> {
     if n < 2 {
         return None;
     }
-    // Tokens that all arrived at one instant (one stream event) give no time per token.
     let span = r.last_token_ns? - first_output_ns(r)?;
     (span > 0).then(|| span as f64 / MS / (n - 1) as f64)
 }

@@ -28,8 +28,9 @@ pub(super) fn check_compatibility(ctx: &mut Ctx, sweep: &Sweep) {
             "the exclude rules (or the quantization filter) remove every configuration",
         );
     }
-    // Logprobs and constrained scoring need what only some engines offer; the configurations
-    // are expanded for it only when a task asks for either.
+    // Logprobs and constrained scoring, shots as turns, ignore-eos and min-tokens need what only
+    // some engines offer; the configurations are expanded only when a task or the sweep asks
+    // for one of them.
     let mut refused = BTreeSet::new();
     let d = &sweep.defaults.sampling;
     let needs_engine = d.ignore_eos
