@@ -3,7 +3,8 @@
 # /root/parts: joins them, checks every sha256, unpacks each engine pack to
 # /root/site-<engine>, installs the gguf wheel in /root/site-gguf, writes the launch
 # wrappers in /root/bin and converts /root/model.gguf into the Hugging Face folder
-# /root/hf-smollm2 (with a short check generation). About a minute. Idempotent: what is
+# /root/hf-smollm2 (with a short check generation), and every other carried GGUF NAME.gguf
+# into /root/hf-NAME. About a minute. Idempotent: what is
 # already unpacked from the same parts, or converted from the same GGUF, is kept.
 # See docs/study/README.md.
 #
@@ -86,4 +87,14 @@ if [ -f "$MODEL" ]; then
 else
   log "no $MODEL yet: join the GGUF first (docs/study/device-engines.sh start does), then run this again"
 fi
+# Every other GGUF carried (another model of the sweep, e.g. qwen2.5-coder-0.5b.gguf) into
+# $ROOT/hf-<its name>, likewise checked.
+for gguf in "$CARRY"/*.gguf; do
+  [ -f "$gguf" ] && [ "$gguf" != "$MODEL" ] || continue
+  out=$ROOT/hf-$(basename "$gguf" .gguf)
+  log "converting $gguf -> $out"
+  PYTHONPATH=$ROOT/site-gguf HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 \
+    "$PY" "$REPO/docs/study/convert-gguf-to-hf.py" "$gguf" "$out" --check \
+    || die "conversion of $gguf failed"
+done
 log "done in $((SECONDS - t0)) s; $(df -h "$ROOT" | awk 'NR==2 {print $4}') free on $ROOT"

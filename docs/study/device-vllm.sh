@@ -64,6 +64,8 @@ export BENCH360_SMOLLM2_HF=$ROOT/hf-qwen2.5-coder-1.5b
 # llama.cpp, when `recv … build` started its build, and the GGUF it serves.
 export BENCH360_LLAMA_SERVER=$ROOT/llama/llama.cpp/build/bin/llama-server
 export BENCH360_QWEN2_5_CODER_1_5B_GGUF=$ROOT/carry/qwen2.5-coder-1.5b.gguf
+# The small model, when its GGUF is carried (device-unpack.sh converts it into $ROOT/hf-qwen2.5-coder-0.5b).
+export BENCH360_QWEN2_5_CODER_0_5B_GGUF=$ROOT/carry/qwen2.5-coder-0.5b.gguf
 RUN=$ROOT/run   # a copy of the sweeps, datasets and scripts that apply reads (the tree is re-synced every call)
 log() { printf '[device-vllm %s] %s\n' "$(date -u +%T)" "$*"; }
 

@@ -162,14 +162,80 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-/// The last `lines` lines of a log file (empty when unreadable), for failure causes.
+/// The last `lines` lines of a log file, for failure causes; before them, the error lines from
+/// earlier in the log that the tail lacks (at most [`EARLIER_ERRORS`]). A Python engine whose
+/// worker process failed ends its log with the server's own traceback ("See root cause
+/// above"): the root cause — vLLM's "No available memory for the cache blocks", a CUDA
+/// out-of-memory — is pages above it, and a cause without it would not say why.
 pub(crate) fn tail_of(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     let all: Vec<&str> = text.lines().collect();
     if all.is_empty() {
         return format!("(nothing in {})", path.display());
     }
-    all[all.len().saturating_sub(lines)..].join("\n")
+    let cut = all.len().saturating_sub(lines);
+    let tail = &all[cut..];
+    let earlier = error_lines(&all[..cut], tail);
+    if earlier.is_empty() {
+        return tail.join("\n");
+    }
+    format!(
+        "{}\n…\n{}",
+        earlier
+            .iter()
+            .map(|l| shorten(l, 400))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        tail.join("\n")
+    )
+}
+
+/// How many error lines from before a log's tail a failure cause keeps (the first ones: the
+/// root cause comes before what it set off).
+const EARLIER_ERRORS: usize = 4;
+
+/// An exception's message line (`ValueError: …`, `torch.OutOfMemoryError: …`, after any
+/// logger prefix) or any line reporting memory exhaustion (llama.cpp's `cudaMalloc failed: out
+/// of memory`).
+static ERROR_LINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?:^|[\s:\]])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.*)$|((?i:out of memory|no available memory).*)",
+    )
+    .expect("valid regex")
+});
+
+/// The distinct error lines of `earlier` (compared from the exception's name on, so the same
+/// message printed by two processes counts once) that `tail` does not already show.
+fn error_lines<'a>(earlier: &[&'a str], tail: &[&str]) -> Vec<&'a str> {
+    let message = |l: &str| {
+        ERROR_LINE
+            .captures(l)
+            .and_then(|c| c.get(1).or_else(|| c.get(2)))
+            .map(|m| l[m.start()..].trim().to_string())
+    };
+    let mut seen: std::collections::HashSet<String> =
+        tail.iter().filter_map(|l| message(l)).collect();
+    let mut out = Vec::new();
+    for &l in earlier {
+        if let Some(m) = message(l) {
+            if seen.insert(m) {
+                out.push(l.trim_end());
+                if out.len() == EARLIER_ERRORS {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `s` cut to at most `max` characters, with an ellipsis when cut.
+fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 /// Why an engine being started did not become healthy.
@@ -467,6 +533,62 @@ impl RunningEngine for EndpointEngine {
 mod tests {
     use super::*;
     use crate::spec::{catalog, Api, Spanned};
+
+    #[test]
+    fn a_failure_cause_keeps_the_root_cause_from_above_the_tail() {
+        // The shape of a Python engine whose worker failed: the worker's traceback and its
+        // message, then the server's own traceback, which only points back at it.
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("engine.log");
+        let mut text = String::from("(EngineCore pid=7) INFO loading weights took 3.41 GiB\n");
+        for _ in 0..2 {
+            text.push_str(
+                "(EngineCore pid=7) ERROR [core.py:1] Traceback (most recent call last):\n",
+            );
+            text.push_str("(EngineCore pid=7) ERROR [core.py:1]     raise ValueError(\n");
+            text.push_str("(EngineCore pid=7) ERROR [core.py:1] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.\n");
+        }
+        text.push_str("(EngineCore pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n");
+        for i in 0..20 {
+            text.push_str(&format!(
+                "(APIServer pid=1)   File \"api_server.py\", line {i}, in main\n"
+            ));
+        }
+        text.push_str("(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.\n");
+        std::fs::write(&log, text).unwrap();
+
+        let cause = tail_of(&log, 5);
+        let lines: Vec<&str> = cause.lines().collect();
+        // The two distinct messages from above, once each, in order; then the tail.
+        assert!(lines[0].ends_with("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`."), "{cause}");
+        assert!(
+            lines[1].ends_with(
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"
+            ),
+            "{cause}"
+        );
+        assert_eq!(lines[2], "…");
+        assert_eq!(lines.len(), 3 + 5, "{cause}");
+        assert!(lines[7].ends_with("See root cause above."));
+        // The source line that raised it is not a message.
+        assert!(!cause.contains("raise ValueError("));
+
+        // A log whose tail already says why keeps only the tail.
+        std::fs::write(
+            &log,
+            "starting\nllama_init: cudaMalloc failed: out of memory\nexiting\n",
+        )
+        .unwrap();
+        assert_eq!(
+            tail_of(&log, 2),
+            "llama_init: cudaMalloc failed: out of memory\nexiting"
+        );
+        assert_eq!(
+            tail_of(&log, 1),
+            "llama_init: cudaMalloc failed: out of memory\n…\nexiting"
+        );
+        assert!(tail_of(&dir.path().join("none.log"), 3).starts_with("(nothing in "));
+    }
 
     #[test]
     fn llama_cpp_context_is_per_slot_times_slots() {
