@@ -144,6 +144,8 @@ def describe(key, d, c, rec, score_dir):
                       columns=["scheduled_ns", "end_ns", "ttft_ms", "tpot_ms", "e2e_ms",
                                "completion_tokens", "ok"]).to_pydict()
     ok = [i for i, x in enumerate(t["ok"]) if x]
+    inputs = rec.get("inputs") or {}
+    tokens = [t["completion_tokens"][i] for i in ok if t["completion_tokens"][i] is not None]
     srt = lambda col: sorted(t[col][i] for i in ok if t[col][i] is not None)
     ttft, tpot, e2e = srt("ttft_ms"), srt("tpot_ms"), srt("e2e_ms")
     tel = read_json(os.path.join(d, "telemetry.json")) or {}
@@ -159,6 +161,10 @@ def describe(key, d, c, rec, score_dir):
         "ttft_p95": pct(ttft, 95), "e2e_p95": pct(e2e, 95),
         "j_per_token": tel.get("j_per_output_token"), "energy_source": tel.get("energy_source"),
         "gpu_util": gpu_util(tel),
+        "tokens_mean": statistics.fmean(tokens) if tokens else None,
+        # Generation past end-of-sequence (exact output lengths), as the run's key has it.
+        "ignore_eos": inputs.get("sampling.ignore-eos") == "true",
+        "synthetic": inputs.get("task.kind") == '"synthetic"',
     }
     if c["scenario_kind"] == "batch":
         row["batches"] = batch_rates(t, ok)
@@ -262,6 +268,7 @@ def verdict(label, cands, higher, unit):
         return f"- {label}: no data"
     iv = lambda c: "" if c[2] is None else f" [{c[2]:.2f}, {c[3]:.2f}]"
     others = [c for c in cands if c is not best and c not in ties and c not in unknown and c[1] is not None]
+    others.sort(key=lambda c: c[1], reverse=higher)  # nearest the best first
     s = f"- {label}: **{best[0]}** ({best[1]:.2f}{iv(best)} {unit})"
     if ties:
         s += "; inside its noise: " + ", ".join(f"{c[0]} ({c[1]:.2f}{iv(c)})" for c in ties)
@@ -286,12 +293,23 @@ def main():
         colds += k
     if not runs:
         sys.exit("no runs found")
+    # The synthetic task's runs from before it forced its lengths (`ignore-eos`) stopped at EOS:
+    # where the same configuration has runs with exact lengths, they are superseded; any other
+    # is shown under its own task name, so that the two are never pooled as repeats.
+    exact = {config_key(r) for r in runs if r["ignore_eos"]}
+    superseded = [r for r in runs if r["synthetic"] and not r["ignore_eos"] and config_key(r) in exact]
+    runs = [r for r in runs if not any(r is x for x in superseded)]
+    for r in runs:
+        if r["synthetic"] and not r["ignore_eos"]:
+            r["task"] += " (stops at EOS)"
     os.makedirs(a.out, exist_ok=True)
     groups = defaultdict(list)
     for r in runs:
         groups[config_key(r)].append(r)
     md = ["# The seed's scenarios, from bench360's records", "",
-          f"{len(runs)} runs from {len(a.caches)} cache(s); sweep {a.sweep or '(any)'}.", ""]
+          f"{len(runs)} runs from {len(a.caches)} cache(s); sweep {a.sweep or '(any)'}."
+          + (f" {len(superseded)} synthetic runs that stopped at EOS are left out: the same"
+             " configurations ran again with exact lengths." if superseded else ""), ""]
     md += cold_table(colds)
     md += single_table(groups)
     md += batch_table(groups)
@@ -444,7 +462,8 @@ def with_hw(m, hw):
 def write_runs_csv(runs, path):
     cols = ["label", "engine", "quantization", "task", "scenario", "params", "repeat", "requests", "ok",
             "window_s", "tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p50", "ttft_p95", "e2e_p95",
-            "j_per_token", "gpu_util", "batch_rate_mean", "batches", "quality", "quality_items", "key"]
+            "j_per_token", "gpu_util", "batch_rate_mean", "batches", "quality", "quality_items",
+            "completion_tokens_mean", "ignore_eos", "key"]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -456,7 +475,8 @@ def write_runs_csv(runs, path):
                         r["window_s"], r["tokens_per_s"], r["ttft_p50"][0], r["tpot_p50"][0],
                         r["e2e_p50"][0], r["ttft_p95"], r["e2e_p95"], r["j_per_token"], r["gpu_util"],
                         statistics.fmean(b) if b else None, len(b) or None,
-                        q[1] if q else None, q[3] if q else None, r["key"]])
+                        q[1] if q else None, q[3] if q else None, r["tokens_mean"], r["ignore_eos"],
+                        r["key"]])
 
 
 def figures(groups, runs, out, png):
