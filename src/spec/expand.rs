@@ -476,6 +476,10 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                                 for &t in &temperature {
                                     for &p in &top_p {
                                         for repeat in 0..sweep.repeats {
+                                            if !m.repeats.is_empty() && !m.repeats.contains(&repeat)
+                                            {
+                                                continue;
+                                            }
                                             let cfg = Config {
                                                 model,
                                                 variant,

@@ -693,6 +693,10 @@ pub(crate) struct Matrix {
     pub temperature: Vec<f64>,
     pub top_p: Vec<f64>,
     pub excludes: Vec<Exclude>,
+    /// `--only repeat=K…`: the repeats (counted from 0) this invocation runs; empty: all of
+    /// `repeats`. Never written in a sweep file: a repeat's key and label are those of the
+    /// whole sweep, so a hold can run one repeat and the next hold another.
+    pub repeats: Vec<u32>,
 }
 
 #[derive(Debug, Clone)]

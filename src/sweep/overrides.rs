@@ -27,7 +27,7 @@ pub(crate) struct Overrides {
 pub(crate) enum OverrideError {
     #[error("{flag} expects KEY=VALUE, got `{got}`")]
     NotKeyValue { flag: &'static str, got: String },
-    #[error("--only {axis}=…: the axes are model, quantization, engine, task, scenario and the engine settings parallel, ctx-size, gpu-memory, dtype, tensor-parallel, variant")]
+    #[error("--only {axis}=…: the axes are model, quantization, engine, task, scenario, repeat and the engine settings parallel, ctx-size, gpu-memory, dtype, tensor-parallel, variant")]
     UnknownAxis { axis: String },
     #[error("--only {axis}={value}: the sweep's matrix has no {axis} `{value}` (it has: {})", has.join(", "))]
     NotInMatrix {
@@ -57,7 +57,15 @@ impl Overrides {
         }
         for s in only {
             let (axis, values) = split(s, "--only")?;
-            if !["model", "quantization", "engine", "task", "scenario"].contains(&axis.as_str())
+            if ![
+                "model",
+                "quantization",
+                "engine",
+                "task",
+                "scenario",
+                "repeat",
+            ]
+            .contains(&axis.as_str())
                 && !crate::spec::ENGINE_AXES.contains(&axis.as_str())
             {
                 return Err(OverrideError::UnknownAxis { axis });
@@ -179,6 +187,10 @@ pub(crate) fn apply_only(
             only_setting(sweep, axis, values)?;
             continue;
         }
+        if axis == "repeat" {
+            only_repeats(sweep, values)?;
+            continue;
+        }
         let defined: Vec<String> = match axis.as_str() {
             "model" => sweep.models.iter().map(|m| m.name.value.clone()).collect(),
             "quantization" => sweep
@@ -250,6 +262,27 @@ pub(crate) fn apply_only(
     if !only.is_empty() && crate::spec::expand::configs(sweep).is_empty() {
         return Err(OverrideError::NothingLeft);
     }
+    Ok(())
+}
+
+/// `--only repeat=2,3`: the repeats as labels count them (` #2`), from 1 to the sweep's
+/// `repeats`.
+fn only_repeats(sweep: &mut Sweep, values: &[String]) -> Result<(), OverrideError> {
+    let has = || (1..=sweep.repeats).map(|k| k.to_string()).collect();
+    let mut picked = Vec::new();
+    for v in values {
+        match v.parse::<u32>() {
+            Ok(k) if (1..=sweep.repeats).contains(&k) => picked.push(k - 1),
+            _ => {
+                return Err(OverrideError::NotInMatrix {
+                    axis: "repeat".into(),
+                    value: v.clone(),
+                    has: has(),
+                })
+            }
+        }
+    }
+    sweep.matrix.repeats = picked;
     Ok(())
 }
 
@@ -356,5 +389,33 @@ scenario "one" { kind "single"; requests 4; }
         assert_eq!(s.engines[c[0].engine].name.value, "b");
         let e = apply_only(&mut s, &[("engine".into(), vec!["zz".into()])]).unwrap_err();
         assert!(e.to_string().contains("no engine `zz`"), "{e}");
+    }
+
+    #[test]
+    fn only_repeat_keeps_the_repeats_named_as_labels_count_them() {
+        let mut s = parsed(&[
+            ("sweep.repeats".into(), "3".into()),
+            ("sweep.cold-repeats".into(), "#true".into()),
+        ])
+        .unwrap();
+        assert_eq!(crate::spec::expand::configs(&s).len(), 6);
+        apply_only(&mut s, &[("repeat".into(), vec!["2".into(), "3".into()])]).unwrap();
+        let c = crate::spec::expand::configs(&s);
+        // Both engines, repeats #2 and #3 (indices 1 and 2), each on its own cold start.
+        assert_eq!(c.len(), 4);
+        assert!(
+            c.iter().all(|c| c.repeat >= 1 && c.start == c.repeat),
+            "{c:?}"
+        );
+        assert_eq!(s.repeats, 3, "the sweep's repeats (labels, keys) stay");
+        for bad in ["0", "4", "x"] {
+            let e = apply_only(&mut s, &[("repeat".into(), vec![bad.into()])]).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("no repeat `{bad}` (it has: 1, 2, 3)")),
+                "{e}"
+            );
+        }
+        assert!(Overrides::parse(&[], &["repeat=1".into()]).is_ok());
     }
 }

@@ -49,6 +49,7 @@ pub(super) fn resolve_matrix(
         .flat_map(|m| m.variants.iter().map(|v| v.quantization.value.as_str()))
         .collect();
     let m = Matrix {
+        repeats: Vec::new(),
         models: refs("model", model_names, ctx),
         quantizations: refs("quantization", quant_names.into_iter().collect(), ctx),
         engines: refs("engine", engine_names, ctx),
