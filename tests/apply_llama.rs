@@ -97,6 +97,21 @@ fn apply_runs_everything_then_nothing_then_only_what_changed() {
         planned[1].1.contains("scenario.requests: 3 → 4"),
         "{planned:?}"
     );
+    // Reported before it runs, the changed run is not shown with the numbers of its earlier
+    // configuration (3 requests): it is not run yet, and the report says what changed.
+    let early = bench(&cache, &["report", s]);
+    let summary = std::fs::read_to_string(cache.join("reports/inc/summary.csv")).unwrap();
+    let single = summary
+        .lines()
+        .find(|l| l.contains("smollm2:q4_1@llama mmlu single"))
+        .unwrap_or_else(|| panic!("{summary}\n{}", text(&early)));
+    assert!(!single.contains(",ok,"), "{single}");
+    let report = std::fs::read_to_string(cache.join("reports/inc/report.md")).unwrap();
+    assert!(
+        report.contains("not run yet as the sweep now says")
+            && report.contains("scenario.requests: 3 → 4"),
+        "{report}"
+    );
     let third = bench(&cache, &["apply", s]);
     assert!(third.status.success(), "{}", text(&third));
     assert_eq!(ran(&third), labels);

@@ -150,6 +150,33 @@ fn set_and_only_override_the_sweep_from_the_command_line() {
             .all(|l| l.contains(" mmlu ") || l.contains(" spider ")),
         "{only:?}"
     );
+    // --only repeat=K: that repeat, with the key and label the whole sweep gives it.
+    let keyed = |p: &serde_json::Value| -> Vec<(String, String)> {
+        p["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "run")
+            .map(|n| {
+                let label = n["label"].as_str().unwrap().to_string();
+                (label, n["key"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let three = [
+        "--set",
+        "sweep.repeats=3",
+        "--set",
+        "sweep.cold-repeats=#true",
+    ];
+    let whole = keyed(&plan(&three));
+    let second = keyed(&plan(&[&three[..], &["--only", "repeat=2"]].concat()));
+    assert_eq!(whole.len(), 3 * all.len());
+    assert_eq!(second.len(), all.len());
+    for run in &second {
+        assert!(run.0.ends_with(" #2"), "{run:?}");
+        assert!(whole.contains(run), "{run:?} is not the whole sweep's");
+    }
     // --set changes the key input, which the plan shows.
     let set = plan(&["--set", "task.mmlu.samples=7"]);
     let run = set["nodes"]

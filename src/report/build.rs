@@ -51,7 +51,12 @@ fn run_data(
         Some(r) if r.status == RecordStatus::Started => {
             Some("interrupted before it finished".into())
         }
-        None => Some("not run yet".into()),
+        None => Some(match earlier(store, plan, spec.node) {
+            Some(changed) => format!(
+                "not run yet as the sweep now says; the cache holds this run as configured before, not shown here ({changed})"
+            ),
+            None => "not run yet".into(),
+        }),
         _ => None,
     };
     let d = &plan.deployments[spec.deployment];
@@ -428,36 +433,38 @@ fn gpu_series(data: &mut RunData, dir: &std::path::Path, start: f64) {
 }
 
 /// Builds the report from the cache alone: for every run of the plan, its recorded results
-/// (or, when the planned key has no record, the last recorded node of the same
-/// configuration), and the cold starts.
+/// under its planned key, and the cold starts.
 pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Sweep) -> ReportFiles {
     let rows = summary_rows(store, plan, sweep);
     report_files(store, plan, sweep, rows)
 }
 
-/// A node's key as the report reads it: the planned key when it has a record, else the last
-/// recorded key of the same label (the configuration as it last ran).
-fn resolver<'a>(store: &'a Store, plan: &'a Plan) -> impl Fn(NodeIndex) -> String + 'a {
-    move |i| {
-        let n = &plan.graph[i];
-        if store.record(&n.key).is_some() {
-            n.key.clone()
-        } else {
-            store
-                .last_key(&plan.sweep, &n.label)
-                .unwrap_or_else(|| n.key.clone())
-        }
-    }
+/// A node's key as the report reads it: the planned key, only. The cache may hold the same
+/// label under another key — the configuration as it ran before an edit of the sweep (another
+/// `max-tokens`, `ignore-eos`, engine flag) — but those are another configuration's numbers:
+/// shown under this one's label they would be wrong without saying so. [`earlier`] names them.
+fn resolver(plan: &Plan) -> impl Fn(NodeIndex) -> String + '_ {
+    move |i| plan.graph[i].key.clone()
 }
 
-/// Every run of the plan as the report sees it: what it recorded (or, when the planned key
-/// has no record, the last recorded node of the same configuration).
+/// For a node the cache has no record of: whether it holds the same label's earlier
+/// configuration, and what changed since (as `plan` explains a changed node).
+fn earlier(store: &Store, plan: &Plan, i: NodeIndex) -> Option<String> {
+    use crate::plan::History;
+    let n = &plan.graph[i];
+    let prev = store.last_key(&plan.sweep, &n.label)?;
+    let past = History::past(store, &prev)?;
+    let changes = crate::plan::keys::diff(&past.inputs, &n.inputs);
+    (!changes.is_empty()).then(|| crate::plan::Why::Changed(changes).to_string())
+}
+
+/// Every run of the plan as the report sees it: what it recorded under its planned key.
 pub(crate) fn summary_rows(
     store: &Store,
     plan: &Plan,
     sweep: &crate::spec::Sweep,
 ) -> Vec<crate::report::summary::Row> {
-    let resolve = resolver(store, plan);
+    let resolve = resolver(plan);
     let primaries: Vec<&'static str> = (0..sweep.tasks.len())
         .map(|t| task::of(sweep, t).primary())
         .collect();
@@ -486,7 +493,7 @@ fn report_files(
 ) -> ReportFiles {
     let answers = crate::report::answer::answers(&rows, &sweep.slo);
     crate::report::answer::annotate(&mut rows, &answers);
-    let resolve = resolver(store, plan);
+    let resolve = resolver(plan);
     let coldstarts: Vec<(String, Option<ColdStart>)> = plan
         .deployments
         .iter()
