@@ -118,13 +118,17 @@ def main():
         if rec.get("kind") == "run" and rec.get("status") == "finished":
             recs[rec["key"]] = rec["label"]
     keys = a.keys or list(recs)
-    skipped = []
+    skipped, absent = [], []
     if a.summary:
         # Only the runs that finished: a row of a run that failed or never ran has nothing
         # to re-measure (it is listed below, not checked).
         keys = []
         for row in csv.DictReader(open(a.summary)):
             (keys if row.get("status") == "ok" else skipped).append(row["node_key"])
+        # A summary row whose run this cache does not hold (a slice's cache that carries only
+        # its own runs) is said, not read.
+        absent = [k for k in keys if k not in recs]
+        keys = [k for k in keys if k in recs]
     rows = [check(a.cache, k, recs.get(k, k)) for k in keys]
     f = lambda v, n=1: "—" if v is None else f"{v:.{n}f}"
     print("| run | GPUs | window s | counter J | ∫power J | counter/∫power | Δ % | ≤ 5 % | bench360 counter J | bench360 ∫power J | idle counter J / ∫power J |")
@@ -139,6 +143,8 @@ def main():
     print(f"\n{len(rows)} runs: {len(rows) - len(bad)} within 5 %, {len(bad)} outside or not comparable.")
     if skipped:
         print(f"{len(skipped)} rows of the summary not checked (status not ok: failed or not run): {' '.join(skipped)}")
+    if a.summary and absent:
+        print(f"{len(absent)} rows of the summary not checked (their runs are not in {a.cache}): {' '.join(absent)}")
     if a.json:
         json.dump(rows, open(a.json, "w"), indent=1)
     return 1 if bad else 0

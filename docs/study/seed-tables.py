@@ -363,14 +363,14 @@ def batch_stat(rs):
 
 def batch_table(groups):
     out = ["## Batch (the seed's Table 5)", "",
-           "| engine | weights | B | over | tokens/s (± 95 %) | TTFT p50 ms | E2E p50 ms | J/token | window s |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], int(kv[1][0]["params"].get("batch-size", 0)))):
+           "| engine | weights | prompts | B | over | tokens/s (± 95 %) | TTFT p50 ms | E2E p50 ms | J/token | window s |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], int(kv[1][0]["params"].get("batch-size", 0)))):
         if k[3] != "batch":
             continue
         m, hw, over = batch_stat(rs)
         j = mean_ci([r["j_per_token"] for r in rs])[0]
-        out.append(f"| {k[0]} | {k[1]} | {rs[0]['params'].get('batch-size')} | {over} | {fmt_ci(m, hw)} | "
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {rs[0]['params'].get('batch-size')} | {over} | {fmt_ci(m, hw)} | "
                    f"{pooled(rs, 'ttft_p50')} | {pooled(rs, 'e2e_p50')} | {fmt(j, 3)} | "
                    f"{fmt(min(r['window_s'] or 0 for r in rs))} |")
     return out + ["", "tokens/s of a batch: its completion tokens over the time from its common send "
@@ -387,14 +387,14 @@ def qos(rs):
 
 def server_table(groups):
     out = ["## Server (the seed's Figure 4)", "",
-           "| engine | weights | users | requests | TTFT p95 ms | E2E p95 ms | QoS (TTFT 2 s, E2E 6 s) | tokens/s |",
-           "|---|---|---|---|---|---|---|---|"]
-    for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], int(kv[1][0]["params"].get("users", 0)))):
+           "| engine | weights | prompts | users | requests | TTFT p95 ms | E2E p95 ms | QoS (TTFT 2 s, E2E 6 s) | tokens/s |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], int(kv[1][0]["params"].get("users", 0)))):
         if k[3] != "server":
             continue
         t95, e95, ok = qos(rs)
         tps = mean_ci([r["tokens_per_s"] for r in rs])
-        out.append(f"| {k[0]} | {k[1]} | {rs[0]['params'].get('users')} | {sum(r['ok'] for r in rs)} | "
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {rs[0]['params'].get('users')} | {sum(r['ok'] for r in rs)} | "
                    f"{fmt(t95)} | {fmt(e95)} | {'meets' if ok else 'misses'} | {fmt_ci(tps[0], tps[1])} |")
     return out + [""]
 
@@ -439,10 +439,10 @@ def answers(groups):
     for k, rs in groups.items():
         if k[3] == "server":
             if qos(rs)[2]:
-                server[f"{k[0]}/{k[1]}"].append(int(rs[0]["params"].get("users", 0)))
-    if server:
-        out.append("- server: most users within QoS: " + ", ".join(
-            f"{e} {max(u)}" for e, u in sorted(server.items(), key=lambda kv: -max(kv[1]))))
+                server[(k[2], f"{k[0]}/{k[1]}")].append(int(rs[0]["params"].get("users", 0)))
+    for task in sorted({t for t, _ in server}):
+        out.append(f"- server, {task}: most users within QoS: " + ", ".join(
+            f"{e} {max(u)}" for (t, e), u in sorted(server.items(), key=lambda kv: -max(kv[1])) if t == task))
     return out + [""]
 
 
@@ -523,12 +523,14 @@ def figures(groups, runs, out, png):
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
         by_engine = defaultdict(list)
         for k, rs in server.items():
-            by_engine[(k[0], k[1])].append((int(rs[0]["params"].get("users", 0)), rs))
+            by_engine[(k[0], k[1], k[2])].append((int(rs[0]["params"].get("users", 0)), rs))
         for e, pts in sorted(by_engine.items()):
-            pts.sort()
+            pts.sort(key=lambda p: p[0])
             u = [p[0] for p in pts]
-            axes[0].plot(u, [mean_ci([r["ttft_p95"] for r in p[1]])[0] for p in pts], marker="o", label=f"{e[0]} ({e[1]})")
-            axes[1].plot(u, [mean_ci([r["e2e_p95"] for r in p[1]])[0] for p in pts], marker="o", label=f"{e[0]} ({e[1]})")
+            # The prompts named unless they are the seed's (an earlier reading that stopped at EOS).
+            label = f"{e[0]} ({e[1]})" + ("" if e[2] == "synth" else f", {e[2]}")
+            axes[0].plot(u, [mean_ci([r["ttft_p95"] for r in p[1]])[0] for p in pts], marker="o", label=label)
+            axes[1].plot(u, [mean_ci([r["e2e_p95"] for r in p[1]])[0] for p in pts], marker="o", label=label)
         for ax, qos, name in ((axes[0], QOS_TTFT_MS, "TTFT p95, ms"), (axes[1], QOS_E2E_MS, "E2E p95, ms")):
             ax.axhline(qos, color="red", linestyle="--", linewidth=1, label=f"QoS {qos / 1000:g} s")
             ax.set_xscale("log", base=2)
