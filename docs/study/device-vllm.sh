@@ -9,6 +9,10 @@
 #                                  with `build` (carry .devcarry/a too), start llama.cpp's CUDA
 #                                  build in the background (device-build.sh, ~5 min), which
 #                                  `start` waits for before `plan` (for a sweep with llama.cpp)
+#   device-vllm.sh keep FILE…      copy files of the carried tree (the earlier holds' cache
+#                                  archives) to $ROOT/keep/<same path>, in a call of their own, so
+#                                  that the call that carries the last part need not carry them:
+#                                  SEED_CACHE then names $ROOT/keep/… (absolute paths)
 #   device-vllm.sh start [SWEEP] [SECS] [AXIS=VALUE…]…
 #                                  (carry .devcarry/b: bench360.xz + SHA256SUMS) check that every
 #                                  part is there, then in the background (setsid, so it outlives
@@ -148,6 +152,15 @@ wait_apply() {
 }
 
 case ${1:-} in
+  keep)
+    shift
+    [ $# -gt 0 ] || { log "keep: which files?"; exit 2; }
+    for f in "$@"; do
+      [ -f "$f" ] || { log "keep: no $f in the carried tree"; exit 1; }
+      mkdir -p "$ROOT/keep/$(dirname "$f")" && cp "$f" "$ROOT/keep/$f" || exit 1
+      log "kept $ROOT/keep/$f ($(stat -c %s "$f") bytes, sha256 $(sha256sum "$f" | cut -c1-12))"
+    done
+    ;;
   recv)
     if [ "${3:-}" = info ]; then
       echo "machine up $(date -u +%T)" > $ROOT/times.txt
@@ -237,5 +250,5 @@ case ${1:-} in
     tail -n 5 $ROOT/apply.log
     nvidia-smi --query-gpu=index,memory.used --format=csv,noheader
     ;;
-  *) echo "usage: $0 recv N [info] | start [SWEEP] [SECS] [AXIS=VALUE…]… | wait SECS [final] | stop" >&2; exit 2 ;;
+  *) echo "usage: $0 recv N [info] [build] | keep FILE… | start [SWEEP] [SECS] [AXIS=VALUE…]… | wait SECS [final] | stop" >&2; exit 2 ;;
 esac
