@@ -67,6 +67,13 @@ fn the_report_on_the_h200_data_gives_the_published_answer() {
         "{terminal}"
     );
     let md = std::fs::read_to_string(cache.join("reports/gpu-answer/report.md")).unwrap();
+    // Read as recorded on the GPU machine (other paths, weights not here), and said: the
+    // scores are the earlier letter extraction's.
+    assert!(
+        md.contains("*Read from elsewhere:* 10 run(s) read from records of the same configuration made elsewhere")
+            && md.contains("recorded with `mmlu-accuracy/1 (letter extraction v3)`"),
+        "{md}"
+    );
     assert!(
         md.contains("| 44.4% | 21.2% (21.2% / 0.0%) | 43.3% |"),
         "unparsed split into cut / other, and the cut share"

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use petgraph::graph::NodeIndex;
 
+use super::resolve::Read;
 use super::summary::RunData;
 use super::{markdown, terminal, ColdStart};
 use crate::plan::Plan;
@@ -28,6 +29,7 @@ fn run_data(
     plan: &Plan,
     spec: &crate::plan::RunSpec,
     resolve: &dyn Fn(NodeIndex) -> String,
+    read: &[Read],
 ) -> RunData {
     let g = &plan.graph;
     let run_key = resolve(spec.node);
@@ -51,11 +53,11 @@ fn run_data(
         Some(r) if r.status == RecordStatus::Started => {
             Some("interrupted before it finished".into())
         }
-        None => Some(match earlier(store, plan, spec.node) {
-            Some(changed) => format!(
+        None => Some(match &read[spec.node.index()] {
+            Read::Changed { changed } => format!(
                 "not run yet as the sweep now says; the cache holds this run as configured before, not shown here ({changed})"
             ),
-            None => "not run yet".into(),
+            _ => "not run yet".into(),
         }),
         _ => None,
     };
@@ -439,23 +441,13 @@ pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Swee
     report_files(store, plan, sweep, rows)
 }
 
-/// A node's key as the report reads it: the planned key, only. The cache may hold the same
-/// label under another key — the configuration as it ran before an edit of the sweep (another
-/// `max-tokens`, `ignore-eos`, engine flag) — but those are another configuration's numbers:
-/// shown under this one's label they would be wrong without saying so. [`earlier`] names them.
-fn resolver(plan: &Plan) -> impl Fn(NodeIndex) -> String + '_ {
-    move |i| plan.graph[i].key.clone()
-}
-
-/// For a node the cache has no record of: whether it holds the same label's earlier
-/// configuration, and what changed since (as `plan` explains a changed node).
-fn earlier(store: &Store, plan: &Plan, i: NodeIndex) -> Option<String> {
-    use crate::plan::History;
-    let n = &plan.graph[i];
-    let prev = store.last_key(&plan.sweep, &n.label)?;
-    let past = History::past(store, &prev)?;
-    let changes = crate::plan::keys::diff(&past.inputs, &n.inputs);
-    (!changes.is_empty()).then(|| crate::plan::Why::Changed(changes).to_string())
+/// A node's key as the report reads it ([`super::resolve`]): the planned key, or the same
+/// configuration's record made elsewhere.
+fn resolver<'a>(plan: &'a Plan, read: &'a [Read]) -> impl Fn(NodeIndex) -> String + 'a {
+    move |i| match &read[i.index()] {
+        Read::Elsewhere { key, .. } => key.clone(),
+        _ => plan.graph[i].key.clone(),
+    }
 }
 
 /// Every run of the plan as the report sees it: what it recorded under its planned key.
@@ -464,7 +456,8 @@ pub(crate) fn summary_rows(
     plan: &Plan,
     sweep: &crate::spec::Sweep,
 ) -> Vec<crate::report::summary::Row> {
-    let resolve = resolver(plan);
+    let read = super::resolve::reads(store, plan);
+    let resolve = resolver(plan, &read);
     let primaries: Vec<&'static str> = (0..sweep.tasks.len())
         .map(|t| task::of(sweep, t).primary())
         .collect();
@@ -472,7 +465,7 @@ pub(crate) fn summary_rows(
         .runs
         .iter()
         .map(|spec| {
-            let mut data = run_data(store, plan, spec, &resolve);
+            let mut data = run_data(store, plan, spec, &resolve, &read);
             data.primary = primaries[spec.config.task].to_string();
             data.scoring = sweep.tasks[spec.config.task].scoring;
             if data.scoring == crate::spec::Scoring::Logprobs {
@@ -493,7 +486,8 @@ fn report_files(
 ) -> ReportFiles {
     let answers = crate::report::answer::answers(&rows, &sweep.slo);
     crate::report::answer::annotate(&mut rows, &answers);
-    let resolve = resolver(plan);
+    let read = super::resolve::reads(store, plan);
+    let resolve = resolver(plan, &read);
     let coldstarts: Vec<(String, Option<ColdStart>)> = plan
         .deployments
         .iter()
@@ -509,7 +503,14 @@ fn report_files(
         })
         .collect();
     ReportFiles {
-        md: markdown(&plan.sweep, &coldstarts, &rows, &answers),
+        md: {
+            let mut md = markdown(&plan.sweep, &coldstarts, &rows, &answers);
+            if let Some(n) = super::resolve::note(plan, &read) {
+                let at = md.find("\n\n").map_or(0, |i| i + 2);
+                md.insert_str(at, &format!("*Read from elsewhere:* {n}\n\n"));
+            }
+            md
+        },
         html: crate::report::html::page(
             &plan.sweep,
             &rows,

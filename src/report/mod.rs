@@ -8,6 +8,7 @@ pub(crate) mod text;
 
 mod overlap;
 mod provenance;
+mod resolve;
 mod settings;
 pub(crate) mod summary;
 pub(crate) mod svg;
