@@ -24,13 +24,8 @@ pub(crate) struct ReportFiles {
     pub summary: Vec<Vec<(&'static str, crate::trace::Cell)>>,
 }
 
-fn run_data(
-    store: &Store,
-    plan: &Plan,
-    spec: &crate::plan::RunSpec,
-    resolve: &dyn Fn(NodeIndex) -> String,
-    read: &[Read],
-) -> RunData {
+fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Read]) -> RunData {
+    let resolve = resolver(plan, read);
     let g = &plan.graph;
     let run_key = resolve(spec.node);
     let score_key = resolve(spec.score);
@@ -435,10 +430,12 @@ fn gpu_series(data: &mut RunData, dir: &std::path::Path, start: f64) {
 }
 
 /// Builds the report from the cache alone: for every run of the plan, its recorded results
-/// under its planned key, and the cold starts.
+/// (under its planned key, or the same configuration's record made elsewhere:
+/// [`super::resolve`]), and the cold starts.
 pub(crate) fn build_report(store: &Store, plan: &Plan, sweep: &crate::spec::Sweep) -> ReportFiles {
-    let rows = summary_rows(store, plan, sweep);
-    report_files(store, plan, sweep, rows)
+    let read = super::resolve::reads(store, plan);
+    let rows = rows_as_read(store, plan, sweep, &read);
+    report_files(store, plan, sweep, rows, &read)
 }
 
 /// A node's key as the report reads it ([`super::resolve`]): the planned key, or the same
@@ -450,14 +447,22 @@ fn resolver<'a>(plan: &'a Plan, read: &'a [Read]) -> impl Fn(NodeIndex) -> Strin
     }
 }
 
-/// Every run of the plan as the report sees it: what it recorded under its planned key.
+/// Every run of the plan as the report sees it (`bench360 compare` reads the same rows).
 pub(crate) fn summary_rows(
     store: &Store,
     plan: &Plan,
     sweep: &crate::spec::Sweep,
 ) -> Vec<crate::report::summary::Row> {
-    let read = super::resolve::reads(store, plan);
-    let resolve = resolver(plan, &read);
+    rows_as_read(store, plan, sweep, &super::resolve::reads(store, plan))
+}
+
+/// Every run of the plan: what it recorded, read as `read` says.
+fn rows_as_read(
+    store: &Store,
+    plan: &Plan,
+    sweep: &crate::spec::Sweep,
+    read: &[Read],
+) -> Vec<crate::report::summary::Row> {
     let primaries: Vec<&'static str> = (0..sweep.tasks.len())
         .map(|t| task::of(sweep, t).primary())
         .collect();
@@ -465,7 +470,7 @@ pub(crate) fn summary_rows(
         .runs
         .iter()
         .map(|spec| {
-            let mut data = run_data(store, plan, spec, &resolve, &read);
+            let mut data = run_data(store, plan, spec, read);
             data.primary = primaries[spec.config.task].to_string();
             data.scoring = sweep.tasks[spec.config.task].scoring;
             if data.scoring == crate::spec::Scoring::Logprobs {
@@ -483,11 +488,11 @@ fn report_files(
     plan: &Plan,
     sweep: &crate::spec::Sweep,
     mut rows: Vec<crate::report::summary::Row>,
+    read: &[Read],
 ) -> ReportFiles {
     let answers = crate::report::answer::answers(&rows, &sweep.slo);
     crate::report::answer::annotate(&mut rows, &answers);
-    let read = super::resolve::reads(store, plan);
-    let resolve = resolver(plan, &read);
+    let resolve = resolver(plan, read);
     let coldstarts: Vec<(String, Option<ColdStart>)> = plan
         .deployments
         .iter()
@@ -503,14 +508,13 @@ fn report_files(
         })
         .collect();
     ReportFiles {
-        md: {
-            let mut md = markdown(&plan.sweep, &coldstarts, &rows, &answers);
-            if let Some(n) = super::resolve::note(plan, &read) {
-                let at = md.find("\n\n").map_or(0, |i| i + 2);
-                md.insert_str(at, &format!("*Read from elsewhere:* {n}\n\n"));
-            }
-            md
-        },
+        md: markdown(
+            &plan.sweep,
+            super::resolve::note(plan, read).as_deref(),
+            &coldstarts,
+            &rows,
+            &answers,
+        ),
         html: crate::report::html::page(
             &plan.sweep,
             &rows,

@@ -139,11 +139,16 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 /// failures; cold starts; every failure.
 pub(crate) fn markdown(
     sweep: &str,
+    read_note: Option<&str>,
     coldstarts: &[(String, Option<ColdStart>)],
     rows: &[Row],
     answers: &[answer::TaskAnswer],
 ) -> String {
     let mut out = format!("# bench360 report: {sweep}\n\n");
+    if let Some(n) = read_note {
+        // What was read from records made elsewhere ([`resolve`]), before anything read so.
+        out.push_str(&format!("*Read from elsewhere:* {n}\n\n"));
+    }
     out.push_str(&text::answer_markdown(answers));
     out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled.\n\n");
     out.push_str(&runs_section(rows));
