@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repo root, once device-receive.sh has put every part in
 # /root/parts: joins them, checks every sha256, unpacks each engine pack to
-# /root/site-<engine>, installs the gguf wheel in /root/site-gguf, writes the launch
-# wrappers in /root/bin and converts /root/model.gguf into the Hugging Face folder
-# /root/hf-smollm2 (with a short check generation), and every other carried GGUF NAME.gguf
-# into /root/hf-NAME. About a minute. Idempotent: what is
+# /root/site-<engine>, installs the gguf wheel (and vLLM's GGUF plugin when carried) in
+# /root/site-gguf, writes the launch wrappers in /root/bin and converts /root/model.gguf into
+# the Hugging Face folder /root/hf-smollm2 (with a short check generation), and every other
+# carried GGUF NAME.gguf into /root/hf-NAME. About a minute. Idempotent: what is
 # already unpacked from the same parts, or converted from the same GGUF, is kept.
 # See docs/study/README.md.
 #
@@ -49,9 +49,11 @@ else
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || die "unpacking failed"; done
+  # site-gguf: the converter's gguf package and, when carried, vLLM's GGUF plugin (vLLM 0.26
+  # has no GGUF support of its own; a deployment that reads GGUF puts site-gguf on its path).
   rm -rf $ROOT/site-gguf
   "$PY" -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check \
-    --target $ROOT/site-gguf "$CARRY"/gguf-*.whl
+    --target $ROOT/site-gguf "$CARRY"/gguf-*.whl $(ls "$CARRY"/vllm_gguf_plugin-*.whl 2>/dev/null)
   # The packs are unpacked: their archives are not needed any more (the parts stay, for a redo).
   rm -f "$CARRY"/*.tar.xz
   echo "$key" > "$CARRY/.key"
