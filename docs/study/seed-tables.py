@@ -125,7 +125,8 @@ def runs_of(cache, sweep, seen):
             colds.append({"label": rec.get("label", key), "key": key,
                           "healthy_s": cold.get("phases", {}).get("healthy_s"),
                           "first_token_s": cold.get("first_token_s"),
-                          "gpu_mem_after_load_mb": cold.get("gpu_mem_after_load_mb")})
+                          "gpu_mem_after_load_mb": cold.get("gpu_mem_after_load_mb"),
+                          "model_bytes": cold.get("model_bytes")})
             seen.add(key)
             continue
         run = read_json(os.path.join(d, "run.json"))
@@ -152,7 +153,7 @@ def describe(key, d, c, rec, score_dir):
     stats = read_json(os.path.join(d, "stats.json")) or {}
     params = json.loads(c.get("scenario_params") or "{}")
     row = {
-        "key": key, "label": rec.get("label", key), "engine": c["engine"],
+        "key": key, "label": rec.get("label", key), "model": c.get("model"), "engine": c["engine"],
         "engine_kind": c["engine_kind"], "quantization": c["quantization"], "task": c["task"],
         "scenario": c["scenario_kind"], "params": params, "repeat": c.get("repeat", 0),
         "requests": len(t["ok"]), "ok": len(ok), "window_s": stats.get("window_s"),
@@ -160,7 +161,7 @@ def describe(key, d, c, rec, score_dir):
         "ttft_p50": median_ci(ttft), "tpot_p50": median_ci(tpot), "e2e_p50": median_ci(e2e),
         "ttft_p95": pct(ttft, 95), "e2e_p95": pct(e2e, 95),
         "j_per_token": tel.get("j_per_output_token"), "energy_source": tel.get("energy_source"),
-        "gpu_util": gpu_util(tel),
+        "gpu_util": gpu_util(tel), "gpu_mem_peak_mb": tel.get("gpu_mem_peak_mb"),
         "tokens_mean": statistics.fmean(tokens) if tokens else None,
         # Generation past end-of-sequence (exact output lengths), as the run's key has it.
         "ignore_eos": inputs.get("sampling.ignore-eos") == "true",

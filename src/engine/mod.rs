@@ -238,6 +238,39 @@ fn shorten(s: &str, max: usize) -> String {
     }
 }
 
+/// One line for a failure cause, as tables and the answer show it: the cause's first line
+/// and, when that line does not itself carry the error and a later line does (an engine's log
+/// lines under "last log lines:"), that error's message from its exception's name on
+/// (`ValueError: No available memory for the cache blocks.`): its first sentence, or its
+/// first 200 characters.
+/// The whole cause stays in the record and the HTML report's failure list.
+pub(crate) fn failure_headline(cause: &str) -> String {
+    let mut lines = cause.lines();
+    let first = lines.next().unwrap_or("").trim_end();
+    let message = |l: &str| {
+        ERROR_LINE
+            .captures(l)
+            .and_then(|c| c.get(1).or_else(|| c.get(2)))
+            .map(|m| l[m.start()..].trim().to_string())
+    };
+    if message(first).is_some() {
+        return first.to_string();
+    }
+    match lines.find_map(message) {
+        Some(m) => {
+            let head = first.strip_suffix("; last log lines:").unwrap_or(first);
+            // Its first sentence when that is short enough (the rest is advice), else its
+            // first 200 characters.
+            let m = match m.find(". ") {
+                Some(i) if i < 200 => m[..=i].to_string(),
+                _ => shorten(&m, 200),
+            };
+            format!("{} — {m}", head.trim_end_matches(':'))
+        }
+        None => first.to_string(),
+    }
+}
+
 /// Why an engine being started did not become healthy.
 pub(crate) enum NotHealthy {
     /// It exited first: the launcher's account of how.
@@ -533,6 +566,36 @@ impl RunningEngine for EndpointEngine {
 mod tests {
     use super::*;
     use crate::spec::{catalog, Api, Spanned};
+
+    #[test]
+    fn a_failure_headline_names_the_error_under_the_log_lines() {
+        let cause = "engine failed to start: engine exited during startup (exit status: 1); \
+            last log lines:\n    │ (EngineCore pid=7825) ERROR 12-02 17:08:05 [core.py:1330] \
+            ValueError: No available memory for the cache blocks. Try increasing \
+            `gpu_memory_utilization` when initializing the engine (this flag also controls CPU \
+            memory reservation on the CPU backend, despite its name).\n…\n    │ RuntimeError: \
+            Engine core initialization failed.";
+        assert_eq!(
+            failure_headline(cause),
+            "engine failed to start: engine exited during startup (exit status: 1) — ValueError: \
+             No available memory for the cache blocks."
+        );
+        let long = format!(
+            "exited; last log lines:\nERROR ValueError: {}",
+            "x".repeat(300)
+        );
+        assert_eq!(
+            failure_headline(&long),
+            format!("exited — ValueError: {}…", "x".repeat(188))
+        );
+        // A first line that carries its error, or a cause without one, is shown as it is.
+        assert_eq!(
+            failure_headline("RuntimeError: boom\nmore"),
+            "RuntimeError: boom"
+        );
+        assert_eq!(failure_headline("no results\n  │ INFO ready"), "no results");
+        assert_eq!(failure_headline(""), "");
+    }
 
     #[test]
     fn a_failure_cause_keeps_the_root_cause_from_above_the_tail() {

@@ -466,7 +466,7 @@ fn rows_as_read(
     let primaries: Vec<&'static str> = (0..sweep.tasks.len())
         .map(|t| task::of(sweep, t).primary())
         .collect();
-    let rows: Vec<crate::report::summary::Row> = plan
+    let mut all: Vec<crate::report::summary::RunData> = plan
         .runs
         .iter()
         .map(|spec| {
@@ -477,10 +477,13 @@ fn rows_as_read(
                 // One token is the budget by design: nothing is cut.
                 data.truncation = None;
             }
-            crate::report::summary::derive(data, &sweep.slo, sweep.cost.as_ref())
+            data
         })
         .collect();
-    rows
+    crate::report::summary::deployment_memory(&mut all);
+    all.into_iter()
+        .map(|data| crate::report::summary::derive(data, &sweep.slo, sweep.cost.as_ref()))
+        .collect()
 }
 
 fn report_files(

@@ -210,7 +210,7 @@ fn runs_section(rows: &[Row]) -> String {
                 match (&r.data.failure, s.client_behind, r.over_saturated()) {
                     (Some(f), _, _) => format!(
                         "FAILED: {}",
-                        f.lines().next().unwrap_or("").replace('|', "\\|")
+                        crate::engine::failure_headline(f).replace('|', "\\|")
                     ),
                     (None, _, Some(why)) => format!("over-saturated: {why}"),
                     (None, true, None) => format!("client lag p99 {}", ms(s.queue_ms.p99)),

@@ -36,6 +36,12 @@ pub(crate) fn reads(store: &Store, plan: &Plan) -> Vec<Read> {
     // Nodes of one key are one node (two engine blocks that start the same binary share their
     // pull's key, under the label of whichever ran): read alike.
     let mut by_key: HashMap<&str, Read> = HashMap::new();
+    // Every label a key goes by: the record elsewhere is under whichever of them ran there.
+    let mut labels: HashMap<&str, Vec<&str>> = HashMap::new();
+    for &i in &plan.order {
+        let n = &plan.graph[i];
+        labels.entry(&n.key).or_default().push(&n.label);
+    }
     for &i in &plan.order {
         let n = &plan.graph[i];
         if store.record(&n.key).is_some() {
@@ -45,7 +51,10 @@ pub(crate) fn reads(store: &Store, plan: &Plan) -> Vec<Read> {
             out[i.index()] = r.clone();
             continue;
         }
-        let Some(prev) = store.last_key(&plan.sweep, &n.label) else {
+        let Some(prev) = labels[n.key.as_str()]
+            .iter()
+            .find_map(|l| store.last_key(&plan.sweep, l))
+        else {
             continue;
         };
         let Some(past) = History::past(store, &prev) else {

@@ -13,7 +13,9 @@ use crate::spec::{Cost, Slo};
 use crate::trace::Cell;
 
 mod caveats;
+mod memory;
 pub(crate) use caveats::*;
+pub(crate) use memory::{deployment_memory, memory_verdict};
 
 /// Everything the report knows of one run (read from the cache by the caller).
 #[derive(Debug, Clone, Default)]
@@ -72,6 +74,9 @@ pub(crate) struct RunData {
     /// How the task read the model's choice (`logprobs`: one token per request, no
     /// truncation to speak of).
     pub scoring: crate::spec::Scoring,
+    /// The highest GPU memory peak (MB) of any run of this deployment in the report, and that
+    /// run's label, when it is another run's ([`deployment_memory`]).
+    pub deployment_mem_peak: Option<(f64, String)>,
 }
 
 /// A run's derived figures, as shown and as written to summary.parquet.
@@ -238,16 +243,7 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
             }));
         }
         if let Some(limit) = slo.gpu_memory_gib {
-            let peak = data.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb);
-            verdicts.push(peak.map(|mb| {
-                (
-                    mb * 1e6 / (1u64 << 30) as f64 <= limit,
-                    format!(
-                        "GPU memory {:.1} GiB > {limit} GiB",
-                        mb * 1e6 / (1u64 << 30) as f64
-                    ),
-                )
-            }));
+            verdicts.push(memory_verdict(&data, limit));
         }
         if s.ok == 0 {
             verdicts.push(Some((false, "no successful request".into())));

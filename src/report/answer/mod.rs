@@ -351,7 +351,10 @@ fn exclusion(rows: &[Row], slo: &Slo, g: &Group, vs: Option<&Paired>) -> Option<
     let rs: Vec<&Row> = g.rows.iter().map(|&i| &rows[i]).collect();
     if let Some(r) = rs.iter().find(|r| !finished(r)) {
         let cause = r.data.failure.as_deref().unwrap_or("no results");
-        return Some(format!("failed: {}", cause.lines().next().unwrap_or(cause)));
+        return Some(format!(
+            "failed: {}",
+            crate::engine::failure_headline(cause)
+        ));
     }
     if let Some(r) = rs.iter().find(|r| r.meets_slo == Some(false)) {
         return Some(format!("misses the SLO: {}", r.slo_misses.join(", ")));

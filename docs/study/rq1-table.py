@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Issue #26 item 4: the seed paper's RQ1 table — under a GPU memory budget, a smaller model in
+full precision or a larger one quantized? — from bench360's own records of sweeps/gpu-rq1.kdl.
+
+    python3 docs/study/rq1-table.py CACHE [CACHE…] [--sweep gpu-rq1] [--budget GIB…] [--out FILE]
+
+Each CACHE is a bench360 cache folder (a hold's `cache.tar.xz` unpacked). What is read is what
+docs/study/seed-tables.py reads (run.json, requests.parquet, telemetry.json, scores.parquet,
+coldstart.json; nothing from a report), plus the records of cold starts that failed, with
+their cause. One row per deployment (model, precision, engine):
+
+  * weights: the size of what the engine loads (the cold start's `model_bytes`);
+  * start: the cold start's seconds to healthy, or its failure's error line;
+  * memory: the highest GPU memory NVML read over any of the deployment's runs (GiB, 2^30
+    bytes; the engine's memory grows after its first run, so the peak is the deployment's),
+    and whether it stays within each --budget (default 5);
+  * quality per task: the task metric's mean over distinct items ± its 95 % normal interval;
+    ΔQ: the mean over the four tasks of (this − the best deployment on that task), in points;
+  * TPOT p50 of the single-stream synthetic run with its distribution-free 95 % interval, and
+    J per output token of that run (the NVML counter over its window).
+
+Writes Markdown to --out (default: stdout).
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("seed_tables", os.path.join(HERE, "seed-tables.py"))
+st = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(st)
+
+TASKS = ["mmlu", "squad", "cnn", "spider"]
+ERROR = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.*)$|((?i:out of memory|no available memory).*)")
+
+
+def failed_starts(cache, sweep):
+    """Deployment label -> the error line of its last failed cold start."""
+    out = {}
+    recs = os.path.join(cache, "records")
+    for name in sorted(os.listdir(recs)):
+        rec = st.read_json(os.path.join(recs, name)) or {}
+        if rec.get("kind") != "coldstart" or rec.get("status") != "failed":
+            continue
+        if sweep and rec.get("sweep") not in (None, sweep):
+            continue
+        cause = rec.get("cause") or ""
+        line = next((m.group(0) for l in cause.splitlines() if (m := ERROR.search(l))), None)
+        first = cause.splitlines()[0] if cause else "failed"
+        label = rec.get("label", "").removeprefix("coldstart ")
+        if line and ". " in line[:200]:
+            line = line[: line.index(". ") + 1]  # its first sentence: the rest is advice
+        out[label] = line or first
+    return out
+
+
+def deployment_of(label):
+    # "run qwen2.5-coder-1.5b:fp8@vllm mmlu quality" -> "qwen2.5-coder-1.5b:fp8@vllm"
+    return label.removeprefix("run ").split(" ")[0]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("caches", nargs="+")
+    ap.add_argument("--sweep", default="gpu-rq1")
+    ap.add_argument("--budget", type=float, nargs="+", default=[5.0])
+    ap.add_argument("--out")
+    a = ap.parse_args()
+
+    seen, runs, colds, failures = set(), [], [], {}
+    for c in a.caches:
+        r, cs = st.runs_of(c, a.sweep, seen)
+        runs += r
+        colds += cs
+        failures.update(failed_starts(c, a.sweep))
+
+    deps = {}
+    for r in runs:
+        d = deps.setdefault(deployment_of(r["label"]), {"runs": [], "cold": None})
+        d["runs"].append(r)
+    for c in colds:
+        d = deps.setdefault(c["label"].removeprefix("coldstart "), {"runs": [], "cold": None})
+        d["cold"] = c
+    for label in failures:
+        deps.setdefault(label, {"runs": [], "cold": None})
+
+    # Best mean quality per task over the deployments that have it.
+    q = {}
+    for label, d in deps.items():
+        for r in d["runs"]:
+            if r["task"] in TASKS and r["quality"]:
+                q[(label, r["task"])] = r["quality"]
+    best = {t: max((v[1] for (l, tt), v in q.items() if tt == t), default=None) for t in TASKS}
+
+    lines = []
+    budgets = " | ".join(f"≤ {b:g} GiB" for b in a.budget)
+    lines.append(f"| deployment | weights GB | start | GPU memory peak GiB | {budgets} | "
+                 + " | ".join(TASKS) + " | ΔQ pts | TPOT p50 ms (single) | J/token (single) |")
+    lines.append("|" + "---|" * (6 + len(a.budget) + len(TASKS)))
+    order = sorted(deps, key=lambda l: (label_model(l), l))
+    for label in order:
+        d = deps[label]
+        cold = d["cold"]
+        size = f"{cold['model_bytes'] / 1e9:.2f}" if cold and cold.get("model_bytes") else "–"
+        if cold and label not in failures:
+            start = f"{cold['healthy_s']:.0f} s"
+        elif label in failures:
+            start = "**failed**: " + failures[label].replace("|", "\\|")
+        else:
+            start = "–"
+        peaks = [r["gpu_mem_peak_mb"] for r in d["runs"] if r.get("gpu_mem_peak_mb")]
+        peak = max(peaks) * 1e6 / 2**30 if peaks else None
+        fits = " | ".join(
+            ("no (did not start)" if label in failures else "–") if peak is None
+            else ("yes" if peak <= b else "no") for b in a.budget)
+        cells, deltas = [], []
+        for t in TASKS:
+            v = q.get((label, t))
+            if v:
+                cells.append(f"{100 * v[1]:.1f} ± {100 * v[2]:.1f}")
+                deltas.append(100 * (v[1] - best[t]))
+            else:
+                cells.append("–")
+        dq = f"{sum(deltas) / len(deltas):+.1f}" if len(deltas) == len(TASKS) else "–"
+        single = next((r for r in d["runs"] if r["task"] == "synth" and r["scenario"] == "single"), None)
+        tpot = st.fmt_med(single["tpot_p50"], 2) if single else "–"
+        jpt = st.fmt(single["j_per_token"], 3) if single else "–"
+        lines.append(f"| {label} | {size} | {start} | {st.fmt(peak, 2)} | {fits} | "
+                     + " | ".join(cells) + f" | {dq} | {tpot} | {jpt} |")
+    lines.append("")
+    lines.append("Quality: mean over distinct items ± 95 % normal interval, in points (MMLU and "
+                 "Spider: accuracy; SQuAD v2: F1; CNN/DailyMail: ROUGE-L). ΔQ: mean over the "
+                 "four tasks of the difference to the best deployment on each task. GPU memory: "
+                 "the highest NVML reading over the deployment's runs (2^30 bytes).")
+    text = "\n".join(lines) + "\n"
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def label_model(label):
+    return label.split(":")[0]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+//! The GPU memory budget (`slo gpu-memory`), judged per deployment. Pure.
+
+use std::collections::BTreeMap;
+
+use super::RunData;
+
+/// Sets each run's [`RunData::deployment_mem_peak`]: the memory a deployment needs is the
+/// most it took in any of its runs, not what it had reached by the run at hand. An engine's
+/// memory grows over its life (vLLM 0.26's by 0.8 GiB after its first run on the H200,
+/// docs/results-h200.md), so the run that happened to come first would otherwise fit a budget
+/// its deployment does not, and the answer would depend on the order the runs ran in.
+pub(crate) fn deployment_memory(all: &mut [RunData]) {
+    let mut peaks: BTreeMap<String, (f64, String)> = BTreeMap::new();
+    for d in all.iter() {
+        if let Some(mb) = d.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb) {
+            let e = peaks
+                .entry(d.deployment.clone())
+                .or_insert((mb, d.label.clone()));
+            if mb > e.0 {
+                *e = (mb, d.label.clone());
+            }
+        }
+    }
+    for d in all.iter_mut() {
+        d.deployment_mem_peak = peaks
+            .get(&d.deployment)
+            .filter(|(_, label)| *label != d.label)
+            .cloned();
+    }
+}
+
+/// Whether the run's deployment stays within `limit_gib` of GPU memory (as NVML reads the
+/// device, MB = 10⁶ bytes), and the miss as the report words it; None when no peak is known.
+/// The deployment's peak counts when another of its runs took more than this one, and the
+/// miss then says which run that was.
+pub(crate) fn memory_verdict(data: &RunData, limit_gib: f64) -> Option<(bool, String)> {
+    let own = data.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb);
+    let (peak, at) = match (&data.deployment_mem_peak, own) {
+        (Some((mb, label)), o) if o.is_none_or(|o| *mb > o) => (Some(*mb), Some(label)),
+        (_, o) => (o, None),
+    };
+    peak.map(|mb| {
+        let gib = mb * 1e6 / (1u64 << 30) as f64;
+        let whose = at.map_or(String::new(), |l| {
+            format!(" (its deployment's peak, in `{l}`)")
+        });
+        (
+            gib <= limit_gib,
+            format!("GPU memory {gib:.1} GiB{whose} > {limit_gib} GiB"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(deployment: &str, label: &str, peak_mb: Option<f64>) -> RunData {
+        RunData {
+            deployment: deployment.into(),
+            label: label.into(),
+            telemetry: peak_mb.map(|mb| crate::telemetry::Summary {
+                gpu_mem_peak_mb: Some(mb),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_budget_is_judged_on_the_deployments_peak_over_its_runs() {
+        // The H200's RQ1 hold: vLLM FP8 read 5151 MB in its first run, 5961 MB in the next.
+        let mut all = vec![
+            run("fp8@vllm", "fp8@vllm spider quality", Some(5151.5)),
+            run("fp8@vllm", "fp8@vllm cnn quality", Some(5961.0)),
+            run("q4@llama", "q4@llama spider quality", Some(3574.4)),
+            run("q4@llama", "q4@llama cnn quality", None),
+        ];
+        deployment_memory(&mut all);
+        let first = memory_verdict(&all[0], 5.0).unwrap();
+        assert_eq!(
+            first,
+            (
+                false,
+                "GPU memory 5.6 GiB (its deployment's peak, in `fp8@vllm cnn quality`) > 5 GiB"
+                    .to_string()
+            ),
+            "the first run alone (4.8 GiB) would have fit"
+        );
+        assert_eq!(
+            memory_verdict(&all[1], 5.0).unwrap(),
+            (false, "GPU memory 5.6 GiB > 5 GiB".to_string())
+        );
+        // Another deployment's peak never counts; a run without telemetry takes its
+        // deployment's.
+        assert!(memory_verdict(&all[2], 5.0).unwrap().0);
+        let (fits, why) = memory_verdict(&all[3], 3.0).unwrap();
+        assert!(!fits);
+        assert_eq!(
+            why,
+            "GPU memory 3.3 GiB (its deployment's peak, in `q4@llama spider quality`) > 3 GiB"
+        );
+        // Nothing measured anywhere: no verdict (the SLO cannot be checked).
+        let mut none = vec![run("d", "d a", None)];
+        deployment_memory(&mut none);
+        assert_eq!(memory_verdict(&none[0], 5.0), None);
+    }
+}
