@@ -62,7 +62,7 @@ fn the_report_on_the_rq1_data_keeps_to_the_memory_budget() {
     );
     // FP8's Spider run came first and read 4.8 GiB; its deployment reached 5.6 GiB.
     assert!(
-        md.contains("- `qwen2.5-coder-1.5b:fp8@vllm spider quality` excluded: misses the SLO: GPU memory 5.6 GiB (its deployment's peak, in `qwen2.5-coder-1.5b:fp8@vllm synth single`) > 5 GiB"),
+        md.contains("- `qwen2.5-coder-1.5b:fp8@vllm spider quality` excluded: misses the SLO: GPU memory 5.6 GiB (its deployment's peak, in `qwen2.5-coder-1.5b:fp8@vllm cnn quality`) > 5 GiB"),
         "{md}"
     );
     // Within 5 GiB only llama.cpp on the Q4_K_M GGUF remains.

@@ -6,26 +6,36 @@ use super::RunData;
 
 /// Sets each run's [`RunData::deployment_mem_peak`]: the memory a deployment needs is the
 /// most it took in any of its runs, not what it had reached by the run at hand. An engine's
-/// memory grows over its life (vLLM 0.26's by 0.8 GiB after its first run on the H200,
+/// memory grows over its life (vLLM 0.26's by up to 0.76 GiB in its second run on the H200,
 /// docs/results-h200.md), so the run that happened to come first would otherwise fit a budget
 /// its deployment does not, and the answer would depend on the order the runs ran in.
 pub(crate) fn deployment_memory(all: &mut [RunData]) {
-    let mut peaks: BTreeMap<String, (f64, String)> = BTreeMap::new();
+    // Per deployment: its peak, and the run that reached it first (by when it started, when
+    // known: the memory stays at its peak once there, so later runs read the same peak).
+    let mut peaks: BTreeMap<String, (f64, Option<f64>, String)> = BTreeMap::new();
     for d in all.iter() {
         if let Some(mb) = d.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb) {
+            let start = d.ran.map(|r| r.0);
             let e = peaks
                 .entry(d.deployment.clone())
-                .or_insert((mb, d.label.clone()));
-            if mb > e.0 {
-                *e = (mb, d.label.clone());
+                .or_insert((mb, start, d.label.clone()));
+            let earlier = matches!((start, e.1), (Some(a), Some(b)) if a < b);
+            if mb > e.0 || (mb == e.0 && earlier) {
+                *e = (mb, start, d.label.clone());
             }
         }
     }
     for d in all.iter_mut() {
         d.deployment_mem_peak = peaks
             .get(&d.deployment)
-            .filter(|(_, label)| *label != d.label)
-            .cloned();
+            .filter(|(mb, _, label)| {
+                *label != d.label
+                    && d.telemetry
+                        .as_ref()
+                        .and_then(|t| t.gpu_mem_peak_mb)
+                        .is_none_or(|own| own < *mb)
+            })
+            .map(|(mb, _, label)| (*mb, label.clone()));
     }
 }
 
@@ -100,6 +110,22 @@ mod tests {
             why,
             "GPU memory 3.3 GiB (its deployment's peak, in `q4@llama spider quality`) > 3 GiB"
         );
+        // Runs at the same peak: the one that started first reached it.
+        let at = |mut d: RunData, start: f64| {
+            d.ran = Some((start, start + 1.0));
+            d
+        };
+        let mut tie = vec![
+            at(run("d", "d synth single", Some(5961.0)), 30.0),
+            at(run("d", "d spider quality", Some(5150.0)), 10.0),
+            at(run("d", "d cnn quality", Some(5961.0)), 20.0),
+        ];
+        deployment_memory(&mut tie);
+        assert_eq!(
+            tie[1].deployment_mem_peak,
+            Some((5961.0, "d cnn quality".to_string()))
+        );
+        assert_eq!(tie[0].deployment_mem_peak, None, "at the peak itself");
         // Nothing measured anywhere: no verdict (the SLO cannot be checked).
         let mut none = vec![run("d", "d a", None)];
         deployment_memory(&mut none);
