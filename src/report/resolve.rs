@@ -36,11 +36,14 @@ pub(crate) fn reads(store: &Store, plan: &Plan) -> Vec<Read> {
     // Nodes of one key are one node (two engine blocks that start the same binary share their
     // pull's key, under the label of whichever ran): read alike.
     let mut by_key: HashMap<&str, Read> = HashMap::new();
-    // Every label a key goes by: the record elsewhere is under whichever of them ran there.
-    let mut labels: HashMap<&str, Vec<&str>> = HashMap::new();
+    // Every label a key goes by: the record elsewhere is under whichever of them ran there,
+    // or under the label the first repeat had before the sweep declared repeats.
+    let mut labels: HashMap<&str, Vec<String>> = HashMap::new();
     for &i in &plan.order {
         let n = &plan.graph[i];
-        labels.entry(&n.key).or_default().push(&n.label);
+        let e = labels.entry(&n.key).or_default();
+        e.push(n.label.clone());
+        e.extend(label_before_repeats(&n.label));
     }
     for &i in &plan.order {
         let n = &plan.graph[i];
@@ -85,6 +88,15 @@ pub(crate) fn reads(store: &Store, plan: &Plan) -> Vec<Read> {
         by_key.insert(&n.key, out[i.index()].clone());
     }
     out
+}
+
+/// The label a node of the first repeat (`… #1`, a deployment's `… (start 1)`) had when its
+/// sweep declared no `repeats`: the same key then, so the same configuration.
+fn label_before_repeats(label: &str) -> Option<String> {
+    label
+        .strip_suffix(" #1")
+        .or_else(|| label.strip_suffix(" (start 1)"))
+        .map(str::to_string)
 }
 
 /// Whether a differing input says where the node ran rather than what it ran: the machine's
@@ -153,6 +165,21 @@ mod tests {
             before: Some(before.into()),
             after: Some(after.into()),
         }
+    }
+
+    #[test]
+    fn the_first_repeat_was_labelled_without_its_index() {
+        assert_eq!(
+            label_before_repeats("run m:q@e mmlu single #1").as_deref(),
+            Some("run m:q@e mmlu single")
+        );
+        assert_eq!(
+            label_before_repeats("coldstart m:q@e (start 1)").as_deref(),
+            Some("coldstart m:q@e")
+        );
+        assert_eq!(label_before_repeats("run m:q@e mmlu single #2"), None);
+        assert_eq!(label_before_repeats("coldstart m:q@e (start 2)"), None);
+        assert_eq!(label_before_repeats("run m:q@e mmlu single"), None);
     }
 
     #[test]
