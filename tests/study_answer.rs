@@ -6,26 +6,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
 #[test]
 fn the_report_on_the_h200_data_gives_the_published_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/h200-answer");
-    // Python's tarfile reads xz without an `xz` binary on the machine.
-    for archive in ["cache.tar.xz", "chunks.tar.xz"] {
-        let out = Command::new(python())
-            .arg("-c")
-            .arg("import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])")
-            .arg(results.join(archive))
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-    }
-    let cache = dir.path().join("cache");
+    let cache = unpack_results("h200-answer", dir.path());
     let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/gpu-answer.kdl");
     // The GPU machine's paths are not here; the report reads only the cache.
     let out = assert_cmd::Command::cargo_bin("bench360")
@@ -115,7 +102,11 @@ fn the_report_on_the_h200_data_gives_the_published_answer() {
         cache.join("reports/gpu-answer/summary.parquet").display(),
         cache.join("reports/gpu-answer/summary.parquet").display()
     );
-    let py = Command::new(python()).arg("-c").arg(q).output().unwrap();
+    let py = std::process::Command::new(python())
+        .arg("-c")
+        .arg(q)
+        .output()
+        .unwrap();
     assert!(py.status.success(), "{}", text(&py));
     assert_eq!(
         String::from_utf8_lossy(&py.stdout).trim(),

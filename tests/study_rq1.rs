@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
@@ -36,18 +35,7 @@ fn report(cache: &Path, set: &[&str]) -> (String, String) {
 #[test]
 fn the_report_on_the_rq1_data_keeps_to_the_memory_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/h200-rq1");
-    for archive in ["cache.tar.xz", "chunks.tar.xz"] {
-        let out = Command::new(python())
-            .arg("-c")
-            .arg("import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])")
-            .arg(results.join(archive))
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-    }
-    let cache = dir.path().join("cache");
+    let cache = unpack_results("h200-rq1", dir.path());
     let (terminal, md) = report(&cache, &[]);
     // All 25 runs, the GGUF deployment's too: its pull was recorded as `pull vllm`.
     assert!(

@@ -266,6 +266,26 @@ pub fn python() -> String {
     setting("python.env", "BENCH360_PYTHON", "scripts/setup-python.sh")
 }
 
+/// A committed results folder's cache and chunk traces (`docs/results/NAME/cache.tar.xz` and
+/// `chunks.tar.xz`) unpacked into `into`; returns the cache folder. Python's tarfile reads xz
+/// without an `xz` binary on the machine.
+pub fn unpack_results(name: &str, into: &Path) -> PathBuf {
+    let results = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/results")
+        .join(name);
+    for archive in ["cache.tar.xz", "chunks.tar.xz"] {
+        let out = std::process::Command::new(python())
+            .arg("-c")
+            .arg("import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])")
+            .arg(results.join(archive))
+            .arg(into)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    into.join("cache")
+}
+
 /// A free loopback port (bound, then released for the server the test starts).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
