@@ -205,20 +205,23 @@ static ERROR_LINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
     .expect("valid regex")
 });
 
+/// A log line's error message, from its exception's name on (or the memory-exhaustion
+/// report), when [`ERROR_LINE`] finds one.
+fn error_message(l: &str) -> Option<String> {
+    ERROR_LINE
+        .captures(l)
+        .and_then(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| l[m.start()..].trim().to_string())
+}
+
 /// The distinct error lines of `earlier` (compared from the exception's name on, so the same
 /// message printed by two processes counts once) that `tail` does not already show.
 fn error_lines<'a>(earlier: &[&'a str], tail: &[&str]) -> Vec<&'a str> {
-    let message = |l: &str| {
-        ERROR_LINE
-            .captures(l)
-            .and_then(|c| c.get(1).or_else(|| c.get(2)))
-            .map(|m| l[m.start()..].trim().to_string())
-    };
     let mut seen: std::collections::HashSet<String> =
-        tail.iter().filter_map(|l| message(l)).collect();
+        tail.iter().filter_map(|l| error_message(l)).collect();
     let mut out = Vec::new();
     for &l in earlier {
-        if let Some(m) = message(l) {
+        if let Some(m) = error_message(l) {
             if seen.insert(m) {
                 out.push(l.trim_end());
                 if out.len() == EARLIER_ERRORS {
@@ -247,16 +250,10 @@ fn shorten(s: &str, max: usize) -> String {
 pub(crate) fn failure_headline(cause: &str) -> String {
     let mut lines = cause.lines();
     let first = lines.next().unwrap_or("").trim_end();
-    let message = |l: &str| {
-        ERROR_LINE
-            .captures(l)
-            .and_then(|c| c.get(1).or_else(|| c.get(2)))
-            .map(|m| l[m.start()..].trim().to_string())
-    };
-    if message(first).is_some() {
+    if error_message(first).is_some() {
         return first.to_string();
     }
-    match lines.find_map(message) {
+    match lines.find_map(error_message) {
         Some(m) => {
             let head = first.strip_suffix("; last log lines:").unwrap_or(first);
             // Its first sentence when that is short enough (the rest is advice), else its
