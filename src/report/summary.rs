@@ -15,7 +15,8 @@ use crate::trace::Cell;
 mod caveats;
 mod memory;
 pub(crate) use caveats::*;
-pub(crate) use memory::{deployment_memory, memory_verdict};
+pub(crate) use memory::deployment_memory;
+use memory::memory_verdict;
 
 /// Everything the report knows of one run (read from the cache by the caller).
 #[derive(Debug, Clone, Default)]
@@ -75,7 +76,7 @@ pub(crate) struct RunData {
     /// truncation to speak of).
     pub scoring: crate::spec::Scoring,
     /// The highest GPU memory peak (MB) of any run of this deployment in the report, and that
-    /// run's label, when it is another run's ([`deployment_memory`]).
+    /// run's label, when above this run's own peak ([`deployment_memory`]).
     pub deployment_mem_peak: Option<(f64, String)>,
 }
 

@@ -26,28 +26,26 @@ pub(crate) fn deployment_memory(all: &mut [RunData]) {
         }
     }
     for d in all.iter_mut() {
+        // Only when it is above this run's own peak (so never this run's own record).
+        let own = d.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb);
         d.deployment_mem_peak = peaks
             .get(&d.deployment)
-            .filter(|(mb, _, label)| {
-                *label != d.label
-                    && d.telemetry
-                        .as_ref()
-                        .and_then(|t| t.gpu_mem_peak_mb)
-                        .is_none_or(|own| own < *mb)
-            })
+            .filter(|(mb, _, _)| own.is_none_or(|own| own < *mb))
             .map(|(mb, _, label)| (*mb, label.clone()));
     }
 }
 
 /// Whether the run's deployment stays within `limit_gib` of GPU memory (as NVML reads the
 /// device, MB = 10⁶ bytes), and the miss as the report words it; None when no peak is known.
-/// The deployment's peak counts when another of its runs took more than this one, and the
-/// miss then says which run that was.
+/// The deployment's peak, when [`deployment_memory`] set it (another of its runs took more than
+/// this one), counts instead of the run's own, and the miss then says which run that was.
 pub(crate) fn memory_verdict(data: &RunData, limit_gib: f64) -> Option<(bool, String)> {
-    let own = data.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb);
-    let (peak, at) = match (&data.deployment_mem_peak, own) {
-        (Some((mb, label)), o) if o.is_none_or(|o| *mb > o) => (Some(*mb), Some(label)),
-        (_, o) => (o, None),
+    let (peak, at) = match &data.deployment_mem_peak {
+        Some((mb, label)) => (Some(*mb), Some(label)),
+        None => (
+            data.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb),
+            None,
+        ),
     };
     peak.map(|mb| {
         let gib = mb * 1e6 / (1u64 << 30) as f64;
