@@ -24,7 +24,6 @@ Writes Markdown to --out (default: stdout).
 
 import argparse
 import importlib.util
-import json
 import os
 import re
 import sys
