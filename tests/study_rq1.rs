@@ -12,7 +12,7 @@ use std::path::Path;
 use common::*;
 
 fn report(cache: &Path, set: &[&str]) -> (String, String) {
-    let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/gpu-rq1.kdl");
+    let sweep = gpu_sweep("gpu-rq1", cache.parent().unwrap());
     let mut cmd = assert_cmd::Command::cargo_bin("bench360").unwrap();
     cmd.env("NO_COLOR", "1")
         .env("BENCH360_LLAMA_SERVER", "/gpu-machine/llama-server")

@@ -286,6 +286,28 @@ pub fn unpack_results(name: &str, into: &Path) -> PathBuf {
     into.join("cache")
 }
 
+/// A copy of the GPU machine's sweep `sweeps/NAME.kdl` in `dir`, its fixed-layout paths (a
+/// model's `path="/root/…"`, an engine's `binary "/root/…"`) moved under `/gpu-machine/`,
+/// which no machine here has: what the test reads from the committed cache then cannot hang
+/// on whether this machine happens to hold a folder at the GPU machine's path (its weights
+/// would be hashed, and differ). Datasets stay the repository's.
+pub fn gpu_sweep(name: &str, dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("sweeps").join(format!("{name}.kdl"))).unwrap();
+    let datasets = format!("dataset \"{}/", root.join("datasets").display());
+    let text = text
+        .replace("path=\"/root/", "path=\"/gpu-machine/")
+        .replace("binary \"/root/", "binary \"/gpu-machine/")
+        .replace("dataset \"../datasets/", &datasets);
+    assert!(
+        !Path::new("/gpu-machine").exists(),
+        "/gpu-machine exists here"
+    );
+    let out = dir.join(format!("{name}.kdl"));
+    std::fs::write(&out, text).unwrap();
+    out
+}
+
 /// A free loopback port (bound, then released for the server the test starts).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
