@@ -101,6 +101,18 @@ for key, grain in con.execute("select node_key, tokens_per_event_p50 from read_p
     assert (grain is None) == (want is None), (key, grain, want)
     assert grain is None or (abs(grain - want) < 1e-9 and grain < 2.0), (key, grain, want)
 print("GRAIN_CHECKED")
+# The prefix cache's share, recomputed from the engine's own counter: its increase from the
+# last scrape at or before the first request to the first at or after the last, over the
+# requests' prompt tokens as the server counted them.
+for key, share, counter in con.execute("select node_key, prefix_cache_share, prefix_cache_counter from read_parquet('{p}') where status = 'ok'").fetchall():
+    run = '{o}/' + key
+    t0, t1, prompt = con.execute("select min(scheduled_ns), max(end_ns), sum(prompt_tokens) from read_parquet('" + run + "/requests.parquet')").fetchone()
+    series = con.execute("select t_ns, sum(value) from read_parquet('" + run + "/engine_metrics.parquet') where metric = 'llamacpp:prompt_tokens_cached_total' group by t_ns order by t_ns").fetchall()
+    before = [v for t, v in series if t <= t0][-1]
+    after = [v for t, v in series if t >= t1][0]
+    assert counter == 'llamacpp:prompt_tokens_cached_total', (key, counter)
+    assert abs(share - (after - before) / prompt) < 1e-12, (key, share, after - before, prompt)
+print("PREFIX_CHECKED")
 "#,
         p = reports.join("summary.parquet").display(),
         c = reports.join("summary.csv").display(),
@@ -115,6 +127,7 @@ print("GRAIN_CHECKED")
     let stdout = String::from_utf8_lossy(&py.stdout);
     assert!(stdout.contains("CUT_CHECKED"), "{stdout}");
     assert!(stdout.contains("GRAIN_CHECKED"), "{stdout}");
+    assert!(stdout.contains("PREFIX_CHECKED"), "{stdout}");
     let answer = html
         .split(r#"<div class="answer""#)
         .nth(1)

@@ -125,6 +125,7 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
     data.truncation = truncation(&req, &ok, &dir.join("requests.parquet"), &sc);
     data.prompt_lengths = prompt_lengths(&ok, &dir);
     data.stream = stream_grain(&req, &ok);
+    data.prefix_cache = prefix_cache(&req, &dir);
     gpu_series(&mut data, &dir, start);
     data
 }
@@ -142,6 +143,7 @@ const REQUEST_COLUMNS: &[&str] = &[
     "completion_tokens",
     "content_chunks",
     "first_reasoning_ns",
+    "prompt_tokens",
 ];
 
 type Columns = std::collections::BTreeMap<String, Vec<Option<f64>>>;
@@ -317,6 +319,35 @@ fn stream_grain(req: &Columns, ok: &[Option<f64>]) -> Option<crate::report::summ
         tokens_per_event_p50: crate::record::stats::pct_of(&mut per_event, 50.0)?,
         one_event,
     })
+}
+
+/// The prompt tokens the engine's prefix cache served over the run's window (first request
+/// scheduled to last ended), from the engine's counter in engine_metrics.parquet, against the
+/// requests' prompt tokens as the server counted them. None without such a counter.
+fn prefix_cache(
+    req: &Columns,
+    dir: &std::path::Path,
+) -> Option<crate::report::summary::PrefixCache> {
+    let values = |k: &str| col(req, k).into_iter().flatten();
+    let start = values("scheduled_ns").reduce(f64::min)?;
+    let end = values("end_ns").reduce(f64::max)?;
+    let prompt: f64 = values("prompt_tokens").sum();
+    let file = dir.join("engine_metrics.parquet");
+    let names = crate::trace::read_strings(&file, &["metric"]).ok()?;
+    let nums = numeric(&file, &["t_ns", "value"]);
+    let scrapes: Vec<(f64, &str, f64)> = names
+        .get("metric")?
+        .iter()
+        .zip(col(&nums, "t_ns"))
+        .zip(col(&nums, "value"))
+        .filter_map(|((m, t), v)| {
+            let m = m.as_deref()?;
+            crate::report::summary::CACHED_COUNTERS
+                .contains(&m)
+                .then_some((t?, m, v?))
+        })
+        .collect();
+    crate::report::summary::prefix_cache(&scrapes, (start, end), prompt)
 }
 
 /// Synthetic runs: each successful request's prompt tokens as the server counted them

@@ -165,10 +165,13 @@ pub(crate) fn markdown(
         .chain(rows.iter().filter_map(summary::truncation_note))
         .chain(rows.iter().filter_map(summary::prompt_length_note))
         .chain(rows.iter().filter_map(summary::stream_note))
+        .chain(rows.iter().filter_map(summary::prefix_cache_note))
         .chain(rows.iter().filter_map(summary::scoring_note))
         .collect();
     if !format_notes.is_empty() {
-        out.push_str("\n## Format failures, truncation, prompt lengths and streaming\n\n");
+        out.push_str(
+            "\n## Format failures, truncation, prompt lengths, streaming and prefix caches\n\n",
+        );
         for n in format_notes {
             let _ = writeln!(out, "- {n}");
         }
@@ -599,6 +602,9 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
         }
         if let Some(note) = summary::stream_note(r) {
             out.push_str(&format!("stream: {note}\n"));
+        }
+        if let Some(note) = summary::prefix_cache_note(r) {
+            out.push_str(&format!("prefix cache: {note}\n"));
         }
     }
     out.push_str(&text::answer_terminal(answers));

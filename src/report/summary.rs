@@ -14,9 +14,11 @@ use crate::trace::Cell;
 
 mod caveats;
 mod memory;
+mod prefix;
 pub(crate) use caveats::*;
 pub(crate) use memory::deployment_memory;
 use memory::memory_verdict;
+pub(crate) use prefix::{prefix_cache, prefix_cache_note, PrefixCache, CACHED_COUNTERS};
 
 /// Everything the report knows of one run (read from the cache by the caller).
 #[derive(Debug, Clone, Default)]
@@ -72,6 +74,8 @@ pub(crate) struct RunData {
     pub prompt_lengths: Option<PromptLengths>,
     /// How many tokens the engine's stream events carried.
     pub stream: Option<StreamGrain>,
+    /// Prompt tokens the engine's prefix cache served over the window (its own counter).
+    pub prefix_cache: Option<PrefixCache>,
     /// How the task read the model's choice (`logprobs`: one token per request, no
     /// truncation to speak of).
     pub scoring: crate::spec::Scoring,
@@ -654,6 +658,12 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     "tokens_per_event_p50",
                     f(d.stream.map(|g| g.tokens_per_event_p50)),
                 ),
+                ("prefix_cache_share", f(d.prefix_cache.map(|p| p.share()))),
+                ("prefix_cache_tokens", f(d.prefix_cache.map(|p| p.cached))),
+                (
+                    "prefix_cache_counter",
+                    str_(d.prefix_cache.map(|p| p.counter.to_string())),
+                ),
             ]);
             v.extend(super::provenance::columns(d.provenance.as_ref()));
             v
@@ -685,110 +695,4 @@ pub(crate) fn across_repeats(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::stats::Dist;
-
-    fn row(task: &str, acc: f64, ttft_p95: f64, ok: bool) -> Row {
-        let cols = Columns {
-            sweep: "s".into(),
-            model: "m".into(),
-            quantization: "q".into(),
-            engine: "e".into(),
-            engine_kind: "llama.cpp".into(),
-            engine_block: "e".into(),
-            engine_settings: Vec::new(),
-            task: task.into(),
-            scenario: "x".into(),
-            scenario_kind: "single".into(),
-            scenario_params: "{}".into(),
-            max_tokens: 8,
-            temperature: 0.0,
-            top_p: 1.0,
-            seed: 0,
-            repeat: 0,
-        };
-        let stats = RunStats {
-            requests: 10,
-            ok: 10,
-            window_s: 10.0,
-            ttft_ms: Dist {
-                p95: Some(ttft_p95),
-                ..Default::default()
-            },
-            e2e_ms: Dist {
-                p95: Some(1000.0),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let data = RunData {
-            label: format!("{task}-{acc}-{ttft_p95}"),
-            run_key: format!("{acc}{ttft_p95}"),
-            columns: Some(cols),
-            failure: (!ok).then(|| "boom".to_string()),
-            stats: Some(stats),
-            metrics: BTreeMap::from([("quality".to_string(), acc)]),
-            ttft_ms: vec![ttft_p95 / 2.0; 10],
-            e2e_ms: vec![500.0; 10],
-            ..Default::default()
-        };
-        derive(data, &slo(), None)
-    }
-
-    fn slo() -> Slo {
-        Slo {
-            ttft_p95: Some(2.0),
-            e2e_p95: Some(6.0),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn recommends_within_the_slo_only() {
-        let rows = vec![
-            row("mmlu", 0.9, 2500.0, true),
-            row("mmlu", 0.7, 300.0, true),
-            row("mmlu", 0.8, 900.0, true),
-            row("mmlu", 0.95, 100.0, false),
-        ];
-        assert_eq!(rows[0].meets_slo, Some(false));
-        assert_eq!(
-            rows[0].slo_misses,
-            vec!["TTFT p95 2500 ms > 2000 ms".to_string()]
-        );
-        let answers = crate::report::answer::answers(&rows, &slo());
-        let picks = &answers[0].picks;
-        assert_eq!(picks[0].objective, "highest quality");
-        assert_eq!(
-            picks[0].label.as_deref(),
-            Some(rows[2].data.label.as_str()),
-            "0.9 misses the SLO, 0.95 failed: 0.8 wins"
-        );
-        assert_eq!(picks[3].objective, "lowest p95 TTFT");
-        assert_eq!(picks[3].label.as_deref(), Some(rows[1].data.label.as_str()));
-        assert_eq!(picks[2].label, None, "no energy figures, no J/token pick");
-        let why: Vec<&str> = answers[0].verdicts.iter().map(|v| v.why.as_str()).collect();
-        assert_eq!(why[0], "misses the SLO: TTFT p95 2500 ms > 2000 ms");
-        assert_eq!(why[3], "failed: boom");
-        assert_eq!(rows[1].goodput_rps, Some(1.0));
-    }
-
-    #[test]
-    fn cost_per_query_formula() {
-        let c = Cost {
-            energy_per_kwh: 0.36,
-            hardware_per_hour: 3.6,
-            currency: "EUR".into(),
-        };
-        // 3.6e6 J = 1 kWh → 0.36; 100 s of hardware → 0.1; over 10 queries.
-        let v = cost_per_query(&c, Some(3.6e6), 100.0, 10).unwrap();
-        assert!((v - 0.046).abs() < 1e-12, "{v}");
-        assert_eq!(cost_per_query(&c, None, 100.0, 10), None);
-        let hw_only = Cost {
-            energy_per_kwh: 0.0,
-            ..c
-        };
-        assert!((cost_per_query(&hw_only, None, 100.0, 10).unwrap() - 0.01).abs() < 1e-12);
-    }
-}
+mod tests;
