@@ -28,7 +28,11 @@ Every figure is given with what it rests on:
   * quality: the task metric's mean over the distinct items of the quality pass, with a 95 %
     normal interval over items (p ± 1.96·s/√n);
   * energy: J per output token (GPU energy from the NVML counter over the window) against the
-    mean GPU utilisation, per engine.
+    mean GPU utilisation, per engine;
+  * prompt cached %: the share of the run's prompt tokens (usage.prompt_tokens) that the
+    engine served from its prefix cache, from its own counter in engine_metrics.parquet over
+    the window (as bench360's report reads it: summary's prefix_cache_share); a TTFT whose share
+    is high is a cache hit's, not a prefill's. The range over the configuration's runs.
 
 Writes to --out (default docs/results/seed): seed-tables.md (every table, and per scenario
 and task which configuration is best and which are inside its noise), seed-runs.csv (one row
@@ -47,6 +51,10 @@ from collections import defaultdict
 
 import pyarrow.parquet as pq
 
+# The engines' counters of prompt tokens served from their prefix cache, in bench360's order.
+CACHED_COUNTERS = ["vllm:prompt_tokens_cached_total", "vllm:prefix_cache_hits_total",
+                   "sglang:cached_tokens_total", "llamacpp:prompt_tokens_cached_total",
+                   "lmdeploy:cached_tokens_total"]
 QOS_TTFT_MS = 2000.0
 QOS_E2E_MS = 6000.0
 # Student t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
@@ -143,7 +151,7 @@ def runs_of(cache, sweep, seen):
 def describe(key, d, c, rec, score_dir):
     t = pq.read_table(os.path.join(d, "requests.parquet"),
                       columns=["scheduled_ns", "end_ns", "ttft_ms", "tpot_ms", "e2e_ms",
-                               "completion_tokens", "ok"]).to_pydict()
+                               "completion_tokens", "prompt_tokens", "ok"]).to_pydict()
     ok = [i for i, x in enumerate(t["ok"]) if x]
     inputs = rec.get("inputs") or {}
     tokens = [t["completion_tokens"][i] for i in ok if t["completion_tokens"][i] is not None]
@@ -166,11 +174,49 @@ def describe(key, d, c, rec, score_dir):
         # Generation past end-of-sequence (exact output lengths), as the run's key has it.
         "ignore_eos": inputs.get("sampling.ignore-eos") == "true",
         "synthetic": inputs.get("task.kind") == '"synthetic"',
+        "cache_share": cache_share(d, t),
     }
     if c["scenario_kind"] == "batch":
         row["batches"] = batch_rates(t, ok)
     row["quality"] = quality(score_dir) if score_dir else None
     return row
+
+
+def cache_share(d, t):
+    """The prefix cache's share of the run's prompt tokens: the first counter of CACHED_COUNTERS
+    the scrapes hold, summed over label sets per scrape, from the last scrape at or before the
+    first request's schedule to the first at or after the last request's end, over the requests'
+    prompt tokens. None without such a counter or scrapes around the window."""
+    path = os.path.join(d, "engine_metrics.parquet")
+    prompt = sum(x for x in t["prompt_tokens"] if x is not None)
+    if not os.path.exists(path) or prompt <= 0:
+        return None
+    m = pq.read_table(path, columns=["t_ns", "metric", "value"]).to_pydict()
+    present = set(m["metric"])
+    counter = next((c for c in CACHED_COUNTERS if c in present), None)
+    if counter is None:
+        return None
+    by_t = defaultdict(float)
+    for ts, name, v in zip(m["t_ns"], m["metric"], m["value"]):
+        if name == counter:
+            by_t[ts] += v
+    series = sorted(by_t.items())
+    t0 = min(x for x in t["scheduled_ns"] if x is not None)
+    t1 = max(x for x in t["end_ns"] if x is not None)
+    before = [v for ts, v in series if ts <= t0]
+    after = [v for ts, v in series if ts >= t1]
+    if not before or not after or after[0] < before[-1]:
+        return None
+    return (after[0] - before[-1]) / prompt
+
+
+def cached_range(rs):
+    """The prefix cache's share over a configuration's runs, in %: one value or min–max."""
+    v = [100 * r["cache_share"] for r in rs if r.get("cache_share") is not None]
+    if not v:
+        return "–"
+    lo, hi = min(v), max(v)
+    return f"{lo:.1f}" if round(lo, 1) == round(hi, 1) else f"{lo:.1f}–{hi:.1f}"
 
 
 def gpu_util(tel):
@@ -341,16 +387,18 @@ def cold_table(colds):
 
 def single_table(groups):
     out = ["## Single stream", "",
-           "| engine | weights | task | runs | requests | window s | TTFT p50 ms | TPOT p50 ms | E2E p50 ms |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| engine | weights | task | runs | requests | window s | TTFT p50 ms | TPOT p50 ms | E2E p50 ms | prompt cached % |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for k, rs in sorted(groups.items()):
         if k[3] != "single":
             continue
         out.append(f"| {k[0]} | {k[1]} | {k[2]} | {len(rs)} | {sum(r['ok'] for r in rs)} | "
                    f"{fmt(min(r['window_s'] or 0 for r in rs))} | {pooled(rs, 'ttft_p50')} | "
-                   f"{pooled(rs, 'tpot_p50')} | {pooled(rs, 'e2e_p50')} |")
+                   f"{pooled(rs, 'tpot_p50')} | {pooled(rs, 'e2e_p50')} | {cached_range(rs)} |")
     return out + ["", "One run: the median [its distribution-free 95 % interval]; several: the mean of "
-                  "the runs' medians ± 95 % t-interval over runs. Window: the shortest run's.", ""]
+                  "the runs' medians ± 95 % t-interval over runs. Window: the shortest run's. Prompt "
+                  "cached: the share of prompt tokens the engine served from its prefix cache (its own "
+                  "counter; over the runs): a TTFT with a high share is a cache hit's.", ""]
 
 
 def batch_stat(rs):
@@ -364,8 +412,8 @@ def batch_stat(rs):
 
 def batch_table(groups):
     out = ["## Batch (the seed's Table 5)", "",
-           "| engine | weights | prompts | B | over | tokens/s (± 95 %) | TTFT p50 ms | E2E p50 ms | J/token | window s |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| engine | weights | prompts | B | over | tokens/s (± 95 %) | TTFT p50 ms | E2E p50 ms | J/token | window s | prompt cached % |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], int(kv[1][0]["params"].get("batch-size", 0)))):
         if k[3] != "batch":
             continue
@@ -373,7 +421,7 @@ def batch_table(groups):
         j = mean_ci([r["j_per_token"] for r in rs])[0]
         out.append(f"| {k[0]} | {k[1]} | {k[2]} | {rs[0]['params'].get('batch-size')} | {over} | {fmt_ci(m, hw)} | "
                    f"{pooled(rs, 'ttft_p50')} | {pooled(rs, 'e2e_p50')} | {fmt(j, 3)} | "
-                   f"{fmt(min(r['window_s'] or 0 for r in rs))} |")
+                   f"{fmt(min(r['window_s'] or 0 for r in rs))} | {cached_range(rs)} |")
     return out + ["", "tokens/s of a batch: its completion tokens over the time from its common send "
                   "to its last response.", ""]
 
@@ -388,15 +436,16 @@ def qos(rs):
 
 def server_table(groups):
     out = ["## Server (the seed's Figure 4)", "",
-           "| engine | weights | prompts | users | requests | TTFT p95 ms | E2E p95 ms | QoS (TTFT 2 s, E2E 6 s) | tokens/s |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| engine | weights | prompts | users | requests | TTFT p95 ms | E2E p95 ms | QoS (TTFT 2 s, E2E 6 s) | tokens/s | prompt cached % |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for k, rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], int(kv[1][0]["params"].get("users", 0)))):
         if k[3] != "server":
             continue
         t95, e95, ok = qos(rs)
         tps = mean_ci([r["tokens_per_s"] for r in rs])
         out.append(f"| {k[0]} | {k[1]} | {k[2]} | {rs[0]['params'].get('users')} | {sum(r['ok'] for r in rs)} | "
-                   f"{fmt(t95)} | {fmt(e95)} | {'meets' if ok else 'misses'} | {fmt_ci(tps[0], tps[1])} |")
+                   f"{fmt(t95)} | {fmt(e95)} | {'meets' if ok else 'misses'} | {fmt_ci(tps[0], tps[1])} | "
+                   f"{cached_range(rs)} |")
     return out + [""]
 
 
@@ -464,7 +513,7 @@ def write_runs_csv(runs, path):
     cols = ["label", "engine", "quantization", "task", "scenario", "params", "repeat", "requests", "ok",
             "window_s", "tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p50", "ttft_p95", "e2e_p95",
             "j_per_token", "gpu_util", "batch_rate_mean", "batches", "quality", "quality_items",
-            "completion_tokens_mean", "ignore_eos", "key"]
+            "completion_tokens_mean", "ignore_eos", "prefix_cache_share", "key"]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -477,7 +526,7 @@ def write_runs_csv(runs, path):
                         r["e2e_p50"][0], r["ttft_p95"], r["e2e_p95"], r["j_per_token"], r["gpu_util"],
                         statistics.fmean(b) if b else None, len(b) or None,
                         q[1] if q else None, q[3] if q else None, r["tokens_mean"], r["ignore_eos"],
-                        r["key"]])
+                        r["cache_share"], r["key"]])
 
 
 def figures(groups, runs, out, png):
