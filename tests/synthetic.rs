@@ -389,3 +389,87 @@ fn run_measures_a_server_at_a_url_without_a_sweep_file() {
     assert!(text(&bad).contains("--concurrency"), "{}", text(&bad));
     server.0.kill().ok();
 }
+
+/// `fresh-prompts`: two runs of one synthetic task on one start send different text, so the
+/// engine's prefix cache serves the later one little of it; without it the later run sends the
+/// earlier run's prompts again and the cache serves nearly all of them (llama-server's own
+/// counter, as the report reads it).
+#[test]
+fn fresh_prompts_keep_a_run_off_the_prompts_of_the_run_before() {
+    let e = common::engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sweep = dir.path().join("fresh.kdl");
+    let task = |name: &str, fresh: &str| {
+        format!(
+            "task \"{name}\" {{\n    kind \"synthetic\"\n    samples 6\n    input-tokens 96\n    output-tokens 2\n    ignore-eos #true\n{fresh}}}\n"
+        )
+    };
+    let sweep_text = format!(
+        "sweep \"fresh\" {{\n    seed 5\n}}\ndefaults {{\n    warmup 1\n    request-timeout 60\n}}\n{}\n{}{}{}",
+        common::llama_blocks(&e, 2),
+        task("same", ""),
+        task("fresh", "    fresh-prompts #true\n"),
+        "scenario \"one\" {\n    kind \"single\"\n    requests 6\n}\nscenario \"two\" {\n    kind \"batch\"\n    batch-size 2\n    batches 3\n}\n",
+    );
+    std::fs::write(&sweep, sweep_text).unwrap();
+    let out = bench(&cache, &["apply", sweep.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let key_of = |label: &str| -> String {
+        records(&cache)
+            .into_iter()
+            .find(|r| r["kind"] == "run" && r["label"].as_str().unwrap().starts_with(label))
+            .unwrap_or_else(|| panic!("no record {label}"))["key"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let prompts = |label: &str| -> BTreeMap<String, String> {
+        let key = key_of(label);
+        std::fs::read_to_string(cache.join("objects").join(key).join("prompts.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["sample_id"].as_str().unwrap().to_string(),
+                    v["prompt"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let run = |task: &str, scenario: &str| format!("run smollm2:q4_1@llama {task} {scenario}");
+    let same = (prompts(&run("same", "one")), prompts(&run("same", "two")));
+    assert_eq!(same.0.len(), 6);
+    assert_eq!(
+        same.0, same.1,
+        "without fresh-prompts every run sends the same text"
+    );
+    let fresh = (prompts(&run("fresh", "one")), prompts(&run("fresh", "two")));
+    for (id, p) in &fresh.0 {
+        assert_ne!(Some(p), fresh.1.get(id), "{id}: the same text in both runs");
+        assert!(
+            !same.0.values().any(|s| s == p),
+            "{id}: the task without it wrote it too"
+        );
+    }
+    // What the engine's prefix cache served: the later run of `same` nearly all its prompt
+    // tokens, either run of `fresh` at most the chat template's and the words that happen to
+    // start alike.
+    let report = bench(&cache, &["report", sweep.to_str().unwrap(), "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let share = |label: &str| -> f64 {
+        json["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"].as_str().unwrap_or("").starts_with(label))
+            .unwrap_or_else(|| panic!("no row {label}: {json}"))["prefix_cache_share"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{label}: no prefix_cache_share: {json}"))
+    };
+    let label = |task: &str, scenario: &str| format!("smollm2:q4_1@llama {task} {scenario}");
+    let most = |task: &str| share(&label(task, "one")).max(share(&label(task, "two")));
+    assert!(most("same") >= 0.8, "same: {}", most("same"));
+    assert!(most("fresh") <= 0.6, "fresh: {}", most("fresh"));
+}

@@ -134,7 +134,9 @@ pub(crate) struct Executor<'a> {
     fates: BTreeMap<usize, String>,
     samples: BTreeMap<usize, Arc<Vec<Sample>>>,
     /// Synthetic tasks' prompts, written with a deployment's tokenizer: (task, deployment).
-    materialized: BTreeMap<(usize, usize), Arc<Vec<Sample>>>,
+    /// Synthetic prompts written per (task, deployment, the run's identity under
+    /// `fresh-prompts`).
+    materialized: BTreeMap<(usize, usize, Option<String>), Arc<Vec<Sample>>>,
     summary: Summary,
     progress: Progress,
 }

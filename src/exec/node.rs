@@ -247,11 +247,13 @@ impl Executor<'_> {
     }
 
     /// The samples a run sends: the task's, or for a synthetic task, their text written with
-    /// this deployment's tokenizer (once per deployment).
+    /// this deployment's tokenizer (once per deployment; once per run identity — `run`, its
+    /// scenario kind, parameters and repeat — where the task writes `fresh-prompts`).
     pub(super) async fn samples_for(
         &mut self,
         task: usize,
         d: usize,
+        run: Option<&crate::record::Columns>,
         engine: &impl RunningEngine,
     ) -> Result<Arc<Vec<Sample>>, NodeError> {
         let base = self.samples_of(task)?;
@@ -259,7 +261,19 @@ impl Executor<'_> {
         let Some(syn) = &def.synthetic else {
             return Ok(base);
         };
-        if let Some(s) = self.materialized.get(&(task, d)) {
+        // A run of a `fresh-prompts` task writes its own text: another seed for its streams.
+        let identity = run.filter(|_| syn.fresh_prompts).map(|c| {
+            format!(
+                "fresh-prompts/{}/{}/{}",
+                c.scenario_kind, c.scenario_params, c.repeat
+            )
+        });
+        let seed = match &identity {
+            Some(id) => crate::record::rng::SplitMix64::derive(self.sweep.seed, id).next_u64(),
+            None => self.sweep.seed,
+        };
+        let at = (task, d, identity);
+        if let Some(s) = self.materialized.get(&at) {
             return Ok(s.clone());
         }
         let e = &self.sweep.engines[self.plan.deployments[d].at.engine];
@@ -277,7 +291,7 @@ impl Executor<'_> {
             base.len(),
             def.name.value
         ));
-        let s = task::synthetic::materialize(syn, api, &base, &tok, self.sweep.seed)
+        let s = task::synthetic::materialize(syn, api, &base, &tok, seed)
             .await
             .map_err(|e| {
                 NodeError::Failed(format!(
@@ -286,7 +300,7 @@ impl Executor<'_> {
                 ))
             })?;
         let s = Arc::new(s);
-        self.materialized.insert((task, d), s.clone());
+        self.materialized.insert(at, s.clone());
         Ok(s)
     }
 
@@ -342,7 +356,7 @@ impl Executor<'_> {
             .first()
             .map(|&r| self.plan.runs[r].config.task)
             .unwrap_or(0);
-        let warm_samples = self.samples_for(first_task, d, engine).await.ok();
+        let warm_samples = self.samples_for(first_task, d, None, engine).await.ok();
         let mut first_token_s = None;
         let mut warm_failures = Vec::new();
         if let Some(samples) = &warm_samples {

@@ -198,7 +198,10 @@ impl Executor<'_> {
         d: usize,
     ) -> Option<(Arc<Vec<Sample>>, Arc<HttpClient>, Vec<workload::TraceItem>)> {
         let node = spec.node;
-        let samples = match self.samples_for(spec.config.task, d, engine).await {
+        let samples = match self
+            .samples_for(spec.config.task, d, Some(&spec.columns), engine)
+            .await
+        {
             Ok(s) => s,
             Err(e) => {
                 let e = e.to_string();

@@ -482,6 +482,12 @@ pub(crate) struct Synthetic {
     pub prefix_groups: u32,
     /// Turns of each conversation; each turn carries the previous turns and replies.
     pub turns: u32,
+    /// Every run writes its own prompts (the text seeded by its scenario, parameters and
+    /// repeat as well as the sweep's seed): no run sends prompts an earlier run on the same
+    /// start left in the engine's prefix cache. Left out of the key when off, so sweeps from
+    /// before it keep theirs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fresh_prompts: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

@@ -650,7 +650,18 @@ mod tests {
             shared_prefix: 0,
             prefix_groups: 1,
             turns,
+            fresh_prompts: false,
         }
+    }
+
+    #[test]
+    fn fresh_prompts_enter_the_prompt_identity_only_when_on() {
+        let mut s = syn(Lengths::Fixed { tokens: 64 }, 1);
+        let off = serde_json::to_string(&s).unwrap();
+        assert!(!off.contains("fresh"), "{off}");
+        s.fresh_prompts = true;
+        let on = serde_json::to_string(&s).unwrap();
+        assert!(on.contains(r#""fresh_prompts":true"#), "{on}");
     }
 
     #[test]

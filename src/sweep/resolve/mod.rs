@@ -139,6 +139,7 @@ const TASK_FIELDS: &[&str] = &[
     "shared-prefix",
     "prefix-groups",
     "turns",
+    "fresh-prompts",
 ];
 /// Fields only a `synthetic` task takes.
 const SYNTHETIC_FIELDS: &[&str] = &[
@@ -147,6 +148,7 @@ const SYNTHETIC_FIELDS: &[&str] = &[
     "shared-prefix",
     "prefix-groups",
     "turns",
+    "fresh-prompts",
 ];
 /// Fields only a `custom` task takes (`extract` is taken by every kind).
 const CUSTOM_FIELDS: &[&str] = &[

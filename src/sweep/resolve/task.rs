@@ -324,6 +324,9 @@ fn resolve_synthetic(
     let turns = Ctx::first(f, "turns")
         .and_then(|n| ctx.one_int(n, 1, 1000))
         .unwrap_or(1) as u32;
+    let fresh_prompts = Ctx::first(f, "fresh-prompts")
+        .and_then(|n| ctx.one_bool(n))
+        .unwrap_or(false);
     let input = input?;
     if shared_prefix > 0 {
         let min_input = match &input {
@@ -348,6 +351,7 @@ fn resolve_synthetic(
         shared_prefix,
         prefix_groups,
         turns,
+        fresh_prompts,
     })
 }
 
