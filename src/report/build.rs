@@ -347,7 +347,14 @@ fn prefix_cache(
                 .then_some((t?, m, v?))
         })
         .collect();
-    crate::report::summary::prefix_cache(&scrapes, (start, end), prompt)
+    let ids = crate::trace::read_strings(&dir.join("requests.parquet"), &["sample_id"]).ok()?;
+    let ids = ids.get("sample_id")?;
+    let distinct = ids
+        .iter()
+        .flatten()
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    crate::report::summary::prefix_cache(&scrapes, (start, end), prompt, (ids.len(), distinct))
 }
 
 /// Synthetic runs: each successful request's prompt tokens as the server counted them

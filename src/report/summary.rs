@@ -664,6 +664,10 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     "prefix_cache_counter",
                     str_(d.prefix_cache.map(|p| p.counter.to_string())),
                 ),
+                (
+                    "sends_per_prompt",
+                    f(d.prefix_cache.and_then(|p| p.sends_per_prompt())),
+                ),
             ]);
             v.extend(super::provenance::columns(d.provenance.as_ref()));
             v
