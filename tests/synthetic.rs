@@ -74,13 +74,20 @@ fn requests(cache: &Path, key: &str) -> Vec<Req> {
     out
 }
 
-/// The run's prompts.jsonl: sample id → (target prompt tokens, output tokens, turns sent).
-fn targets(cache: &Path, key: &str) -> BTreeMap<String, (u64, u64, usize)> {
+/// The run's prompts.jsonl, one value per line.
+fn prompts_jsonl(cache: &Path, key: &str) -> Vec<serde_json::Value> {
     std::fs::read_to_string(cache.join("objects").join(key).join("prompts.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The run's prompts.jsonl: sample id → (target prompt tokens, output tokens, turns sent).
+fn targets(cache: &Path, key: &str) -> BTreeMap<String, (u64, u64, usize)> {
+    prompts_jsonl(cache, key)
+        .into_iter()
+        .map(|v| {
             (
                 v["sample_id"].as_str().unwrap().to_string(),
                 (
@@ -425,12 +432,9 @@ fn fresh_prompts_keep_a_run_off_the_prompts_of_the_run_before() {
             .to_string()
     };
     let prompts = |label: &str| -> BTreeMap<String, String> {
-        let key = key_of(label);
-        std::fs::read_to_string(cache.join("objects").join(key).join("prompts.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        prompts_jsonl(&cache, &key_of(label))
+            .into_iter()
+            .map(|v| {
                 (
                     v["sample_id"].as_str().unwrap().to_string(),
                     v["prompt"].as_str().unwrap().to_string(),
