@@ -173,8 +173,8 @@ fn identical_applies_hold_where_noise_is_known_and_a_real_slowdown_fails() {
             .any(|(m, r)| *m == "tpot_p50" && r.ends_with("mmlu single")),
         "{fired:?}"
     );
-    assert!(text(&slower).contains("regression: "), "{}", text(&slower));
-    for l in text(&slower).lines().filter(|l| l.contains("mmlu single")) {
+    assert!(text(slower).contains("regression: "), "{}", text(slower));
+    for l in text(slower).lines().filter(|l| l.contains("mmlu single")) {
         eprintln!("{l}");
     }
 }
