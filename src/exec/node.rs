@@ -261,11 +261,16 @@ impl Executor<'_> {
         let Some(syn) = &def.synthetic else {
             return Ok(base);
         };
-        // A run of a `fresh-prompts` task writes its own text: another seed for its streams.
+        // A run of a `fresh-prompts` task writes its own text: another seed for its streams,
+        // from what its key holds (the task's settings, the scenario, its parameters, the
+        // repeat), so that two such tasks of other lengths do not share their text either.
         let identity = run.filter(|_| syn.fresh_prompts).map(|c| {
             format!(
-                "fresh-prompts/{}/{}/{}",
-                c.scenario_kind, c.scenario_params, c.repeat
+                "fresh-prompts/{}/{}/{}/{}",
+                serde_json::to_string(syn).unwrap_or_default(),
+                c.scenario_kind,
+                c.scenario_params,
+                c.repeat
             )
         });
         let seed = match &identity {
