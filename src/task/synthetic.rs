@@ -479,6 +479,7 @@ pub(crate) async fn materialize(
     }
     let vocab = vocabulary(tok).await?;
     let mut prefixes: BTreeMap<u32, String> = BTreeMap::new();
+    let mut overheads: BTreeMap<(Option<String>, String), usize> = BTreeMap::new();
     let mut out = Vec::with_capacity(placeholders.len());
     let mut history: Vec<(String, String)> = Vec::new();
     let mut conversation = u32::MAX;
@@ -536,7 +537,22 @@ pub(crate) async fn materialize(
                 .await
             }
         };
-        let overhead = count(prefix.clone()).await?;
+        // What the template (and system prompt, shared prefix) take on their own: the same for
+        // every first turn of a group, so counted once.
+        let overhead = match history
+            .is_empty()
+            .then(|| (p.system.clone(), prefix.clone()))
+        {
+            Some(k) => match overheads.get(&k) {
+                Some(n) => *n,
+                None => {
+                    let n = count(prefix.clone()).await?;
+                    overheads.insert(k, n);
+                    n
+                }
+            },
+            None => count(prefix.clone()).await?,
+        };
         if overhead >= target {
             return Err(SyntheticError::TargetTooSmall {
                 id: p.id.clone(),
