@@ -465,6 +465,31 @@ async fn exact_text(
     Err(SyntheticError::NoExactText { tokens: n })
 }
 
+/// A request whose target leaves no room for text after what the template, the shared prefix
+/// and the earlier turns already take.
+fn too_small(
+    p: &Sample,
+    target: usize,
+    overhead: usize,
+    prefix: bool,
+    history: bool,
+) -> SyntheticError {
+    SyntheticError::TargetTooSmall {
+        id: p.id.clone(),
+        target,
+        overhead,
+        what: format!(
+            "the chat template{}{}",
+            if prefix { ", the shared prefix" } else { "" },
+            if history {
+                " and the earlier turns"
+            } else {
+                ""
+            },
+        ),
+    }
+}
+
 /// Writes the text of the placeholders from [`plan`] with the engine's tokenizer: every
 /// request's prompt tokens, as the server counts them, equal its `target_prompt_tokens`.
 pub(crate) async fn materialize(
@@ -537,41 +562,26 @@ pub(crate) async fn materialize(
                 .await
             }
         };
-        // What the template (and system prompt, shared prefix) take on their own: the same for
-        // every first turn of a group, so counted once.
-        let overhead = match history
-            .is_empty()
-            .then(|| (p.system.clone(), prefix.clone()))
-        {
-            Some(k) => match overheads.get(&k) {
-                Some(n) => *n,
-                None => {
-                    let n = count(prefix.clone()).await?;
-                    overheads.insert(k, n);
-                    n
+        // The template's, system prompt's and shared prefix's own tokens: once per group.
+        let key = (p.system.clone(), prefix.clone());
+        let overhead = match overheads.get(&key).filter(|_| history.is_empty()) {
+            Some(n) => *n,
+            None => {
+                let n = count(prefix.clone()).await?;
+                if history.is_empty() {
+                    overheads.insert(key, n);
                 }
-            },
-            None => count(prefix.clone()).await?,
+                n
+            }
         };
         if overhead >= target {
-            return Err(SyntheticError::TargetTooSmall {
-                id: p.id.clone(),
+            return Err(too_small(
+                p,
                 target,
                 overhead,
-                what: format!(
-                    "the chat template{}{}",
-                    if prefix.is_empty() {
-                        ""
-                    } else {
-                        ", the shared prefix"
-                    },
-                    if history.is_empty() {
-                        ""
-                    } else {
-                        " and the earlier turns"
-                    },
-                ),
-            });
+                !prefix.is_empty(),
+                !history.is_empty(),
+            ));
         }
         // The prompt made of the prefix and the first k tokens of this request's stream.
         let cut = async |k: usize| -> Result<String, SyntheticError> {
