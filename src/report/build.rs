@@ -123,9 +123,13 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
     let sc = numeric(&scores_file, &["score", "parsed", "request_id"]);
     scores(&mut data, &sc, &scores_file);
     data.truncation = truncation(&req, &ok, &dir.join("requests.parquet"), &sc);
-    data.prompt_lengths = prompt_lengths(&ok, &dir);
+    // Each request's sample id, read once for the two readers below.
+    let ids = crate::trace::read_strings(&dir.join("requests.parquet"), &["sample_id"])
+        .ok()
+        .and_then(|mut m| m.remove("sample_id"));
+    data.prompt_lengths = prompt_lengths(&req, &ok, ids.as_deref(), &dir);
     data.stream = stream_grain(&req, &ok);
-    data.prefix_cache = prefix_cache(&req, &dir);
+    data.prefix_cache = prefix_cache(&req, ids.as_deref(), &dir);
     gpu_series(&mut data, &dir, start);
     data
 }
@@ -326,8 +330,10 @@ fn stream_grain(req: &Columns, ok: &[Option<f64>]) -> Option<crate::report::summ
 /// requests' prompt tokens as the server counted them. None without such a counter.
 fn prefix_cache(
     req: &Columns,
+    ids: Option<&[Option<String>]>,
     dir: &std::path::Path,
 ) -> Option<crate::report::summary::PrefixCache> {
+    let ids = ids?;
     let values = |k: &str| col(req, k).into_iter().flatten();
     let start = values("scheduled_ns").reduce(f64::min)?;
     let end = values("end_ns").reduce(f64::max)?;
@@ -347,8 +353,6 @@ fn prefix_cache(
                 .then_some((t?, m, v?))
         })
         .collect();
-    let ids = crate::trace::read_strings(&dir.join("requests.parquet"), &["sample_id"]).ok()?;
-    let ids = ids.get("sample_id")?;
     let distinct = ids
         .iter()
         .flatten()
@@ -361,7 +365,9 @@ fn prefix_cache(
 /// (`usage`) against the target its prompt was written for (`prompts.jsonl`). None for runs
 /// without targets or without the server's counts.
 fn prompt_lengths(
+    req: &Columns,
     ok: &[Option<f64>],
+    ids: Option<&[Option<String>]>,
     dir: &std::path::Path,
 ) -> Option<crate::report::summary::PromptLengths> {
     let text = std::fs::read_to_string(dir.join("prompts.jsonl")).ok()?;
@@ -378,11 +384,10 @@ fn prompt_lengths(
     if targets.is_empty() {
         return None;
     }
-    let file = dir.join("requests.parquet");
-    let ids = crate::trace::read_strings(&file, &["sample_id"]).ok()?;
-    let counted = col(&numeric(&file, &["prompt_tokens"]), "prompt_tokens");
+    let ids = ids?;
+    let counted = col(req, "prompt_tokens");
     let mut p = crate::report::summary::PromptLengths::default();
-    for ((id, n), o) in ids.get("sample_id")?.iter().zip(&counted).zip(ok) {
+    for ((id, n), o) in ids.iter().zip(&counted).zip(ok) {
         let (Some(id), Some(n), Some(1.0)) = (id, n, o) else {
             continue;
         };

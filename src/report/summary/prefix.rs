@@ -96,14 +96,14 @@ pub(crate) fn prefix_cache(
 /// The note of a run whose engine served much of its prompts from its prefix cache.
 pub(crate) fn prefix_cache_note(r: &Row) -> Option<String> {
     let p = r.data.prefix_cache?;
-    let repeats = match p.sends_per_prompt() {
-        Some(x) if x >= REPEATED_PROMPTS => format!(
-            " It sent each of its {} distinct prompts {x:.1} times on average: a prompt sent again within the run is a hit whatever `fresh-prompts` says; a task with as many `samples` as the run sends requests sends each once.",
-            p.distinct
-        ),
-        _ => String::new(),
-    };
     (p.share() >= PREFIX_CACHE_NOTE).then(|| {
+        let repeats = match p.sends_per_prompt() {
+            Some(x) if x >= REPEATED_PROMPTS => format!(
+                " It sent each of its {} distinct prompts {x:.1} times on average: a prompt sent again within the run is a hit whatever `fresh-prompts` says; a task with as many `samples` as the run sends requests sends each once.",
+                p.distinct
+            ),
+            _ => String::new(),
+        };
         format!(
             "{}: {:.1}% of its {:.0} prompt tokens came from the engine's prefix cache ({}) — its TTFT and prefill energy are a warm cache's: prefixes its prompts share (a schema, a context, an instruction) or prompts sent before on this start (the items again, an earlier scenario's synthetic prompts, a repeat); compare its TTFT only with runs whose `prefix_cache_share` is alike.{repeats}",
             r.data.label,
