@@ -53,7 +53,10 @@
 #   device-vllm.sh wait SECS [final]
 #                                  follow the apply; when it has finished, put the artefacts under
 #                                  $OUT and exit with its status; else exit 3 — or, with `final`,
-#                                  collect what the cache holds so far anyway (exit 4)
+#                                  collect what the cache holds so far anyway (exit 4); a
+#                                  call that exits 3 brings back delta-HHMMSS.tar.xz, what
+#                                  finished since the call before (a machine lost between two
+#                                  calls then loses only what ran during the last one)
 #
 # A sweep edited while the machine is warm: carry .devcarry/b again and `start SWEEP SECS`
 # (the unpacking and the conversion are kept; apply's cache runs only what changed).
@@ -131,6 +134,28 @@ collect() {
   exit "$rc"
 }
 
+# What finished since the last call, brought back by every call that returns while apply runs
+# (exit 3), so that a machine lost between calls loses at most what ran during the last one: the
+# records written or rewritten since the previous delta (10 s of slack: a record is renamed into
+# place moments after it is written), their objects with the chunk traces, the labels, the salt.
+# Here: unpack the hold's delta-*.tar.xz in order (then its cache.tar.xz, if one came back).
+delta() {
+  local since stamp list
+  [ -f $ROOT/hold.start ] || return 0
+  since=$(stat -c %Y $ROOT/delta.last 2>/dev/null || stat -c %Y $ROOT/hold.start)
+  touch $ROOT/delta.next; stamp=$(date -u +%H%M%S)
+  list=$(cd $ROOT && find cache/records -name '*.json' -newermt "@$((since - 10))" | sort)
+  [ -n "$list" ] || { rm -f $ROOT/delta.next; return 0; }
+  (cd $ROOT && { for r in $list; do echo "$r"; k=$(basename "$r" .json)
+      [ -d "cache/objects/$k" ] && echo "cache/objects/$k"; done
+    find cache/labels -type f -newer $ROOT/hold.start; echo cache/salt; echo cache/FORMAT; } \
+    | XZ_OPT=-T0 tar -cJf $ROOT/delta.tar.xz -T - 2>/dev/null) || { log "ERROR: could not pack the delta"; return 0; }
+  if [ "$(stat -c %s $ROOT/delta.tar.xz)" -lt 16000000 ]; then mv $ROOT/delta.tar.xz "$OUT/delta-$stamp.tar.xz"
+  else split -b 15M -d -a 2 $ROOT/delta.tar.xz "$OUT/delta-$stamp.tar.xz."; rm -f $ROOT/delta.tar.xz; fi
+  mv $ROOT/delta.next $ROOT/delta.last
+  log "delta-$stamp: $(echo "$list" | wc -l) records written since the last call"
+}
+
 wait_apply() {
   local limit=$1 final=${2:-} sweep t0 last=0
   sweep=$(cat $ROOT/apply.sweep) || exit 1
@@ -146,6 +171,7 @@ wait_apply() {
   done
   [ -f $ROOT/apply.rc ] && collect "$sweep"
   if [ "$final" = final ]; then collect "$sweep"; fi
+  delta
   log "still running after $limit s: call wait again now"
   tail -n 15 $ROOT/apply.log
   exit 3
@@ -189,7 +215,7 @@ case ${1:-} in
     rm -rf $RUN; mkdir -p $RUN
     cp -r sweeps datasets scripts docs $RUN/
     echo "$sweep" > $ROOT/apply.sweep; rm -f $ROOT/apply.rc
-    echo "start $(date -u +%T)" >> $ROOT/times.txt
+    echo "start $(date -u +%T)" >> $ROOT/times.txt; [ -f $ROOT/hold.start ] || touch $ROOT/hold.start
     only=true
     for stage in "$@"; do
       flags=""
