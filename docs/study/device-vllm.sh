@@ -83,6 +83,15 @@ recv() {
   BENCH360_GPU_ROOT=$ROOT docs/study/device-receive.sh "$n" ".devcarry/p$n" 2>&1 || return 1
 }
 
+# Puts FILE under $OUT as NAME, or in pieces NAME.00, NAME.01, … of 15 MiB when it is 16 MB or
+# more (at most 16 MiB a file comes back); a missing FILE puts nothing.
+bring_back() {
+  local f=$1 name=$2
+  [ -f "$f" ] || return 0
+  if [ "$(stat -c %s "$f")" -lt 16000000 ]; then mv "$f" "$OUT/$name"
+  else split -b 15M -d -a 2 "$f" "$OUT/$name."; rm -f "$f"; fi
+}
+
 collect() {
   local sweep=$1 rc
   rc=$(cat $ROOT/apply.rc 2>/dev/null || echo unfinished)
@@ -105,8 +114,7 @@ collect() {
   (cd $ROOT && XZ_OPT=-T0 tar -cJf "$ROOT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null) \
     || log "ERROR: could not pack the cache"
   csize=$(stat -c %s "$ROOT/cache.tar.xz" 2>/dev/null || echo 0)
-  if [ "$csize" -lt 16000000 ]; then mv "$ROOT/cache.tar.xz" "$OUT/" 2>/dev/null
-  else split -b 15M -d -a 2 "$ROOT/cache.tar.xz" "$OUT/cache.tar.xz."; rm -f "$ROOT/cache.tar.xz"; fi
+  bring_back "$ROOT/cache.tar.xz" cache.tar.xz
   # 8 files and 64 MiB come back at most: beyond 3 pieces (with the 5 other files) the cache
   # cannot come back whole — say so, loudly, rather than lose it quietly.
   [ "$(ls "$OUT" | grep -c '^cache\.tar\.xz')" -le 3 ] || log "ERROR: the cache is $csize bytes: more than 3 pieces of 15 MiB; collect it in two calls"
@@ -150,8 +158,7 @@ delta() {
       [ -d "cache/objects/$k" ] && echo "cache/objects/$k"; done
     find cache/labels -type f -newer $ROOT/hold.start; echo cache/salt; echo cache/FORMAT; } \
     | XZ_OPT=-T0 tar -cJf $ROOT/delta.tar.xz -T - 2>/dev/null) || { log "ERROR: could not pack the delta"; return 0; }
-  if [ "$(stat -c %s $ROOT/delta.tar.xz)" -lt 16000000 ]; then mv $ROOT/delta.tar.xz "$OUT/delta-$stamp.tar.xz"
-  else split -b 15M -d -a 2 $ROOT/delta.tar.xz "$OUT/delta-$stamp.tar.xz."; rm -f $ROOT/delta.tar.xz; fi
+  bring_back $ROOT/delta.tar.xz "delta-$stamp.tar.xz"
   mv $ROOT/delta.next $ROOT/delta.last
   log "delta-$stamp: $(echo "$list" | wc -l) records written since the last call"
 }
