@@ -1,7 +1,10 @@
 //! The study's device script, tried here (`BENCH360_GPU_ROOT` is a temp folder): a `wait` call
 //! that leaves the apply running brings back, as `delta-HHMMSS.tar.xz`, what the hold's cache
 //! recorded since the call before — so that a machine lost between two calls loses only one
-//! call's runs (the eighth seed hold lost all of its own).
+//! call's runs (the eighth seed hold lost all of its own); and the last call's collection brings
+//! back the hold's own records with their chunk traces, not the earlier holds' again (the ninth
+//! hold's whole cache filled the files a call may bring back, and its last runs' traces stayed
+//! there).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,9 +39,9 @@ fn record(cache: &Path, key: &str) -> PathBuf {
     rec
 }
 
-/// `device-vllm.sh wait 0`: returns its exit code and the members of each archive it left in a
-/// fresh `$OUT`.
-fn wait_call(root: &Path, out: &Path) -> (i32, Vec<(String, Vec<String>)>) {
+/// `device-vllm.sh wait 0 [final]`: returns its exit code and the members of each archive
+/// (`*.tar.xz`) it left in a fresh `$OUT`.
+fn wait_call(root: &Path, out: &Path, final_: bool) -> (i32, Vec<(String, Vec<String>)>) {
     let _ = std::fs::remove_dir_all(out);
     std::fs::create_dir_all(out).unwrap();
     let bin = root.join("shims");
@@ -52,6 +55,7 @@ fn wait_call(root: &Path, out: &Path) -> (i32, Vec<(String, Vec<String>)>) {
     let o = Command::new("bash")
         .arg(&script)
         .args(["wait", "0"])
+        .args(final_.then_some("final"))
         .env("BENCH360_GPU_ROOT", root)
         .env("OUT", out)
         .env("PATH", path)
@@ -63,6 +67,7 @@ fn wait_call(root: &Path, out: &Path) -> (i32, Vec<(String, Vec<String>)>) {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .collect();
+    names.retain(|n| n.ends_with(".tar.xz"));
     names.sort();
     for name in names {
         let t = Command::new("tar")
@@ -82,8 +87,9 @@ fn wait_call(root: &Path, out: &Path) -> (i32, Vec<(String, Vec<String>)>) {
     (o.status.code().unwrap_or(-1), archives)
 }
 
-#[test]
-fn each_wait_call_brings_back_what_finished_since_the_call_before() {
+/// A hold's root ten minutes after `start`: the earlier holds' cache unpacked with its archives'
+/// times (one record, one label), the salt, and a running apply.
+fn hold() -> (tempfile::TempDir, PathBuf, PathBuf, u64) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let cache = root.join("cache");
@@ -94,7 +100,6 @@ fn each_wait_call_brings_back_what_finished_since_the_call_before() {
     std::fs::write(cache.join("FORMAT"), "1\n").unwrap();
     std::fs::write(root.join("apply.sweep"), "sweeps/gpu-seed.kdl").unwrap();
     let t = now();
-    // The earlier holds' cache, unpacked with its archive's times; then the hold begins.
     let old = record(&cache, "00000000000000000000000000000000");
     age(&old, t - 86_400);
     let old_label = cache.join("labels/old.json");
@@ -103,13 +108,19 @@ fn each_wait_call_brings_back_what_finished_since_the_call_before() {
     let start = root.join("hold.start");
     std::fs::write(&start, "").unwrap();
     age(&start, t - 600);
+    (dir, root, cache, t)
+}
+
+#[test]
+fn each_wait_call_brings_back_what_finished_since_the_call_before() {
+    let (dir, root, cache, t) = hold();
 
     // The first call after two runs finished.
     let r1 = record(&cache, "11111111111111111111111111111111");
     let r2 = record(&cache, "22222222222222222222222222222222");
     std::fs::write(cache.join("labels/new.json"), "{}").unwrap();
     let out = dir.path().join("out");
-    let (rc, archives) = wait_call(&root, &out);
+    let (rc, archives) = wait_call(&root, &out, false);
     assert_eq!(rc, 3, "the apply is still running: exit 3");
     assert_eq!(archives.len(), 1, "{archives:?}");
     let (name, members) = &archives[0];
@@ -139,7 +150,7 @@ fn each_wait_call_brings_back_what_finished_since_the_call_before() {
     age(&r1, t - 120);
     age(&r2, t - 120);
     record(&cache, "33333333333333333333333333333333");
-    let (rc, archives) = wait_call(&root, &out);
+    let (rc, archives) = wait_call(&root, &out, false);
     assert_eq!(rc, 3);
     assert_eq!(archives.len(), 1, "{archives:?}");
     let records: Vec<_> = archives[0]
@@ -158,7 +169,39 @@ fn each_wait_call_brings_back_what_finished_since_the_call_before() {
         &cache.join("records/33333333333333333333333333333333.json"),
         t - 120,
     );
-    let (rc, archives) = wait_call(&root, &out);
+    let (rc, archives) = wait_call(&root, &out, false);
     assert_eq!(rc, 3);
     assert!(archives.is_empty(), "{archives:?}");
+}
+
+#[test]
+fn the_final_collection_brings_back_the_holds_own_records_with_their_traces() {
+    let (dir, root, cache, t) = hold();
+    let r1 = record(&cache, "11111111111111111111111111111111");
+    age(&r1, t - 300);
+    std::fs::write(cache.join("labels/new.json"), "{}").unwrap();
+    let out = dir.path().join("out");
+    // A delta before, then one more run; `final` collects while the apply still runs.
+    let (rc, _) = wait_call(&root, &out, false);
+    assert_eq!(rc, 3);
+    age(&root.join("delta.last"), t - 60);
+    record(&cache, "22222222222222222222222222222222");
+    let (rc, archives) = wait_call(&root, &out, true);
+    assert_eq!(rc, 4, "collected while the apply is unfinished: exit 4");
+    let names: Vec<_> = archives.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["cache.tar.xz"], "{archives:?}");
+    let expected: Vec<String> = [
+        "cache/FORMAT",
+        "cache/labels/new.json",
+        "cache/objects/11111111111111111111111111111111/chunks.parquet",
+        "cache/objects/11111111111111111111111111111111/metrics.json",
+        "cache/objects/22222222222222222222222222222222/chunks.parquet",
+        "cache/objects/22222222222222222222222222222222/metrics.json",
+        "cache/records/11111111111111111111111111111111.json",
+        "cache/records/22222222222222222222222222222222.json",
+        "cache/salt",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    assert_eq!(archives[0].1, expected);
 }

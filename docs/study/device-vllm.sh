@@ -109,16 +109,28 @@ collect() {
   # carried to a later hold without it matches none of its deployments (the first seed hold's
   # did not keep it). The study sweeps' env values are no secrets.
   # At most 16 MiB a file and 8 files come back: a larger cache comes in pieces of 15 MiB
-  # (cache.tar.xz.00, .01, …: `cat cache.tar.xz.* > cache.tar.xz` here), the chunk traces only
-  # while a file is left and they fit.
-  (cd $ROOT && XZ_OPT=-T0 tar -cJf "$ROOT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null) \
-    || log "ERROR: could not pack the cache"
+  # (cache.tar.xz.00, .01, …: `cat cache.tar.xz.* > cache.tar.xz` here).
+  # A hold that began with `start` brings back only what it recorded itself (the earlier holds'
+  # records are here already, in their archives), with the chunk traces: the ninth seed hold's
+  # whole cache of 303 records took 3 pieces and left no room for its last runs' traces.
+  # Only when that would not fit in 3 pieces are the traces left out.
+  if [ -f $ROOT/hold.start ]; then
+    n=$(pack_since "$(stat -c %Y $ROOT/hold.start)" "$ROOT/cache.tar.xz")
+    if [ "$(stat -c %s "$ROOT/cache.tar.xz" 2>/dev/null || echo 0)" -ge $((45 * 1048576)) ]; then
+      log "the hold's records with their chunk traces take more than 3 pieces: traces left out"
+      n=$(NO_TRACES=1 pack_since "$(stat -c %Y $ROOT/hold.start)" "$ROOT/cache.tar.xz")
+    fi
+    log "cache.tar.xz: the $n records written during this hold, their objects, the labels, the salt"
+  else
+    (cd $ROOT && XZ_OPT=-T0 tar -cJf "$ROOT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null) \
+      || log "ERROR: could not pack the cache"
+  fi
   csize=$(stat -c %s "$ROOT/cache.tar.xz" 2>/dev/null || echo 0)
   bring_back "$ROOT/cache.tar.xz" cache.tar.xz
   # 8 files and 64 MiB come back at most: beyond 3 pieces (with the 5 other files) the cache
   # cannot come back whole — say so, loudly, rather than lose it quietly.
   [ "$(ls "$OUT" | grep -c '^cache\.tar\.xz')" -le 3 ] || log "ERROR: the cache is $csize bytes: more than 3 pieces of 15 MiB; collect it in two calls"
-  if [ "$(ls "$OUT" | wc -l)" -lt 7 ]; then
+  if [ ! -f $ROOT/hold.start ] && [ "$(ls "$OUT" | wc -l)" -lt 7 ]; then
     (cd $ROOT && find cache/objects -name chunks.parquet -print0 | XZ_OPT=-T0 tar -cJf "$ROOT/chunks.tar.xz" --null -T - 2>/dev/null)
     total=$(( $(du -cb "$OUT" | tail -n 1 | cut -f1) + $(stat -c %s "$ROOT/chunks.tar.xz" 2>/dev/null || echo 99999999) ))
     if [ "$(stat -c %s "$ROOT/chunks.tar.xz" 2>/dev/null || echo 99999999)" -lt 16000000 ] && [ "$total" -lt 62000000 ]; then
@@ -142,25 +154,38 @@ collect() {
   exit "$rc"
 }
 
-# What finished since the last call, brought back by every call that returns while apply runs
-# (exit 3), so that a machine lost between calls loses at most what ran during the last one: the
-# records written or rewritten since the previous delta (10 s of slack: a record is renamed into
-# place moments after it is written), their objects with the chunk traces, the labels, the salt.
-# Here: unpack the hold's delta-*.tar.xz in order (then its cache.tar.xz, if one came back).
-delta() {
-  local since stamp list
-  [ -f $ROOT/hold.start ] || return 0
-  since=$(stat -c %Y $ROOT/delta.last 2>/dev/null || stat -c %Y $ROOT/hold.start)
-  touch $ROOT/delta.next; stamp=$(date -u +%H%M%S)
+# Packs into ARCHIVE the records written or rewritten since SINCE (seconds since the epoch, less
+# 10 s of slack: a record is renamed into place moments after it is written), their objects with
+# the chunk traces (not with NO_TRACES=1), the labels written during the hold, the salt and
+# FORMAT; prints how many records. No records: no archive, and 0.
+pack_since() {
+  local since=$1 archive=$2 list
+  rm -f "$archive"
   list=$(cd $ROOT && find cache/records -name '*.json' -newermt "@$((since - 10))" | sort)
-  [ -n "$list" ] || { rm -f $ROOT/delta.next; return 0; }
+  [ -n "$list" ] || { echo 0; return 0; }
   (cd $ROOT && { for r in $list; do echo "$r"; k=$(basename "$r" .json)
       [ -d "cache/objects/$k" ] && echo "cache/objects/$k"; done
     find cache/labels -type f -newer $ROOT/hold.start; echo cache/salt; echo cache/FORMAT; } \
-    | XZ_OPT=-T0 tar -cJf $ROOT/delta.tar.xz -T - 2>/dev/null) || { log "ERROR: could not pack the delta"; return 0; }
+    | XZ_OPT=-T0 tar -cJf "$archive" ${NO_TRACES:+--exclude=chunks.parquet} -T - 2>/dev/null) \
+    || { log "ERROR: could not pack $archive" >&2; rm -f "$archive"; echo 0; return 1; }
+  echo "$list" | wc -l
+}
+
+# What finished since the last call, brought back by every call that returns while apply runs
+# (exit 3), so that a machine lost between calls loses at most what ran during the last one: the
+# records written or rewritten since the previous delta, their objects with the chunk traces,
+# the labels, the salt. Here: unpack the hold's delta-*.tar.xz in order (then its cache.tar.xz,
+# if one came back).
+delta() {
+  local since stamp n
+  [ -f $ROOT/hold.start ] || return 0
+  since=$(stat -c %Y $ROOT/delta.last 2>/dev/null || stat -c %Y $ROOT/hold.start)
+  touch $ROOT/delta.next; stamp=$(date -u +%H%M%S)
+  n=$(pack_since "$since" $ROOT/delta.tar.xz) || return 0
+  [ "$n" != 0 ] || { rm -f $ROOT/delta.next; return 0; }
   bring_back $ROOT/delta.tar.xz "delta-$stamp.tar.xz"
   mv $ROOT/delta.next $ROOT/delta.last
-  log "delta-$stamp: $(echo "$list" | wc -l) records written since the last call"
+  log "delta-$stamp: $n records written since the last call"
 }
 
 wait_apply() {
@@ -201,6 +226,9 @@ case ${1:-} in
       nvidia-smi topo -m 2>&1 | head -n 4
       python3 -c 'import torch, pyarrow; print("torch", torch.__version__, "GPUs", torch.cuda.device_count(), "pyarrow", pyarrow.__version__)'
       grep -m1 'model name' /proc/cpuinfo; head -n 1 /proc/driver/nvidia/version 2>/dev/null
+      # The machine's kernel build: the one difference run.json recorded between the seed
+      # study's machines (LMDeploy 35-40 % slower on 6.18.44-fc-v1147-gpu than on -v973).
+      echo "kernel $(uname -r)" | tee -a $ROOT/times.txt
       nproc; df -h $ROOT | tail -n 1
     fi
     if [ "${3:-}" = build ] || [ "${4:-}" = build ]; then bash docs/study/device-build.sh || exit 1; fi

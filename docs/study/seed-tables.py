@@ -143,9 +143,53 @@ def runs_of(cache, sweep, seen):
         c = run["columns"]
         if sweep and c.get("sweep") != sweep:
             continue
-        runs.append(describe(key, d, c, rec, scored.get(key)))
+        row = describe(key, d, c, rec, scored.get(key))
+        row["machine"] = machine_of(run)
+        runs.append(row)
         seen.add(key)
     return runs, colds
+
+
+def machine_of(run):
+    """The machine a run recorded (run.json's provenance): what tells two of the lent VMs apart
+    (their CPU model string, cores and GPU are alike; the kernel build and memory are not)."""
+    p = run.get("provenance") or {}
+    h, g = p.get("host") or {}, p.get("gpus") or {}
+    if not h:
+        return "not recorded"
+    return (f"kernel {h.get('kernel')}, {h.get('memory_bytes', 0) // 1024} kB, {h.get('cpu_model')}"
+            f" ×{h.get('cores')}, driver {g.get('driver')}")
+
+
+MACHINES = []  # the machines met, in order: M1, M2, …
+
+
+def machine_name(m):
+    if m not in MACHINES:
+        MACHINES.append(m)
+    return f"M{MACHINES.index(m) + 1}"
+
+
+def machines_note(items):
+    """Where the configurations compared ran, when on more than one machine."""
+    per = []
+    for k, rs in sorted(items, key=lambda kv: kv[0]):
+        names = [machine_name(r["machine"]) for r in rs]
+        per.append((k, sorted(set(names)), names))
+    if len({n for _, ns, _ in per for n in ns}) < 2:
+        return ""
+    parts = [f"{k[0]}/{k[1]} " + ", ".join(f"{n} ×{names.count(n)}" for n in ns) for k, ns, names in per]
+    return (" *(measured on several machines: " + "; ".join(parts)
+            + " — a difference across machines holds the machines' difference too)*")
+
+
+def machines_section():
+    out = ["## Machines", "",
+           "What each run's run.json recorded of its host; the answers above say where the "
+           "configurations they compare ran when that was more than one machine.", "",
+           "| machine | host |", "|---|---|"]
+    out += [f"| M{i + 1} | {m} |" for i, m in enumerate(MACHINES)]
+    return out + [""]
 
 
 def describe(key, d, c, rec, score_dir):
@@ -363,6 +407,7 @@ def main():
     md += server_table(groups)
     md += quality_table(groups)
     md += answers(groups)
+    md += machines_section()
     with open(os.path.join(a.out, "seed-tables.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     write_runs_csv(runs, os.path.join(a.out, "seed-runs.csv"))
@@ -474,17 +519,20 @@ def answers(groups):
         name = lambda k: f"{k[0]}/{k[1]}"
         if scen == "single":
             cands = [(name(k), *interval_of(rs, "tpot_p50")) for k, rs in items]
-            out.append(verdict(f"single, {task}: lowest TPOT p50 (ms)", cands, False, "ms"))
+            out.append(verdict(f"single, {task}: lowest TPOT p50 (ms)", cands, False, "ms")
+                       + machines_note(items))
         elif scen == "batch":
             cands = [(name(k), *with_hw(*batch_stat(rs)[:2])) for k, rs in items]
-            out.append(verdict(f"batch {p}, {task}: highest tokens/s", cands, True, "tok/s"))
+            out.append(verdict(f"batch {p}, {task}: highest tokens/s", cands, True, "tok/s")
+                       + machines_note(items))
         elif scen == "concurrency":
             cands = []
             for k, rs in items:
                 q = [r["quality"] for r in rs if r["quality"]]
                 if q:
                     cands.append((name(k), *with_hw(100 * q[0][1], 100 * q[0][2] if q[0][2] else None)))
-            out.append(verdict(f"quality, {task}: highest score (%)", cands, True, "%"))
+            out.append(verdict(f"quality, {task}: highest score (%)", cands, True, "%")
+                       + machines_note(items))
     server = defaultdict(list)
     for k, rs in groups.items():
         if k[3] == "server":
@@ -513,7 +561,7 @@ def write_runs_csv(runs, path):
     cols = ["label", "engine", "quantization", "task", "scenario", "params", "repeat", "requests", "ok",
             "window_s", "tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p50", "ttft_p95", "e2e_p95",
             "j_per_token", "gpu_util", "batch_rate_mean", "batches", "quality", "quality_items",
-            "completion_tokens_mean", "ignore_eos", "prefix_cache_share", "key"]
+            "completion_tokens_mean", "ignore_eos", "prefix_cache_share", "machine", "key"]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -526,7 +574,7 @@ def write_runs_csv(runs, path):
                         r["e2e_p50"][0], r["ttft_p95"], r["e2e_p95"], r["j_per_token"], r["gpu_util"],
                         statistics.fmean(b) if b else None, len(b) or None,
                         q[1] if q else None, q[3] if q else None, r["tokens_mean"], r["ignore_eos"],
-                        r["cache_share"], r["key"]])
+                        r["cache_share"], machine_name(r["machine"]), r["key"]])
 
 
 def figures(groups, runs, out, png):

@@ -118,6 +118,7 @@ struct TaskAnswer {
     excluded: Vec<String>,
     pairs: Vec<PairRow>,
     power: Option<String>,
+    machines: Option<String>,
     /// Runs of the task whose quality is held down by format failures.
     notes: Vec<String>,
 }
@@ -334,6 +335,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                 })
                 .collect(),
             power: a.power.clone(),
+            machines: a.machines.clone(),
             notes: rows
                 .iter()
                 .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == a.task))

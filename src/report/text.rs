@@ -140,6 +140,9 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
         if let Some(p) = &a.power {
             let _ = writeln!(out, "\nSample size: {p}.");
         }
+        if let Some(m) = &a.machines {
+            let _ = writeln!(out, "\nMachines: {m}.");
+        }
         out.push('\n');
     }
     out

@@ -283,6 +283,9 @@ pub(crate) struct TaskAnswer {
     pub pairs: Vec<PairLine>,
     /// The items a paired test would need to tell the top two apart.
     pub power: Option<String>,
+    /// When the task's runs recorded more than one machine: which, and where each
+    /// configuration ran.
+    pub machines: Option<String>,
 }
 
 /// All pairs of a task are listed up to this many configurations; beyond, only each against
@@ -461,6 +464,7 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group]) -> TaskAnswer
         picks: Vec::new(),
         pairs: pairs(gs, reference.as_ref()),
         power: None,
+        machines: machines::machines(rows, gs),
     };
     // Tell apart the top two that could be recommended (all, when fewer than two could).
     let candidates: Vec<&Group> = gs
@@ -743,6 +747,7 @@ pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
     }
 }
 
+mod machines;
 mod noise;
 pub(crate) use noise::{describe, fmt_p, sig3};
 use noise::{fmt_delta, tied};

@@ -261,3 +261,51 @@ fn an_inconclusive_quality_is_excluded_by_default_and_the_answer_says_what_admit
     assert_eq!(a.recommended.as_deref(), Some("cheap q8"));
     assert_eq!(a.alternative, None);
 }
+
+/// `label`'s run recorded on a host whose kernel is `kernel`.
+fn on_kernel(mut r: Row, kernel: &str) -> Row {
+    let mut p = crate::record::provenance::Provenance::default();
+    p.host.hostname = "vm".into();
+    p.host.cpu_model = "Intel(R) Xeon(R) Processor".into();
+    p.host.cores = 16;
+    p.host.kernel = kernel.into();
+    r.data.provenance = Some(p);
+    r
+}
+
+#[test]
+fn configurations_measured_on_different_machines_are_said_to_be() {
+    let s = slo(None, None);
+    let rows = vec![
+        on_kernel(
+            run("big q8 #1", |i| i < 160, 1000.0, 500.0, &s),
+            "6.18-v973",
+        ),
+        on_kernel(
+            run("big q8 #2", |i| i < 160, 1000.0, 500.0, &s),
+            "6.18-v1147",
+        ),
+        on_kernel(run("small q4", |i| i < 150, 400.0, 400.0, &s), "6.18-v973"),
+        on_kernel(run("tiny q4", |i| i < 120, 100.0, 300.0, &s), "6.18-v1147"),
+    ];
+    let a = &answers(&rows, &s)[0];
+    let m = a.machines.as_deref().expect("two kernels: two machines");
+    assert!(m.starts_with("measured on 2 machines, which differ in kernel: M1 (kernel 6.18-v973); M2 (kernel 6.18-v1147)"), "{m}");
+    assert!(
+        m.contains(
+            "On M1 only: `small q4`; on M2 only: `tiny q4`; on several: `big q8` (M1 ×1, M2 ×1)"
+        ),
+        "{m}"
+    );
+    let md = crate::report::text::answer_markdown(std::slice::from_ref(a));
+    assert!(md.contains("\nMachines: measured on 2 machines"), "{md}");
+
+    // One machine throughout (or runs from before provenance was kept): nothing to say.
+    let one: Vec<Row> = rows
+        .into_iter()
+        .map(|r| on_kernel(r, "6.18-v973"))
+        .collect();
+    assert!(answers(&one, &s)[0].machines.is_none());
+    let none = sweep(&s);
+    assert!(answers(&none, &s)[0].machines.is_none());
+}
