@@ -111,6 +111,24 @@ fn hold() -> (tempfile::TempDir, PathBuf, PathBuf, u64) {
     (dir, root, cache, t)
 }
 
+/// What an archive of the hold's two new runs holds: their records and objects (chunk traces
+/// included), the label written during the hold, the salt and FORMAT — not the earlier holds'.
+fn two_runs() -> Vec<String> {
+    [
+        "cache/FORMAT",
+        "cache/labels/new.json",
+        "cache/objects/11111111111111111111111111111111/chunks.parquet",
+        "cache/objects/11111111111111111111111111111111/metrics.json",
+        "cache/objects/22222222222222222222222222222222/chunks.parquet",
+        "cache/objects/22222222222222222222222222222222/metrics.json",
+        "cache/records/11111111111111111111111111111111.json",
+        "cache/records/22222222222222222222222222222222.json",
+        "cache/salt",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 #[test]
 fn each_wait_call_brings_back_what_finished_since_the_call_before() {
     let (dir, root, cache, t) = hold();
@@ -128,20 +146,7 @@ fn each_wait_call_brings_back_what_finished_since_the_call_before() {
         name.starts_with("delta-") && name.ends_with(".tar.xz"),
         "{name}"
     );
-    let expected: Vec<String> = [
-        "cache/FORMAT",
-        "cache/labels/new.json",
-        "cache/objects/11111111111111111111111111111111/chunks.parquet",
-        "cache/objects/11111111111111111111111111111111/metrics.json",
-        "cache/objects/22222222222222222222222222222222/chunks.parquet",
-        "cache/objects/22222222222222222222222222222222/metrics.json",
-        "cache/records/11111111111111111111111111111111.json",
-        "cache/records/22222222222222222222222222222222.json",
-        "cache/salt",
-    ]
-    .map(str::to_string)
-    .to_vec();
-    assert_eq!(members, &expected);
+    assert_eq!(members, &two_runs());
 
     // Minutes later: one more run finished; the first two are not sent again.
     let last = root.join("delta.last");
@@ -190,18 +195,5 @@ fn the_final_collection_brings_back_the_holds_own_records_with_their_traces() {
     assert_eq!(rc, 4, "collected while the apply is unfinished: exit 4");
     let names: Vec<_> = archives.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["cache.tar.xz"], "{archives:?}");
-    let expected: Vec<String> = [
-        "cache/FORMAT",
-        "cache/labels/new.json",
-        "cache/objects/11111111111111111111111111111111/chunks.parquet",
-        "cache/objects/11111111111111111111111111111111/metrics.json",
-        "cache/objects/22222222222222222222222222222222/chunks.parquet",
-        "cache/objects/22222222222222222222222222222222/metrics.json",
-        "cache/records/11111111111111111111111111111111.json",
-        "cache/records/22222222222222222222222222222222.json",
-        "cache/salt",
-    ]
-    .map(str::to_string)
-    .to_vec();
-    assert_eq!(archives[0].1, expected);
+    assert_eq!(archives[0].1, two_runs());
 }

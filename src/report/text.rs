@@ -204,6 +204,13 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
                 }
             }
         }
+        if a.machines.is_some() {
+            let _ = writeln!(
+                out,
+                "  note ({}): its configurations were measured on more than one machine (report.md's answer says which ran where)",
+                a.task
+            );
+        }
     }
     out
 }

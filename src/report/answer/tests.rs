@@ -299,6 +299,11 @@ fn configurations_measured_on_different_machines_are_said_to_be() {
     );
     let md = crate::report::text::answer_markdown(std::slice::from_ref(a));
     assert!(md.contains("\nMachines: measured on 2 machines"), "{md}");
+    let term = crate::report::text::answer_terminal(std::slice::from_ref(a));
+    assert!(
+        term.contains("note (mmlu): its configurations were measured on more than one machine"),
+        "{term}"
+    );
 
     // One machine throughout (or runs from before provenance was kept): nothing to say.
     let one: Vec<Row> = rows
