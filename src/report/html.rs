@@ -189,6 +189,9 @@ struct RunRow {
 struct RepeatRow {
     config: String,
     count: usize,
+    /// How many machines its repeats recorded (host and GPUs): more than one, and the
+    /// interval holds the machines' difference too.
+    machines: usize,
     ttft: String,
     tokens_per_s: String,
 }
@@ -426,10 +429,25 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
     let tps = summary::across_repeats(rows, |r| {
         r.data.stats.as_ref().map(|s| s.output_tokens_per_s)
     });
+    let machines = |k: &str| {
+        let mut seen: Vec<&crate::record::provenance::Provenance> = Vec::new();
+        for r in rows
+            .iter()
+            .filter(|r| answer::base_label(&r.data.label) == k)
+        {
+            if let Some(p) = &r.data.provenance {
+                if !seen.iter().any(|q| q.host == p.host && q.gpus == p.gpus) {
+                    seen.push(p);
+                }
+            }
+        }
+        seen.len()
+    };
     reps.iter()
         .map(|(k, (m, hw, cnt))| RepeatRow {
             config: k.clone(),
             count: *cnt,
+            machines: machines(k),
             ttft: format!("{m:.1} ± {hw:.1}"),
             tokens_per_s: tps
                 .get(k)
@@ -720,6 +738,53 @@ mod tests {
         );
         assert!(html.contains("FAILED: m&lt;script&gt;"), "{html}");
         assert!(html.contains("none declared (add an <code>slo</code> block)"));
+    }
+
+    /// Two repeats of one configuration on machines with other kernels: the repeats table
+    /// counts two machines and marks it; a configuration repeated on one machine counts one.
+    #[test]
+    fn repeats_on_several_machines_are_counted_and_marked() {
+        let run = |label: &str, kernel: &str, ttft: f64| {
+            let mut p = crate::record::provenance::Provenance::default();
+            p.host.kernel = kernel.into();
+            Row {
+                data: summary::RunData {
+                    label: label.into(),
+                    deployment: "m:q@e".into(),
+                    stats: Some(crate::record::stats::RunStats {
+                        output_tokens_per_s: 100.0 + ttft,
+                        ttft_ms: crate::record::stats::Dist {
+                            p50: Some(ttft),
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    }),
+                    provenance: Some(p),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }
+        };
+        let rows = vec![
+            run("run m:q@e mmlu single #1", "v973", 28.0),
+            run("run m:q@e mmlu single #2", "v1147", 45.0),
+            run("run m:q@e mmlu single #3", "v1147", 50.0),
+            run("run m:q@e cnn single #1", "v973", 30.0),
+            run("run m:q@e cnn single #2", "v973", 31.0),
+        ];
+        let r = repeats(&rows);
+        let count = |c: &str| {
+            r.iter()
+                .find(|x| x.config == c)
+                .map(|x| (x.count, x.machines))
+        };
+        assert_eq!(count("run m:q@e mmlu single"), Some((3, 2)));
+        assert_eq!(count("run m:q@e cnn single"), Some((2, 1)));
+        let html = page("s", &rows, &[], &Slo::default(), None);
+        assert!(
+            html.contains(r#"<span class="bad" title="its repeats ran on more than one machine"#),
+            "{html}"
+        );
     }
 
     #[test]
