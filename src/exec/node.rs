@@ -500,6 +500,7 @@ impl Executor<'_> {
                     .and_then(|p| bytes_of(Path::new(p))),
                 gpu_mem_after_load_mb,
                 weights_cached,
+                host: Some(crate::host::host_info()),
             };
             let res = self.write_object(&cold_key, |tmp| {
                 write_json(&tmp.join("coldstart.json"), &cs)

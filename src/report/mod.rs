@@ -39,6 +39,9 @@ pub(crate) struct ColdStart {
     /// Whether the weights were already in the mounted Hugging Face cache before the start.
     #[serde(default)]
     pub weights_cached: Option<bool>,
+    /// The machine it started on (cold starts recorded before bench360 kept it: None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::host::HostInfo>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -350,9 +353,25 @@ fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
         } else {
             "–".into()
         };
+        let mut hosts: Vec<&crate::host::HostInfo> = Vec::new();
+        for h in cs.iter().filter_map(|c| c.host.as_ref()) {
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+        let machines = if hosts.len() > 1 {
+            let kernels: Vec<&str> = hosts.iter().map(|h| h.kernel.as_str()).collect();
+            format!(
+                " They ran on {} machines (kernels {}): the interval holds the machines' difference too.",
+                hosts.len(),
+                kernels.join(", ")
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "\n{base}: over {} cold starts, healthy {healthy}, first token {first} (mean ± 95 % half-width, Student t).",
+            "\n{base}: over {} cold starts, healthy {healthy}, first token {first} (mean ± 95 % half-width, Student t).{machines}",
             cs.len()
         );
     }
@@ -631,4 +650,52 @@ pub(crate) fn summary_json(rows: &[Vec<(&'static str, crate::trace::Cell)>]) -> 
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(healthy_s: f64, kernel: Option<&str>) -> Option<ColdStart> {
+        Some(ColdStart {
+            phases: crate::record::Phases {
+                start_s: 0.1,
+                healthy_s,
+            },
+            first_token_s: Some(healthy_s + 1.0),
+            model_bytes: None,
+            gpu_mem_after_load_mb: None,
+            weights_cached: None,
+            host: kernel.map(|k| crate::host::HostInfo {
+                kernel: k.into(),
+                ..Default::default()
+            }),
+        })
+    }
+
+    /// Cold starts of one deployment on two kernels: the line says so; on one (or recorded
+    /// before the host was kept), it does not.
+    #[test]
+    fn cold_starts_on_several_machines_are_said_to_be() {
+        let d = "coldstart m:q@e";
+        let two = [
+            (format!("{d} (start 1)"), start(70.7, Some("v973"))),
+            (format!("{d} (start 2)"), start(85.1, Some("v1147"))),
+            (format!("{d} (start 3)"), start(84.9, Some("v1147"))),
+        ];
+        let line = across_cold_starts(&two);
+        assert!(
+            line.contains("over 3 cold starts, healthy 80.23 ±"),
+            "{line}"
+        );
+        assert!(
+            line.contains("They ran on 2 machines (kernels v973, v1147): the interval holds"),
+            "{line}"
+        );
+        let one = [
+            (format!("{d} (start 1)"), start(70.7, None)),
+            (format!("{d} (start 2)"), start(71.1, Some("v973"))),
+        ];
+        assert!(!across_cold_starts(&one).contains("machines"));
+    }
 }
