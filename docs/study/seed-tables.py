@@ -134,7 +134,11 @@ def runs_of(cache, sweep, seen):
                           "healthy_s": cold.get("phases", {}).get("healthy_s"),
                           "first_token_s": cold.get("first_token_s"),
                           "gpu_mem_after_load_mb": cold.get("gpu_mem_after_load_mb"),
-                          "model_bytes": cold.get("model_bytes")})
+                          "model_bytes": cold.get("model_bytes"),
+                          # bench360 records the host with the cold start since 2026-12-03;
+                          # before, the machine is its runs' (main() fills it in).
+                          "machine": machine_of({"provenance": {"host": cold["host"]}})
+                          if cold.get("host") else None})
             seen.add(key)
             continue
         run = read_json(os.path.join(d, "run.json"))
@@ -145,6 +149,7 @@ def runs_of(cache, sweep, seen):
             continue
         row = describe(key, d, c, rec, scored.get(key))
         row["machine"] = machine_of(run)
+        row["deployment_key"] = (rec.get("inputs") or {}).get("deployment")
         runs.append(row)
         seen.add(key)
     return runs, colds
@@ -170,23 +175,10 @@ def machine_name(m):
     return f"M{MACHINES.index(m) + 1}"
 
 
-def machines_note(items):
-    """Where the configurations compared ran, when on more than one machine."""
-    per = []
-    for k, rs in sorted(items, key=lambda kv: kv[0]):
-        names = [machine_name(r["machine"]) for r in rs]
-        per.append((k, sorted(set(names)), names))
-    if len({n for _, ns, _ in per for n in ns}) < 2:
-        return ""
-    parts = [f"{k[0]}/{k[1]} " + ", ".join(f"{n} ×{names.count(n)}" for n in ns) for k, ns, names in per]
-    return (" *(measured on several machines: " + "; ".join(parts)
-            + " — a difference across machines holds the machines' difference too)*")
-
-
 def machines_section():
     out = ["## Machines", "",
-           "What each run's run.json recorded of its host; the answers above say where the "
-           "configurations they compare ran when that was more than one machine.", "",
+           "What each run's run.json recorded of its host; the answers above rank per machine "
+           "where the configurations they compare ran on more than one.", "",
            "| machine | host |", "|---|---|"]
     out += [f"| M{i + 1} | {m} |" for i, m in enumerate(MACHINES)]
     return out + [""]
@@ -393,6 +385,18 @@ def main():
     for r in runs:
         if r["synthetic"] and not r["ignore_eos"]:
             r["task"] += " (stops at EOS)"
+    # Runs of several machines are never pooled: a configuration is also its machine, shown as
+    # "engine on M2" everywhere (tables, figures, answers) once there is more than one.
+    for r in runs:
+        r["engine_name"] = r["engine"]
+        machine_name(r["machine"])
+    # A cold start ran where the runs it served ran (their `deployment` input is its key).
+    served = {r["deployment_key"]: r["machine"] for r in runs if r.get("deployment_key")}
+    for c in colds:
+        c["machine"] = c["machine"] or served.get(c["key"])
+    if len(MACHINES) > 1:
+        for r in runs:
+            r["engine"] = f"{r['engine_name']} on {machine_name(r['machine'])}"
     os.makedirs(a.out, exist_ok=True)
     groups = defaultdict(list)
     for r in runs:
@@ -419,6 +423,8 @@ def cold_table(colds):
     by = defaultdict(list)
     for c in colds:
         name = c["label"].removeprefix("coldstart ").split(" (start")[0]
+        if len(MACHINES) > 1:
+            name += f" on {machine_name(c['machine'])}" if c.get("machine") else " (machine not recorded)"
         by[name].append(c)
     out = ["## Cold start", "", "| deployment | cold starts | healthy s | first token s | GPU memory after load MB |",
            "|---|---|---|---|---|"]
@@ -511,28 +517,31 @@ def quality_table(groups):
 def answers(groups):
     out = ["## Which configuration, per scenario and task", "",
            "Best by mean; *inside its noise* when the two intervals overlap (a ranking is claimed only "
-           "beyond that).", ""]
+           "beyond that). Where the runs are of more than one machine (see *Machines*), a configuration "
+           "is also its machine (`engine on M1`) and configurations are ranked per machine, each "
+           "over its runs there: a difference between machines is not a difference between "
+           "configurations.", ""]
     by_task = defaultdict(list)
     for k, rs in groups.items():
         by_task[(k[3], k[2], k[4])].append((k, rs))
     for (scen, task, p), items in sorted(by_task.items()):
-        name = lambda k: f"{k[0]}/{k[1]}"
-        if scen == "single":
-            cands = [(name(k), *interval_of(rs, "tpot_p50")) for k, rs in items]
-            out.append(verdict(f"single, {task}: lowest TPOT p50 (ms)", cands, False, "ms")
-                       + machines_note(items))
-        elif scen == "batch":
-            cands = [(name(k), *with_hw(*batch_stat(rs)[:2])) for k, rs in items]
-            out.append(verdict(f"batch {p}, {task}: highest tokens/s", cands, True, "tok/s")
-                       + machines_note(items))
-        elif scen == "concurrency":
-            cands = []
-            for k, rs in items:
-                q = [r["quality"] for r in rs if r["quality"]]
-                if q:
-                    cands.append((name(k), *with_hw(100 * q[0][1], 100 * q[0][2] if q[0][2] else None)))
-            out.append(verdict(f"quality, {task}: highest score (%)", cands, True, "%")
-                       + machines_note(items))
+        label = {"single": f"single, {task}: lowest TPOT p50 (ms)",
+                 "batch": f"batch {p}, {task}: highest tokens/s",
+                 "concurrency": f"quality, {task}: highest score (%)"}.get(scen)
+        if label is None:
+            continue
+        names = sorted({machine_name(r["machine"]) for _, rs in items for r in rs})
+        if len(names) < 2:
+            out.append(rank(scen, label, items))
+            continue
+        for m in names:
+            here = [(k, [r for r in rs if machine_name(r["machine"]) == m]) for k, rs in items]
+            here = [(k, rs) for k, rs in here if rs]
+            if len(here) > 1:
+                out.append(rank(scen, f"{label}, on {m} only", here))
+            else:
+                out.append(f"- {label}, on {m} only: {here[0][0][0]}/{here[0][0][1]} alone"
+                           f" ({len(here[0][1])} run(s)): nothing to rank against")
     server = defaultdict(list)
     for k, rs in groups.items():
         if k[3] == "server":
@@ -542,6 +551,23 @@ def answers(groups):
         out.append(f"- server, {task}: most users within QoS: " + ", ".join(
             f"{e} {max(u)}" for (t, e), u in sorted(server.items(), key=lambda kv: -max(kv[1])) if t == task))
     return out + [""]
+
+
+def rank(scen, label, items):
+    """The verdict line of one scenario over (configuration, its runs)."""
+    name = lambda k: f"{k[0]}/{k[1]}"
+    if scen == "single":
+        cands = [(name(k), *interval_of(rs, "tpot_p50")) for k, rs in items]
+        return verdict(label, cands, False, "ms")
+    if scen == "batch":
+        cands = [(name(k), *with_hw(*batch_stat(rs)[:2])) for k, rs in items]
+        return verdict(label, cands, True, "tok/s")
+    cands = []
+    for k, rs in items:
+        q = [r["quality"] for r in rs if r["quality"]]
+        if q:
+            cands.append((name(k), *with_hw(100 * q[0][1], 100 * q[0][2] if q[0][2] else None)))
+    return verdict(label, cands, True, "%")
 
 
 def interval_of(rs, field):
@@ -568,7 +594,7 @@ def write_runs_csv(runs, path):
         for r in sorted(runs, key=lambda r: r["label"]):
             b = r.get("batches") or []
             q = r["quality"]
-            w.writerow([r["label"], r["engine"], r["quantization"], r["task"], r["scenario"],
+            w.writerow([r["label"], r["engine_name"], r["quantization"], r["task"], r["scenario"],
                         json.dumps(r["params"], sort_keys=True), r["repeat"], r["requests"], r["ok"],
                         r["window_s"], r["tokens_per_s"], r["ttft_p50"][0], r["tpot_p50"][0],
                         r["e2e_p50"][0], r["ttft_p95"], r["e2e_p95"], r["j_per_token"], r["gpu_util"],
