@@ -227,7 +227,8 @@ case ${1:-} in
       python3 -c 'import torch, pyarrow; print("torch", torch.__version__, "GPUs", torch.cuda.device_count(), "pyarrow", pyarrow.__version__)'
       grep -m1 'model name' /proc/cpuinfo; head -n 1 /proc/driver/nvidia/version 2>/dev/null
       # The machine's kernel build: the one difference run.json recorded between the seed
-      # study's machines (LMDeploy 35-40 % slower on 6.18.44-fc-v1147-gpu than on -v973).
+      # study's machines (LMDeploy's single-stream TPOT 1.5-1.7 x as long on
+      # 6.18.44-fc-v1147-gpu as on -v973).
       echo "kernel $(uname -r)" | tee -a $ROOT/times.txt
       nproc; df -h $ROOT | tail -n 1
     fi

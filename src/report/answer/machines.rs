@@ -1,8 +1,9 @@
 //! Whether a task's configurations were measured on one machine. Repeats run across device
 //! holds or days can land on another host (the seed study's LMDeploy: the same pack, GPU and
-//! driver, another kernel build, 35–40 % slower single streams), and a difference between two
-//! configurations measured on different machines holds the machines' difference too. The
-//! answer says so, naming what differs and where each configuration ran. Pure.
+//! driver, another kernel build, its single-stream TPOT 1.5–1.7 × as long), and a difference
+//! between two configurations measured on different machines holds the machines' difference
+//! too. The answer keeps runs of two machines apart and says so, naming what differs and where
+//! each configuration ran. Pure.
 
 use super::*;
 use crate::record::provenance::Provenance;
@@ -24,52 +25,54 @@ fn same_machine(a: &Provenance, b: &Provenance) -> bool {
     a.host == b.host && a.gpus == b.gpus
 }
 
-/// "M1 ×1, M2 ×2" for the machines a configuration's runs recorded.
-fn counts(on: &[usize]) -> String {
-    let mut c: BTreeMap<usize, usize> = BTreeMap::new();
-    for &m in on {
-        *c.entry(m).or_default() += 1;
-    }
-    c.iter()
-        .map(|(m, k)| format!("M{} ×{k}", m + 1))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// None when the task's finished runs (those that recorded their provenance) ran on one
-/// machine; else which machines, what differs between them, and where each configuration ran.
-pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
+/// Each row's machine (an index into the machines met, in row order), for the finished rows
+/// that recorded their provenance; and those machines.
+pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>) {
     let mut ms: Vec<&Provenance> = Vec::new();
-    let mut on: Vec<(&str, Vec<usize>)> = Vec::new();
-    for g in gs {
-        let mut here = Vec::new();
-        for &i in g.rows.iter().filter(|&&i| finished(&rows[i])) {
-            let Some(p) = rows[i].data.provenance.as_ref() else {
-                continue;
-            };
-            let m = match ms.iter().position(|q| same_machine(q, p)) {
+    let ids = rows
+        .iter()
+        .map(|r| {
+            let p = r.data.provenance.as_ref().filter(|_| finished(r))?;
+            Some(match ms.iter().position(|q| same_machine(q, p)) {
                 Some(m) => m,
                 None => {
                     ms.push(p);
                     ms.len() - 1
                 }
-            };
-            here.push(m);
+            })
+        })
+        .collect();
+    (ids, ms)
+}
+
+/// None when the task's finished runs (those that recorded their provenance) ran on one
+/// machine; else which machines, what differs between them, and where each configuration ran.
+pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
+    let (ids, all_ms) = machine_ids(rows);
+    let mut on: Vec<(&str, Vec<usize>)> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for g in gs {
+        let here: Vec<usize> = g.rows.iter().filter_map(|&i| ids[i]).collect();
+        for &m in &here {
+            if !seen.contains(&m) {
+                seen.push(m);
+            }
         }
         if !here.is_empty() {
             on.push((&g.label, here));
         }
     }
-    if ms.len() < 2 {
+    if seen.len() < 2 {
         return None;
     }
-    let all: Vec<[(&str, String); 6]> = ms.iter().map(|p| fields(p)).collect();
+    seen.sort_unstable();
+    let all: Vec<(usize, [(&str, String); 6])> =
+        seen.iter().map(|&m| (m, fields(all_ms[m]))).collect();
     let differ: Vec<usize> = (0..6)
-        .filter(|&f| all.iter().any(|m| m[f].1 != all[0][f].1))
+        .filter(|&f| all.iter().any(|(_, m)| m[f].1 != all[0].1[f].1))
         .collect();
     let named: Vec<String> = all
         .iter()
-        .enumerate()
         .map(|(k, m)| {
             let d: Vec<String> = differ
                 .iter()
@@ -87,47 +90,35 @@ pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
     } else {
         differ
             .iter()
-            .map(|&f| all[0][f].0)
+            .map(|&f| all[0].1[f].0)
             .collect::<Vec<_>>()
             .join(", ")
     };
     let mut places: Vec<String> = Vec::new();
-    for (k, _) in ms.iter().enumerate() {
+    for &k in &seen {
         let only: Vec<String> = on
             .iter()
-            .filter(|(_, m)| m.iter().all(|&x| x == k))
+            .filter(|(_, m)| m.contains(&k))
             .map(|(l, _)| format!("`{l}`"))
             .collect();
         if !only.is_empty() {
-            let on_k = format!("on M{} only: {}", k + 1, only.join(", "));
-            places.push(if places.is_empty() {
-                format!("O{}", &on_k[1..])
-            } else {
-                on_k
-            });
+            places.push(format!("on M{}: {}", k + 1, only.join(", ")));
         }
     }
-    let spread: Vec<String> = on
-        .iter()
-        .filter(|(_, m)| m.iter().any(|&x| x != m[0]))
-        .map(|(l, m)| format!("`{l}` ({})", counts(m)))
-        .collect();
-    if !spread.is_empty() {
-        let several = format!("on several: {}", spread.join(", "));
-        places.push(if places.is_empty() {
-            format!("O{}", &several[1..])
-        } else {
-            several
-        });
-    }
     Some(format!(
-        "measured on {} machines, which differ in {}: {}. {}. A difference between configurations \
-         measured on different machines holds the machines' difference too, and so does the spread \
-         of repeats run on several: rank them on one machine (repeat them there) before trusting \
-         the order",
-        ms.len(),
+        "measured on {} machines, which differ in {}: {}. {}. Runs of two machines are never \
+         pooled as repeats (a configuration is also its machine, `… on M2`), but a difference \
+         between configurations measured on different machines holds the machines' difference \
+         too: rank them on one machine (repeat them there) before trusting the order",
+        seen.len(),
         what,
         named.join("; "),
-        places.join("; ")
+        capitalized(&places.join("; "))
     ))
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
 }

@@ -4,7 +4,9 @@
 //! lost. Pure.
 //!
 //! Rules (docs/report.md says the same):
-//! - A configuration is a run label without its repeat (`… #2`); its repeats are pooled:
+//! - A configuration is a run label without its repeat (`… #2`) — and, when the runs recorded
+//!   more than one machine, with its machine (`… on M2`: runs of two machines are never
+//!   pooled); its repeats are pooled:
 //!   quality per dataset item is the mean over every request that asked it, and any other
 //!   figure is the mean over the repeats (with a Student t interval from two repeats on).
 //! - Quality is compared **paired**, over the items both configurations scored: the mean
@@ -40,7 +42,11 @@ pub(crate) fn base_label(label: &str) -> &str {
 /// One configuration of one task: its rows (repeats) and its pooled item scores.
 #[derive(Debug, Clone)]
 pub(crate) struct Group {
+    /// The configuration's label: its runs' without the repeat, and — when the sweep's runs
+    /// recorded more than one machine — `… on M2`: runs of two machines are never pooled.
     pub label: String,
+    /// The label without the machine.
+    pub base: String,
     pub deployment: String,
     pub task: String,
     pub rows: Vec<usize>,
@@ -57,16 +63,22 @@ fn finished(r: &Row) -> bool {
 
 /// The configurations of the rows, in the rows' order.
 pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
+    let (machine, ms) = machines::machine_ids(rows);
     let mut out: Vec<Group> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         let Some(task) = r.data.columns.as_ref().map(|c| c.task.clone()) else {
             continue;
         };
-        let label = base_label(&r.data.label).to_string();
+        let base = base_label(&r.data.label).to_string();
+        let label = match machine[i] {
+            Some(m) if ms.len() > 1 => format!("{base} on M{}", m + 1),
+            _ => base.clone(),
+        };
         match out.iter_mut().find(|g| g.label == label && g.task == task) {
             Some(g) => g.rows.push(i),
             None => out.push(Group {
                 label,
+                base,
                 deployment: r.data.deployment.clone(),
                 task,
                 rows: vec![i],
@@ -323,7 +335,7 @@ fn reference(rows: &[Row], slo: &Slo, gs: &[&Group]) -> Result<Option<Group>, Un
         }
         let of: Vec<usize> = gs
             .iter()
-            .filter(|g| &g.deployment == b)
+            .filter(|g| &g.deployment == b || &g.base == b)
             .flat_map(|g| g.rows.clone())
             .collect();
         if of.is_empty() {
@@ -335,6 +347,7 @@ fn reference(rows: &[Row], slo: &Slo, gs: &[&Group]) -> Result<Option<Group>, Un
         }
         return Ok(Some(Group {
             label: b.clone(),
+            base: b.clone(),
             deployment: b.clone(),
             task: gs[0].task.clone(),
             items: pooled_items(rows, &of, false),

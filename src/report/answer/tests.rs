@@ -290,12 +290,31 @@ fn configurations_measured_on_different_machines_are_said_to_be() {
     ];
     let a = &answers(&rows, &s)[0];
     let m = a.machines.as_deref().expect("two kernels: two machines");
-    assert!(m.starts_with("measured on 2 machines, which differ in kernel: M1 (kernel 6.18-v973); M2 (kernel 6.18-v1147)"), "{m}");
     assert!(
-        m.contains(
-            "On M1 only: `small q4`; on M2 only: `tiny q4`; on several: `big q8` (M1 ×1, M2 ×1)"
+        m.starts_with(
+            "measured on 2 machines, which differ in kernel: M1 (kernel 6.18-v973); M2 (kernel 6.18-v1147). On M1: `big q8 on M1`, `small q4 on M1`; on M2: `big q8 on M2`, `tiny q4 on M2`."
         ),
         "{m}"
+    );
+    // The two repeats of `big q8` are not pooled: one configuration per machine.
+    let labels: Vec<&str> = a.verdicts.iter().map(|v| v.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "big q8 on M1",
+            "big q8 on M2",
+            "small q4 on M1",
+            "tiny q4 on M2"
+        ]
+    );
+    // A baseline named without the machine still names the configuration (on every machine).
+    let with_base = Slo {
+        quality_baseline: Some("big q8".into()),
+        ..slo(None, None)
+    };
+    assert_eq!(
+        answers(&rows, &with_base)[0].reference.as_deref(),
+        Some("big q8")
     );
     let md = crate::report::text::answer_markdown(std::slice::from_ref(a));
     assert!(md.contains("\nMachines: measured on 2 machines"), "{md}");
