@@ -65,6 +65,12 @@ pub(crate) struct Provenance {
 }
 
 impl Provenance {
+    /// Recorded on the same machine: the same host (name, CPU, cores, memory, kernel) and the
+    /// same GPUs (models, driver, CUDA, power limits, clocks), whatever build ran there.
+    pub fn same_machine(&self, other: &Provenance) -> bool {
+        self.host == other.host && self.gpus == other.gpus
+    }
+
     /// "NVIDIA H200 ×1, driver 580.95, CUDA 13.0, 700 W" or why no GPU is described.
     pub fn gpu_line(&self) -> String {
         let g = &self.gpus;

@@ -436,7 +436,7 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
             .filter(|r| answer::base_label(&r.data.label) == k)
         {
             if let Some(p) = &r.data.provenance {
-                if !seen.iter().any(|q| q.host == p.host && q.gpus == p.gpus) {
+                if !seen.iter().any(|q| q.same_machine(p)) {
                     seen.push(p);
                 }
             }

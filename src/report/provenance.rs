@@ -35,8 +35,7 @@ fn same_machine(a: Option<&Provenance>, b: Option<&Provenance>) -> bool {
             a.bench360_commit == b.bench360_commit
                 && a.engine_version == b.engine_version
                 && a.engine_artifact == b.engine_artifact
-                && a.host == b.host
-                && a.gpus == b.gpus
+                && a.same_machine(b)
                 && a.model_hash == b.model_hash
         }
         (None, None) => true,

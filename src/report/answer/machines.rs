@@ -21,10 +21,6 @@ fn fields(p: &Provenance) -> [(&'static str, String); 6] {
     ]
 }
 
-fn same_machine(a: &Provenance, b: &Provenance) -> bool {
-    a.host == b.host && a.gpus == b.gpus
-}
-
 /// Each row's machine (an index into the machines met, in row order), for the finished rows
 /// that recorded their provenance; and those machines.
 pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>) {
@@ -33,7 +29,7 @@ pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>
         .iter()
         .map(|r| {
             let p = r.data.provenance.as_ref().filter(|_| finished(r))?;
-            Some(match ms.iter().position(|q| same_machine(q, p)) {
+            Some(match ms.iter().position(|q| q.same_machine(p)) {
                 Some(m) => m,
                 None => {
                     ms.push(p);
