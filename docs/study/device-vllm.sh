@@ -110,33 +110,24 @@ collect() {
   # did not keep it). The study sweeps' env values are no secrets.
   # At most 16 MiB a file and 8 files come back: a larger cache comes in pieces of 15 MiB
   # (cache.tar.xz.00, .01, …: `cat cache.tar.xz.* > cache.tar.xz` here).
-  # A hold that began with `start` brings back only what it recorded itself (the earlier holds'
-  # records are here already, in their archives), with the chunk traces: the ninth seed hold's
-  # whole cache of 303 records took 3 pieces and left no room for its last runs' traces.
-  # Only when that would not fit in 3 pieces are the traces left out.
-  if [ -f $ROOT/hold.start ]; then
-    n=$(pack_since "$(stat -c %Y $ROOT/hold.start)" "$ROOT/cache.tar.xz")
-    if [ "$(stat -c %s "$ROOT/cache.tar.xz" 2>/dev/null || echo 0)" -ge $((45 * 1048576)) ]; then
-      log "the hold's records with their chunk traces take more than 3 pieces: traces left out"
-      n=$(NO_TRACES=1 pack_since "$(stat -c %Y $ROOT/hold.start)" "$ROOT/cache.tar.xz")
-    fi
-    log "cache.tar.xz: the $n records written during this hold, their objects, the labels, the salt"
-  else
-    (cd $ROOT && XZ_OPT=-T0 tar -cJf "$ROOT/cache.tar.xz" --exclude=chunks.parquet cache/records cache/objects cache/labels cache/FORMAT cache/salt 2>/dev/null) \
-      || log "ERROR: could not pack the cache"
+  # A hold brings back only what it recorded itself (the earlier holds' records are here
+  # already, in their archives), with the chunk traces: the ninth seed hold's whole cache of 303
+  # records took 3 pieces and left no room for its last runs' traces. Only when that would not
+  # fit in 3 pieces are the traces left out. (`start` marks the hold's start; without the mark,
+  # the whole cache is the hold's.)
+  [ -f $ROOT/hold.start ] || touch -d @0 $ROOT/hold.start
+  since=$(stat -c %Y $ROOT/hold.start)
+  n=$(pack_since "$since" "$ROOT/cache.tar.xz")
+  if [ "$(stat -c %s "$ROOT/cache.tar.xz" 2>/dev/null || echo 0)" -ge $((45 * 1048576)) ]; then
+    log "the hold's records with their chunk traces take more than 3 pieces: traces left out"
+    n=$(NO_TRACES=1 pack_since "$since" "$ROOT/cache.tar.xz")
   fi
+  log "cache.tar.xz: the $n records written during this hold, their objects, the labels, the salt"
   csize=$(stat -c %s "$ROOT/cache.tar.xz" 2>/dev/null || echo 0)
   bring_back "$ROOT/cache.tar.xz" cache.tar.xz
   # 8 files and 64 MiB come back at most: beyond 3 pieces (with the 5 other files) the cache
   # cannot come back whole — say so, loudly, rather than lose it quietly.
   [ "$(ls "$OUT" | grep -c '^cache\.tar\.xz')" -le 3 ] || log "ERROR: the cache is $csize bytes: more than 3 pieces of 15 MiB; collect it in two calls"
-  if [ ! -f $ROOT/hold.start ] && [ "$(ls "$OUT" | wc -l)" -lt 7 ]; then
-    (cd $ROOT && find cache/objects -name chunks.parquet -print0 | XZ_OPT=-T0 tar -cJf "$ROOT/chunks.tar.xz" --null -T - 2>/dev/null)
-    total=$(( $(du -cb "$OUT" | tail -n 1 | cut -f1) + $(stat -c %s "$ROOT/chunks.tar.xz" 2>/dev/null || echo 99999999) ))
-    if [ "$(stat -c %s "$ROOT/chunks.tar.xz" 2>/dev/null || echo 99999999)" -lt 16000000 ] && [ "$total" -lt 62000000 ]; then
-      mv "$ROOT/chunks.tar.xz" "$OUT/"
-    else log "chunk traces left out (they would not fit what comes back)"; rm -f "$ROOT/chunks.tar.xz"; fi
-  fi
   { nvidia-smi; echo; nvidia-smi topo -m; echo; nproc; free -g; df -h $ROOT | tail -n 1; echo
     $ROOT/bin/vllm-python -c 'import vllm, torch, transformers; print("vllm", vllm.__version__, "torch", torch.__version__, "transformers", transformers.__version__)' 2>&1 | tail -n 1
     ls $ROOT/site-vllm | grep -E '\.dist-info$' | sed 's/\.dist-info$//' | tr '\n' ' '; echo; echo
