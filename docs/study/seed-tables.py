@@ -134,11 +134,7 @@ def runs_of(cache, sweep, seen):
                           "healthy_s": cold.get("phases", {}).get("healthy_s"),
                           "first_token_s": cold.get("first_token_s"),
                           "gpu_mem_after_load_mb": cold.get("gpu_mem_after_load_mb"),
-                          "model_bytes": cold.get("model_bytes"),
-                          # bench360 records the host with the cold start since 2026-12-03;
-                          # before, the machine is its runs' (main() fills it in).
-                          "machine": machine_of({"provenance": {"host": cold["host"]}})
-                          if cold.get("host") else None})
+                          "model_bytes": cold.get("model_bytes")})
             seen.add(key)
             continue
         run = read_json(os.path.join(d, "run.json"))
@@ -390,10 +386,12 @@ def main():
     for r in runs:
         r["engine_name"] = r["engine"]
         machine_name(r["machine"])
-    # A cold start ran where the runs it served ran (their `deployment` input is its key).
+    # A cold start ran where the runs it served ran (their `deployment` input is its key): their
+    # run.json has the whole machine, GPUs and driver included, where coldstart.json's `host`
+    # (since 2026-12-03) has the host only, and would name the same machine another.
     served = {r["deployment_key"]: r["machine"] for r in runs if r.get("deployment_key")}
     for c in colds:
-        c["machine"] = c["machine"] or served.get(c["key"])
+        c["machine"] = served.get(c["key"])
     if len(MACHINES) > 1:
         for r in runs:
             r["engine"] = f"{r['engine_name']} on {machine_name(r['machine'])}"
