@@ -282,7 +282,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
     answers
         .iter()
         .map(|a| TaskAnswer {
-            task: a.task.clone(),
+            task: a.heading(),
             rule: a.rule.clone(),
             recommended: a.recommended.clone(),
             alternative: a.alternative.clone(),
@@ -339,9 +339,10 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                 .collect(),
             power: a.power.clone(),
             machines: a.machines.clone(),
-            notes: rows
-                .iter()
-                .filter(|r| r.data.columns.as_ref().is_some_and(|c| c.task == a.task))
+            notes: a
+                .row_indices()
+                .into_iter()
+                .map(|i| &rows[i])
                 .flat_map(|r| {
                     summary::format_note(r)
                         .into_iter()

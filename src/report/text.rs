@@ -48,7 +48,7 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
         out.push_str("No runs.\n");
     }
     for a in answers {
-        let _ = writeln!(out, "### Task {}\n", a.task);
+        let _ = writeln!(out, "### Task {}\n", a.heading());
         if let Some(p) = &a.reference_problem {
             let _ = writeln!(out, "**No quality reference**: {p}.\n");
         }
@@ -168,7 +168,7 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
                 let _ = writeln!(
                     out,
                     "answer ({}): {r}{}; {excluded} excluded (report.md says why)",
-                    a.task,
+                    a.heading(),
                     if tied.is_empty() {
                         String::new()
                     } else {
@@ -183,7 +183,7 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
                 let _ = writeln!(
                     out,
                     "answer ({}): no configuration qualifies (report.md says why)",
-                    a.task
+                    a.heading()
                 );
             }
             (None, _) => {
@@ -192,7 +192,7 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
                         out,
                         "{} ({}): {} {}{}",
                         p.objective,
-                        a.task,
+                        a.heading(),
                         p.label.as_deref().unwrap_or(""),
                         p.value.map_or("–".into(), sig3),
                         if p.tied.is_empty() {
@@ -208,7 +208,7 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
             let _ = writeln!(
                 out,
                 "  note ({}): its configurations were measured on more than one machine (report.md's answer says which ran where)",
-                a.task
+                a.heading()
             );
         }
     }

@@ -41,6 +41,32 @@ pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>
     (ids, ms)
 }
 
+/// A task's configurations by the machine their finished runs recorded, when there are two
+/// machines or more (else None): per machine, in machine order, its configurations and those
+/// that finished nowhere (every run failed), which each machine's answer lists.
+pub(super) fn per_machine<'g>(
+    rows: &[Row],
+    gs: &[&'g Group],
+) -> Option<Vec<(usize, Vec<&'g Group>)>> {
+    let (ids, _) = machine_ids(rows);
+    let of = |g: &Group| g.rows.iter().find_map(|&i| ids[i]);
+    let mut ms: Vec<usize> = gs.iter().filter_map(|g| of(g)).collect();
+    ms.sort_unstable();
+    ms.dedup();
+    (ms.len() > 1).then(|| {
+        ms.into_iter()
+            .map(|m| {
+                let here = gs
+                    .iter()
+                    .filter(|g| of(g).is_none_or(|x| x == m))
+                    .copied()
+                    .collect();
+                (m, here)
+            })
+            .collect()
+    })
+}
+
 /// None when the task's finished runs (those that recorded their provenance) ran on one
 /// machine; else which machines, what differs between them, and where each configuration ran.
 pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
@@ -103,9 +129,10 @@ pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
     }
     Some(format!(
         "measured on {} machines, which differ in {}: {}. {}. Runs of two machines are never \
-         pooled as repeats (a configuration is also its machine, `… on M2`), but a difference \
+         pooled as repeats (a configuration is also its machine, `… on M2`), and the task is \
+         answered once per machine, among the configurations measured on it: a difference \
          between configurations measured on different machines holds the machines' difference \
-         too: rank them on one machine (repeat them there) before trusting the order",
+         too (repeat them on one machine to rank them together)",
         seen.len(),
         what,
         named.join("; "),

@@ -298,13 +298,36 @@ pub(crate) struct TaskAnswer {
     /// When the task's runs recorded more than one machine: which, and where each
     /// configuration ran.
     pub machines: Option<String>,
+    /// Then the task has one answer per machine, among the configurations measured on it
+    /// (`M1`, `M2`…; those that finished nowhere are listed under every machine).
+    pub machine: Option<String>,
+}
+
+impl TaskAnswer {
+    /// The task, and its machine when the task has one answer per machine: `mmlu on M2`.
+    pub fn heading(&self) -> String {
+        match &self.machine {
+            Some(m) => format!("{} on {m}", self.task),
+            None => self.task.clone(),
+        }
+    }
+
+    /// The rows of its configurations, in row order.
+    pub fn row_indices(&self) -> Vec<usize> {
+        let mut i: Vec<usize> = self.verdicts.iter().flat_map(|v| v.rows.clone()).collect();
+        i.sort_unstable();
+        i.dedup();
+        i
+    }
 }
 
 /// All pairs of a task are listed up to this many configurations; beyond, only each against
 /// the reference.
 const ALL_PAIRS_UP_TO: usize = 12;
 
-/// The answer of every task, in task name order.
+/// The answer of every task, in task name order — one per machine, in machine order, for a
+/// task whose configurations were measured on more than one (a ranking across machines would
+/// hold the machines' difference too).
 pub(crate) fn answers(rows: &[Row], slo: &Slo) -> Vec<TaskAnswer> {
     let all = groups(rows);
     let mut tasks: Vec<&str> = all.iter().map(|g| g.task.as_str()).collect();
@@ -312,9 +335,22 @@ pub(crate) fn answers(rows: &[Row], slo: &Slo) -> Vec<TaskAnswer> {
     tasks.dedup();
     tasks
         .into_iter()
-        .map(|t| {
+        .flat_map(|t| {
             let gs: Vec<&Group> = all.iter().filter(|g| g.task == t).collect();
-            task_answer(rows, slo, t, &gs)
+            match machines::per_machine(rows, &gs) {
+                None => vec![task_answer(rows, slo, t, &gs, &gs)],
+                Some(split) => {
+                    let line = machines::machines(rows, &gs);
+                    split
+                        .into_iter()
+                        .map(|(m, here)| TaskAnswer {
+                            machines: line.clone(),
+                            machine: Some(format!("M{}", m + 1)),
+                            ..task_answer(rows, slo, t, &here, &gs)
+                        })
+                        .collect()
+                }
+            }
         })
         .collect()
 }
@@ -327,19 +363,34 @@ pub(crate) struct UnknownBaseline {
     labels: String,
 }
 
-/// The reference configuration of a task's quality, or why there is none.
-fn reference(rows: &[Row], slo: &Slo, gs: &[&Group]) -> Result<Option<Group>, UnknownBaseline> {
+/// The reference configuration of a task's quality, or why there is none: among `gs` (the
+/// configurations answered on), else — a declared baseline measured on another machine only —
+/// among `task` (all the task's: quality is compared over items, whatever the machine).
+fn reference(
+    rows: &[Row],
+    slo: &Slo,
+    gs: &[&Group],
+    task: &[&Group],
+) -> Result<Option<Group>, UnknownBaseline> {
     if let Some(b) = &slo.quality_baseline {
-        if let Some(g) = gs.iter().find(|g| &g.label == b) {
-            return Ok(Some((*g).clone()));
+        let found = |gs: &[&Group]| -> (Option<Group>, Vec<usize>) {
+            let exact = gs.iter().find(|g| &g.label == b).map(|g| (*g).clone());
+            let of = gs
+                .iter()
+                .filter(|g| &g.deployment == b || &g.base == b)
+                .flat_map(|g| g.rows.clone())
+                .collect();
+            (exact, of)
+        };
+        let (mut exact, mut of) = found(gs);
+        if exact.is_none() && of.is_empty() {
+            (exact, of) = found(task);
         }
-        let of: Vec<usize> = gs
-            .iter()
-            .filter(|g| &g.deployment == b || &g.base == b)
-            .flat_map(|g| g.rows.clone())
-            .collect();
+        if let Some(g) = exact {
+            return Ok(Some(g));
+        }
         if of.is_empty() {
-            let labels: Vec<&str> = gs.iter().map(|g| g.label.as_str()).collect();
+            let labels: Vec<&str> = task.iter().map(|g| g.label.as_str()).collect();
             return Err(UnknownBaseline {
                 baseline: b.clone(),
                 labels: labels.join(", "),
@@ -448,8 +499,10 @@ fn tie_rule(o: Objective) -> &'static str {
     }
 }
 
-fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group]) -> TaskAnswer {
-    let (reference, reference_problem) = match reference(rows, slo, gs) {
+/// The answer among `gs`, the configurations of `task` (all of them: `all`) measured on one
+/// machine.
+fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group], all: &[&Group]) -> TaskAnswer {
+    let (reference, reference_problem) = match reference(rows, slo, gs, all) {
         Ok(r) => (r, None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -477,7 +530,8 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group]) -> TaskAnswer
         picks: Vec::new(),
         pairs: pairs(gs, reference.as_ref()),
         power: None,
-        machines: machines::machines(rows, gs),
+        machines: None,
+        machine: None,
     };
     // Tell apart the top two that could be recommended (all, when fewer than two could).
     let candidates: Vec<&Group> = gs

@@ -288,7 +288,29 @@ fn configurations_measured_on_different_machines_are_said_to_be() {
         on_kernel(run("small q4", |i| i < 150, 400.0, 400.0, &s), "6.18-v973"),
         on_kernel(run("tiny q4", |i| i < 120, 100.0, 300.0, &s), "6.18-v1147"),
     ];
-    let a = &answers(&rows, &s)[0];
+    let both = answers(&rows, &s);
+    // One answer per machine, among the configurations measured on it.
+    let on: Vec<(String, Vec<&str>)> = both
+        .iter()
+        .map(|a| {
+            let labels = a.verdicts.iter().map(|v| v.label.as_str()).collect();
+            (a.heading(), labels)
+        })
+        .collect();
+    assert_eq!(
+        on,
+        [
+            (
+                "mmlu on M1".to_string(),
+                vec!["big q8 on M1", "small q4 on M1"]
+            ),
+            (
+                "mmlu on M2".to_string(),
+                vec!["big q8 on M2", "tiny q4 on M2"]
+            ),
+        ]
+    );
+    let a = &both[0];
     let m = a.machines.as_deref().expect("two kernels: two machines");
     assert!(
         m.starts_with(
@@ -296,31 +318,44 @@ fn configurations_measured_on_different_machines_are_said_to_be() {
         ),
         "{m}"
     );
-    // The two repeats of `big q8` are not pooled: one configuration per machine.
-    let labels: Vec<&str> = a.verdicts.iter().map(|v| v.label.as_str()).collect();
-    assert_eq!(
-        labels,
-        [
-            "big q8 on M1",
-            "big q8 on M2",
-            "small q4 on M1",
-            "tiny q4 on M2"
-        ]
-    );
-    // A baseline named without the machine still names the configuration (on every machine).
-    let with_base = Slo {
-        quality_baseline: Some("big q8".into()),
-        ..slo(None, None)
-    };
-    assert_eq!(
-        answers(&rows, &with_base)[0].reference.as_deref(),
-        Some("big q8")
-    );
-    let md = crate::report::text::answer_markdown(std::slice::from_ref(a));
+    assert!(m.contains("answered once per machine"), "{m}");
+    assert_eq!(both[1].machines.as_deref(), Some(m));
+    // Each machine's picks are its own configurations: the two repeats of `big q8` are not
+    // pooled, and `tiny q4` (M2) is never weighed against `small q4` (M1).
+    for a in &both {
+        let mine: Vec<&str> = a.verdicts.iter().map(|v| v.label.as_str()).collect();
+        let picked: Vec<&str> = a.picks.iter().filter_map(|p| p.label.as_deref()).collect();
+        assert!(!picked.is_empty(), "{}: nothing picked", a.heading());
+        for who in picked {
+            assert!(mine.contains(&who), "{who} picked on {}", a.heading());
+        }
+    }
+    // A baseline named without the machine names the configuration on each machine; one
+    // measured on another machine only is still the quality reference (quality is compared
+    // over items, whatever the machine).
+    for baseline in ["big q8", "small q4"] {
+        let with_base = Slo {
+            quality_baseline: Some(baseline.into()),
+            ..slo(None, None)
+        };
+        let refs: Vec<Option<String>> = answers(&rows, &with_base)
+            .into_iter()
+            .map(|a| a.reference)
+            .collect();
+        assert_eq!(
+            refs,
+            [Some(baseline.to_string()), Some(baseline.to_string())]
+        );
+    }
+    let md = crate::report::text::answer_markdown(&both);
+    assert!(md.contains("### Task mmlu on M1\n"), "{md}");
+    assert!(md.contains("### Task mmlu on M2\n"), "{md}");
     assert!(md.contains("\nMachines: measured on 2 machines"), "{md}");
-    let term = crate::report::text::answer_terminal(std::slice::from_ref(a));
+    let term = crate::report::text::answer_terminal(&both);
     assert!(
-        term.contains("note (mmlu): its configurations were measured on more than one machine"),
+        term.contains(
+            "note (mmlu on M2): its configurations were measured on more than one machine"
+        ),
         "{term}"
     );
 
