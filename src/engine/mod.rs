@@ -2,6 +2,7 @@
 //! command on a free loopback port; `endpoint` uses a server that is already running. The
 //! Docker launcher implements the same trait.
 
+pub(crate) mod caches;
 pub(crate) mod docker;
 
 use std::future::Future;

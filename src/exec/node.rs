@@ -446,6 +446,9 @@ impl Executor<'_> {
             ),
             _ => None,
         };
+        let compile_caches = cold_journal
+            .as_ref()
+            .and_then(|_| crate::engine::caches::before_start(&spec.engine));
         let t_launch = Instant::now();
         self.progress.say(&format!(
             "  starting {} ({})",
@@ -501,6 +504,7 @@ impl Executor<'_> {
                 gpu_mem_after_load_mb,
                 weights_cached,
                 host: Some(crate::host::host_info()),
+                compile_caches,
             };
             let res = self.write_object(&cold_key, |tmp| {
                 write_json(&tmp.join("coldstart.json"), &cs)

@@ -42,6 +42,10 @@ pub(crate) struct ColdStart {
     /// The machine it started on (cold starts recorded before bench360 kept it: None).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::host::HostInfo>,
+    /// What the engine's compile caches held before the start (a process engine that keeps
+    /// them; cold starts recorded before bench360 looked: None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_caches: Option<Vec<crate::engine::caches::CacheState>>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -303,16 +307,13 @@ fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
                     Some(false) => "no (downloaded)".into(),
                     None => "–".into(),
                 },
+                compile_caches_cell(c),
             ],
-            None => vec![
-                d.clone(),
-                "–".into(),
-                "–".into(),
-                "–".into(),
-                "–".into(),
-                "–".into(),
-                "–".into(),
-            ],
+            None => {
+                let mut row = vec!["–".to_string(); 8];
+                row[0] = d.clone();
+                row
+            }
         })
         .collect();
     let mut out = table(
@@ -324,11 +325,25 @@ fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
             "model MB",
             "GPU mem after load MB",
             "weights in HF cache",
+            "compile caches before",
         ],
         &cs,
     );
     out.push_str(&across_cold_starts(coldstarts));
     out
+}
+
+/// What the engine's compile caches held before a start: `empty`, or `filled (N MB)`;
+/// `–` when not recorded (a container, an engine without them, an earlier bench360).
+fn compile_caches_cell(c: &ColdStart) -> String {
+    match &c.compile_caches {
+        Some(st) if crate::engine::caches::warm(st) => format!(
+            "filled ({:.1} MB)",
+            st.iter().map(|s| s.bytes).sum::<u64>() as f64 / 1e6
+        ),
+        Some(_) => "empty".into(),
+        None => "–".into(),
+    }
 }
 
 /// With `cold-repeats`, one line per deployment started more than once: the mean time to
@@ -369,9 +384,22 @@ fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
         } else {
             String::new()
         };
+        let recorded: Vec<bool> = cs
+            .iter()
+            .filter_map(|c| c.compile_caches.as_deref().map(crate::engine::caches::warm))
+            .collect();
+        let filled = recorded.iter().filter(|w| **w).count();
+        let caches = if filled > 0 && filled < recorded.len() {
+            format!(
+                " {filled} of them found the engine's compile caches filled by an earlier start and {} found them empty: the interval holds first starts and repeated ones (the table says which was which).",
+                recorded.len() - filled
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "\n{base}: over {} cold starts, healthy {healthy}, first token {first} (mean ± 95 % half-width, Student t).{machines}",
+            "\n{base}: over {} cold starts, healthy {healthy}, first token {first} (mean ± 95 % half-width, Student t).{machines}{caches}",
             cs.len()
         );
     }
@@ -670,7 +698,49 @@ mod tests {
                 kernel: k.into(),
                 ..Default::default()
             }),
+            compile_caches: None,
         })
+    }
+
+    /// vLLM's starts on one machine: the first compiles into an empty cache, the next read
+    /// it. The line says the interval mixes them; the table says which was which.
+    #[test]
+    fn cold_starts_that_found_filled_compile_caches_are_said_to_be() {
+        let d = "coldstart m:q@vllm";
+        let with = |healthy_s: f64, bytes: u64| {
+            let mut c = start(healthy_s, Some("v1147"));
+            if let Some(c) = c.as_mut() {
+                c.compile_caches = Some(vec![crate::engine::caches::CacheState {
+                    path: "/root/.cache/vllm".into(),
+                    bytes,
+                }]);
+            }
+            c
+        };
+        let mixed = [
+            (format!("{d} (start 2)"), with(104.5, 0)),
+            (format!("{d} (start 3)"), with(72.1, 41_900_000)),
+        ];
+        let line = across_cold_starts(&mixed);
+        assert!(
+            line.contains("1 of them found the engine's compile caches filled by an earlier start and 1 found them empty"),
+            "{line}"
+        );
+        let table = coldstart_section(&mixed);
+        assert!(table.contains("| empty |"), "{table}");
+        assert!(table.contains("| filled (41.9 MB) |"), "{table}");
+        // All first starts (each on a fresh machine), or none recorded: nothing to say.
+        let fresh = [
+            (format!("{d} (start 1)"), with(122.5, 0)),
+            (format!("{d} (start 2)"), with(104.5, 0)),
+        ];
+        assert!(!across_cold_starts(&fresh).contains("compile caches"));
+        let old = [
+            (format!("{d} (start 1)"), start(122.5, None)),
+            (format!("{d} (start 2)"), start(104.5, None)),
+        ];
+        assert!(!across_cold_starts(&old).contains("compile caches"));
+        assert!(coldstart_section(&old).contains("| – |"));
     }
 
     /// Cold starts of one deployment on two kernels: the line says so; on one (or recorded

@@ -549,6 +549,11 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     "weights_cached",
                     Cell::Bool(cs.and_then(|c| c.weights_cached)),
                 ),
+                (
+                    "compile_caches_mb",
+                    f(cs.and_then(|c| c.compile_caches.as_ref())
+                        .map(|st| st.iter().map(|s| s.bytes).sum::<u64>() as f64 / 1e6)),
+                ),
                 ("cost_per_query", f(r.cost_per_query)),
                 (
                     "cost_per_1k_queries",

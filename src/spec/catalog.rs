@@ -67,7 +67,40 @@ pub(crate) struct CatalogEntry {
     /// How the engine is told to answer with one of a few strings (`scoring "constrained"`),
     /// if it can be.
     pub choice_constraint: Option<ChoiceConstraint>,
+    /// The folders it fills on a first start and reads on later ones (compiled graphs,
+    /// JIT-built kernels), when started as a process: a cold start that finds them filled is
+    /// a repeated start, not a first one.
+    pub compile_caches: &'static [CompileCache],
 }
+
+/// A folder an engine's start fills and a later start reads: the one `env` names when the
+/// engine's environment sets it, else `default`, where `{home}` is `$HOME`, `{cache}`
+/// `$XDG_CACHE_HOME` (else `{home}/.cache`), `{tmp}` the temporary folder (`$TMPDIR`, else
+/// `/tmp`) and `{user}` `$USER` — as each library resolves its own.
+#[derive(Debug)]
+pub(crate) struct CompileCache {
+    pub env: &'static str,
+    pub default: &'static str,
+}
+
+/// vLLM's own cache root: `torch_compile_cache` (its compiled graphs, AOT-compiled
+/// functions), FlashInfer's autotune cache… (`vllm/envs.py`: `VLLM_CACHE_ROOT`).
+const VLLM_CACHE: CompileCache = CompileCache {
+    env: "VLLM_CACHE_ROOT",
+    default: "{cache}/vllm",
+};
+/// Triton's compiled kernels (`TRITON_CACHE_DIR`, else `~/.triton/cache`).
+const TRITON_CACHE: CompileCache = CompileCache {
+    env: "TRITON_CACHE_DIR",
+    default: "{home}/.triton/cache",
+};
+/// TorchInductor's generated code and compiled artifacts (`TORCHINDUCTOR_CACHE_DIR`, else
+/// `torchinductor_<user>` in the temporary folder).
+const INDUCTOR_CACHE: CompileCache = CompileCache {
+    env: "TORCHINDUCTOR_CACHE_DIR",
+    default: "{tmp}/torchinductor_{user}",
+};
+const TORCH_ENGINE_CACHES: &[CompileCache] = &[TRITON_CACHE, INDUCTOR_CACHE];
 
 /// An engine's own form of "the output is exactly one of these strings".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +315,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         tokenize: Some(TokenizeApi::LlamaCpp),
         completion_logprobs: true,
         choice_constraint: Some(ChoiceConstraint::Grammar),
+        compile_caches: &[],
     },
     CatalogEntry {
         name: "vllm",
@@ -319,6 +353,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         tokenize: Some(TokenizeApi::Vllm),
         completion_logprobs: true,
         choice_constraint: Some(ChoiceConstraint::StructuredOutputs),
+        compile_caches: &[VLLM_CACHE, TRITON_CACHE, INDUCTOR_CACHE],
     },
     CatalogEntry {
         name: "sglang",
@@ -356,6 +391,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         tokenize: Some(TokenizeApi::Vllm),
         completion_logprobs: true,
         choice_constraint: Some(ChoiceConstraint::Regex),
+        compile_caches: TORCH_ENGINE_CACHES,
     },
     CatalogEntry {
         name: "tgi",
@@ -390,6 +426,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         tokenize: None,
         completion_logprobs: false,
         choice_constraint: None,
+        compile_caches: TORCH_ENGINE_CACHES,
     },
     CatalogEntry {
         name: "lmdeploy",
@@ -415,6 +452,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         tokenize: Some(TokenizeApi::Lmdeploy),
         completion_logprobs: false,
         choice_constraint: None,
+        compile_caches: TORCH_ENGINE_CACHES,
     },
     CatalogEntry {
         name: "ollama",
@@ -444,6 +482,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         tokenize: None,
         completion_logprobs: false,
         choice_constraint: None,
+        compile_caches: &[],
     },
     CatalogEntry {
         name: "openai",
@@ -465,6 +504,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         // every answer unparsed, which the report shows.
         completion_logprobs: true,
         choice_constraint: None,
+        compile_caches: &[],
     },
 ];
 

@@ -1,0 +1,197 @@
+//! The compile caches of a process engine, as they stand before it starts. A Python engine's
+//! first start on a machine compiles (vLLM's torch.compile graphs, Triton kernels,
+//! TorchInductor code) and leaves the results in folders its next start reads: in the seed
+//! study, vLLM's second start on one machine took 72 s to healthy against 105 s for the first
+//! (torch.compile 4.5 s from the cache against 18.4 s). A cold start records what those
+//! folders held, so that the report does not pool first starts with repeated ones unsaid.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{catalog::CompileCache, Engine, Launch};
+
+/// One compile cache before a start: its folder and the bytes in it (0: absent or empty).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct CacheState {
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// Where a cache lives for a process whose environment is `var` (the engine's own
+/// variables first, then bench360's, which the process inherits). None when a placeholder
+/// the default needs is not set.
+fn folder(c: &CompileCache, var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(v) = var(c.env).filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(v));
+    }
+    let home = || var("HOME").filter(|h| !h.is_empty());
+    let mut out = c.default.to_string();
+    if out.contains("{cache}") {
+        let cache = var("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .or_else(|| home().map(|h| format!("{h}/.cache")))?;
+        out = out.replace("{cache}", &cache);
+    }
+    if out.contains("{home}") {
+        out = out.replace("{home}", &home()?);
+    }
+    if out.contains("{tmp}") {
+        let tmp = var("TMPDIR")
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "/tmp".into());
+        out = out.replace("{tmp}", tmp.trim_end_matches('/'));
+    }
+    if out.contains("{user}") {
+        let user = var("USER").or_else(|| var("LOGNAME"))?;
+        out = out.replace("{user}", &user);
+    }
+    Some(PathBuf::from(out))
+}
+
+/// Bytes of the regular files under `p`, links not followed (0 when it is absent).
+fn bytes_under(p: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if meta.is_file() {
+        return meta.len();
+    }
+    if !meta.is_dir() {
+        return 0;
+    }
+    std::fs::read_dir(p)
+        .map(|rd| rd.flatten().map(|e| bytes_under(&e.path())).sum())
+        .unwrap_or(0)
+}
+
+/// The compile caches the catalog lists for the engine, as its process would find them now;
+/// None for a container or an endpoint (their caches are not folders of this machine) and
+/// for an engine that keeps none.
+pub(crate) fn before_start(engine: &Engine) -> Option<Vec<CacheState>> {
+    if !matches!(engine.launch, Launch::Process { .. }) || engine.catalog.compile_caches.is_empty()
+    {
+        return None;
+    }
+    let var = |k: &str| {
+        engine
+            .env
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok())
+    };
+    states(engine.catalog.compile_caches, &var)
+}
+
+fn states(
+    caches: &[CompileCache],
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Option<Vec<CacheState>> {
+    let mut out: Vec<CacheState> = Vec::new();
+    for c in caches {
+        let Some(f) = folder(c, var) else { continue };
+        let path = f.display().to_string();
+        if !out.iter().any(|s| s.path == path) {
+            out.push(CacheState {
+                bytes: bytes_under(&f),
+                path,
+            });
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Whether a start found any of its compile caches filled.
+pub(crate) fn warm(states: &[CacheState]) -> bool {
+    states.iter().any(|s| s.bytes > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn folders_resolve_as_each_library_resolves_its_own() {
+        let vllm = crate::spec::catalog::lookup("vllm").unwrap().compile_caches;
+        let vars = [("HOME", "/home/u"), ("USER", "u")];
+        let e = env(&vars);
+        let paths: Vec<PathBuf> = vllm.iter().filter_map(|c| folder(c, &e)).collect();
+        assert_eq!(
+            paths,
+            [
+                PathBuf::from("/home/u/.cache/vllm"),
+                PathBuf::from("/home/u/.triton/cache"),
+                PathBuf::from("/tmp/torchinductor_u"),
+            ]
+        );
+        // The engine's variables name the folder; XDG_CACHE_HOME and TMPDIR move the defaults.
+        let vars = [
+            ("HOME", "/home/u"),
+            ("USER", "u"),
+            ("VLLM_CACHE_ROOT", "/scratch/vllm"),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("TMPDIR", "/fast/tmp/"),
+        ];
+        let e = env(&vars);
+        let paths: Vec<PathBuf> = vllm.iter().filter_map(|c| folder(c, &e)).collect();
+        assert_eq!(paths[0], PathBuf::from("/scratch/vllm"));
+        assert_eq!(paths[2], PathBuf::from("/fast/tmp/torchinductor_u"));
+        // Without the variables a default needs, that cache is not guessed.
+        let e = env(&[]);
+        assert_eq!(vllm.iter().filter_map(|c| folder(c, &e)).count(), 0);
+        // llama.cpp keeps none.
+        assert!(crate::spec::catalog::lookup("llama.cpp")
+            .unwrap()
+            .compile_caches
+            .is_empty());
+    }
+
+    #[test]
+    fn a_filled_cache_is_counted_an_absent_one_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap().to_string();
+        std::fs::create_dir_all(dir.path().join("vllm/torch_compile_cache/x")).unwrap();
+        std::fs::write(
+            dir.path().join("vllm/torch_compile_cache/x/graph"),
+            [0u8; 1000],
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("vllm/a"), [0u8; 24]).unwrap();
+        let vllm = crate::spec::catalog::lookup("vllm").unwrap().compile_caches;
+        let (v, t) = (format!("{root}/vllm"), format!("{root}/triton"));
+        let vars = [
+            ("VLLM_CACHE_ROOT", v.as_str()),
+            ("TRITON_CACHE_DIR", t.as_str()),
+            ("TORCHINDUCTOR_CACHE_DIR", v.as_str()),
+        ];
+        let e = env(&vars);
+        let st = states(vllm, &e).unwrap();
+        // The inductor folder is vLLM's here: listed once.
+        assert_eq!(
+            st,
+            [
+                CacheState {
+                    path: format!("{root}/vllm"),
+                    bytes: 1024
+                },
+                CacheState {
+                    path: format!("{root}/triton"),
+                    bytes: 0
+                },
+            ]
+        );
+        assert!(warm(&st));
+        assert!(!warm(&st[1..]));
+    }
+}
