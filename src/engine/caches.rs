@@ -22,34 +22,49 @@ pub(crate) struct CacheState {
 /// variables first, then bench360's, which the process inherits). None when a placeholder
 /// the default needs is not set.
 fn folder(c: &CompileCache, var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    if let Some(v) = var(c.env).filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(v));
+    let var = |k: &str| var(k).filter(|v| !v.is_empty());
+    let home = || var("HOME");
+    if let Some(v) = var(c.env) {
+        // As Python's `expanduser` reads it.
+        return match v.strip_prefix("~/") {
+            Some(rest) => Some(PathBuf::from(home()?).join(rest)),
+            None if v == "~" => home().map(PathBuf::from),
+            None => Some(PathBuf::from(v)),
+        };
     }
-    let home = || var("HOME").filter(|h| !h.is_empty());
     let mut out = c.default.to_string();
     if out.contains("{cache}") {
-        let cache = var("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .or_else(|| home().map(|h| format!("{h}/.cache")))?;
+        let cache = var("XDG_CACHE_HOME").or_else(|| home().map(|h| format!("{h}/.cache")))?;
         out = out.replace("{cache}", &cache);
     }
     if out.contains("{home}") {
         out = out.replace("{home}", &home()?);
     }
     if out.contains("{tmp}") {
-        let tmp = var("TMPDIR")
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| "/tmp".into());
+        let tmp = var("TMPDIR").unwrap_or_else(|| "/tmp".into());
         out = out.replace("{tmp}", tmp.trim_end_matches('/'));
     }
     if out.contains("{user}") {
-        let user = var("USER").or_else(|| var("LOGNAME"))?;
+        // As Python's `getpass.getuser` reads it (torch's default folder).
+        let user = var("LOGNAME").or_else(|| var("USER"))?;
         out = out.replace("{user}", &user);
     }
     Some(PathBuf::from(out))
 }
 
-/// Bytes of the regular files under `p`, links not followed (0 when it is absent).
+/// Bytes of the regular files under the folder `p` — itself a link or not (a cache moved to
+/// a larger disk) — links inside it not followed (0 when it is absent).
+fn bytes_in(p: &Path) -> u64 {
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_dir() => std::fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| bytes_under(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(m) if m.is_file() => m.len(),
+        _ => 0,
+    }
+}
+
+/// Bytes of the regular files under `p`, links not followed.
 fn bytes_under(p: &Path) -> u64 {
     let Ok(meta) = std::fs::symlink_metadata(p) else {
         return 0;
@@ -95,7 +110,7 @@ fn states(
         let path = f.display().to_string();
         if !out.iter().any(|s| s.path == path) {
             out.push(CacheState {
-                bytes: bytes_under(&f),
+                bytes: bytes_in(&f),
                 path,
             });
         }
@@ -103,7 +118,9 @@ fn states(
     (!out.is_empty()).then_some(out)
 }
 
-/// Whether a start found any of its compile caches filled.
+/// Whether a start found any of its compile caches non-empty: filled by an earlier start of
+/// it, or of another model or engine that shares them (Triton's and TorchInductor's are every
+/// PyTorch engine's).
 pub(crate) fn warm(states: &[CacheState]) -> bool {
     states.iter().any(|s| s.bytes > 0)
 }
@@ -193,5 +210,34 @@ mod tests {
         );
         assert!(warm(&st));
         assert!(!warm(&st[1..]));
+        // A cache folder that is a link (moved to a larger disk) is read through the link.
+        let link = dir.path().join("vllm-link");
+        std::os::unix::fs::symlink(dir.path().join("vllm"), &link).unwrap();
+        assert_eq!(bytes_in(&link), 1024);
+        // A link inside it is not followed (no loop, no bytes counted twice).
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("vllm/loop")).unwrap();
+        assert_eq!(bytes_in(&link), 1024);
+    }
+
+    #[test]
+    fn empty_variables_are_unset_and_a_tilde_is_the_home_folder() {
+        let caches = crate::spec::catalog::lookup("vllm").unwrap().compile_caches;
+        let vars = [
+            ("HOME", "/home/u"),
+            ("USER", ""),
+            ("LOGNAME", "u"),
+            ("VLLM_CACHE_ROOT", "~/vllm-cache"),
+            ("TRITON_CACHE_DIR", ""),
+        ];
+        let e = env(&vars);
+        let paths: Vec<PathBuf> = caches.iter().filter_map(|c| folder(c, &e)).collect();
+        assert_eq!(
+            paths,
+            [
+                PathBuf::from("/home/u/vllm-cache"),
+                PathBuf::from("/home/u/.triton/cache"),
+                PathBuf::from("/tmp/torchinductor_u"),
+            ]
+        );
     }
 }

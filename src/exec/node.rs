@@ -296,6 +296,7 @@ impl Executor<'_> {
             base.len(),
             def.name.value
         ));
+        let t0 = Instant::now();
         let s = task::synthetic::materialize(syn, api, &base, &tok, seed)
             .await
             .map_err(|e| {
@@ -304,6 +305,10 @@ impl Executor<'_> {
                     def.name.value
                 ))
             })?;
+        self.progress.say(&format!(
+            "  wrote them in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        ));
         let s = Arc::new(s);
         self.materialized.insert(at, s.clone());
         Ok(s)
@@ -446,9 +451,17 @@ impl Executor<'_> {
             ),
             _ => None,
         };
-        let compile_caches = cold_journal
-            .as_ref()
-            .and_then(|_| crate::engine::caches::before_start(&spec.engine));
+        let compile_caches = match &cold_journal {
+            Some(_) => {
+                // A walk of folders that may hold many files: off the runtime's workers.
+                let e = spec.engine.clone();
+                tokio::task::spawn_blocking(move || crate::engine::caches::before_start(&e))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
         let t_launch = Instant::now();
         self.progress.say(&format!(
             "  starting {} ({})",

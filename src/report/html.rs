@@ -458,12 +458,19 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
         .collect()
 }
 
-/// Per task, quality against TPOT and against J/token, the Pareto frontier joined and labelled.
+/// Per task — and per machine, when the runs recorded more than one (a frontier across
+/// machines would rank the machines too) — quality against TPOT and against J/token, the
+/// Pareto frontier joined and labelled.
 fn pareto(rows: &[Row]) -> Vec<ParetoChart> {
     let mut tasks: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.data.stats.is_some()) {
-        if let Some(c) = &r.data.columns {
-            tasks.entry(c.task.clone()).or_default().push(r);
+    let machines = answer::machine_labels(rows);
+    for (r, m) in rows.iter().zip(&machines) {
+        if let (Some(c), Some(_)) = (&r.data.columns, &r.data.stats) {
+            let key = match m {
+                Some(m) => format!("{} on {m}", c.task),
+                None => c.task.clone(),
+            };
+            tasks.entry(key).or_default().push(r);
         }
     }
     let mut out = Vec::new();

@@ -391,7 +391,7 @@ fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
         let filled = recorded.iter().filter(|w| **w).count();
         let caches = if filled > 0 && filled < recorded.len() {
             format!(
-                " {filled} of them found the engine's compile caches filled by an earlier start and {} found them empty: the interval holds first starts and repeated ones (the table says which was which).",
+                " {filled} of them found the engine's compile caches non-empty (filled by an earlier start of it, or of another model or engine that shares them) and {} found them empty: the interval holds first starts and repeated ones (the table says which was which).",
                 recorded.len() - filled
             )
         } else {
@@ -723,7 +723,7 @@ mod tests {
         ];
         let line = across_cold_starts(&mixed);
         assert!(
-            line.contains("1 of them found the engine's compile caches filled by an earlier start and 1 found them empty"),
+            line.contains("1 of them found the engine's compile caches non-empty (filled by an earlier start of it, or of another model or engine that shares them) and 1 found them empty"),
             "{line}"
         );
         let table = coldstart_section(&mixed);

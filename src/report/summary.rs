@@ -117,6 +117,9 @@ pub(crate) struct Row {
     pub vs_reference: Option<crate::record::paired::Paired>,
     pub quality_reference: Option<String>,
     pub answer: Option<String>,
+    /// The machine the run was measured on (`M1`, `M2`…), when the runs recorded more than
+    /// one: its configuration's label and its task's answer are that machine's.
+    pub machine: Option<String>,
 }
 
 /// A graded metric's per-request score from which an answer counts as correct (per correct
@@ -594,6 +597,7 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                     Cell::I64(r.vs_reference.as_ref().map(|p| p.items as i64)),
                 ),
                 ("answer", str_(r.answer.clone())),
+                ("machine", str_(r.machine.clone())),
                 (
                     "ttft_p99_thin",
                     Cell::Bool(s.map(|s| !crate::report::text::thin(&s.ttft_ms, 99.0).is_empty())),

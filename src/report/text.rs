@@ -151,7 +151,10 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
 /// The answer in a few terminal lines per task that has a choice (two configurations or more).
 pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
     let mut out = String::new();
-    for a in answers.iter().filter(|a| a.configurations > 1) {
+    for a in answers
+        .iter()
+        .filter(|a| a.configurations > 1 || a.machine.is_some())
+    {
         match (&a.rule, &a.recommended) {
             (Some(_), Some(r)) => {
                 let tied: Vec<&str> = a

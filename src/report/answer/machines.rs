@@ -21,50 +21,104 @@ fn fields(p: &Provenance) -> [(&'static str, String); 6] {
     ]
 }
 
-/// Each row's machine (an index into the machines met, in row order), for the finished rows
-/// that recorded their provenance; and those machines.
+/// Each row's machine, for the finished rows that recorded their provenance, and those
+/// machines — numbered in the order they were first used (by their runs' start times; rows
+/// without one after, in row order), so that M1 is the earliest whatever order the plan lists
+/// the runs in.
 pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>) {
-    let mut ms: Vec<&Provenance> = Vec::new();
-    let ids = rows
+    let mut ms: Vec<(&Provenance, f64)> = Vec::new();
+    let met: Vec<Option<usize>> = rows
         .iter()
         .map(|r| {
             let p = r.data.provenance.as_ref().filter(|_| finished(r))?;
-            Some(match ms.iter().position(|q| q.same_machine(p)) {
-                Some(m) => m,
+            let at = r.data.ran.map_or(f64::INFINITY, |(start, _)| start);
+            Some(match ms.iter().position(|(q, _)| q.same_machine(p)) {
+                Some(m) => {
+                    ms[m].1 = ms[m].1.min(at);
+                    m
+                }
                 None => {
-                    ms.push(p);
+                    ms.push((p, at));
                     ms.len() - 1
                 }
             })
         })
         .collect();
-    (ids, ms)
+    let mut order: Vec<usize> = (0..ms.len()).collect();
+    order.sort_by(|&a, &b| ms[a].1.total_cmp(&ms[b].1).then(a.cmp(&b)));
+    let mut rank = vec![0; ms.len()];
+    for (k, &m) in order.iter().enumerate() {
+        rank[m] = k;
+    }
+    let ids = met.into_iter().map(|m| m.map(|m| rank[m])).collect();
+    (ids, order.into_iter().map(|m| ms[m].0).collect())
 }
 
-/// A task's configurations by the machine their finished runs recorded, when there are two
-/// machines or more (else None): per machine, in machine order, its configurations and those
-/// that finished nowhere (every run failed), which each machine's answer lists.
+/// Each row's machine as the answer names it (`M1`, `M2`…), when the runs recorded more than
+/// one machine; else None throughout (and for the rows that recorded none).
+pub(crate) fn machine_labels(rows: &[Row]) -> Vec<Option<String>> {
+    let (ids, ms) = machine_ids(rows);
+    ids.into_iter()
+        .map(|m| m.filter(|_| ms.len() > 1).map(|m| format!("M{}", m + 1)))
+        .collect()
+}
+
+/// Where a task's configurations were measured, for the answers of a task split by machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Place {
+    /// The machine of its finished runs (an index into the machines met).
+    On(usize),
+    /// Finished runs that recorded no machine (recorded before bench360 kept it).
+    Unrecorded,
+}
+
+impl Place {
+    /// As an answer's heading names it: `M2`, or `an unrecorded machine`.
+    pub fn name(self) -> String {
+        match self {
+            Place::On(m) => format!("M{}", m + 1),
+            Place::Unrecorded => "an unrecorded machine".into(),
+        }
+    }
+}
+
+/// A task's configurations by where their finished runs were measured, when that is more
+/// than one place (else None): per place, in machine order (an unrecorded one last), its
+/// configurations and those that finished nowhere (every run failed), which each place's
+/// answer lists.
 pub(super) fn per_machine<'g>(
     rows: &[Row],
     gs: &[&'g Group],
-) -> Option<Vec<(usize, Vec<&'g Group>)>> {
+) -> Option<Vec<(Place, Vec<&'g Group>)>> {
     let (ids, _) = machine_ids(rows);
-    let of = |g: &Group| g.rows.iter().find_map(|&i| ids[i]);
-    let mut ms: Vec<usize> = gs.iter().filter_map(|g| of(g)).collect();
-    ms.sort_unstable();
-    ms.dedup();
-    (ms.len() > 1).then(|| {
-        ms.into_iter()
-            .map(|m| {
+    let place = |g: &Group| -> Option<Place> {
+        if let Some(m) = g.rows.iter().find_map(|&i| ids[i]) {
+            return Some(Place::On(m));
+        }
+        g.rows
+            .iter()
+            .any(|&i| finished(&rows[i]))
+            .then_some(Place::Unrecorded)
+    };
+    let mut places: Vec<Place> = gs.iter().filter_map(|g| place(g)).collect();
+    places.sort_unstable();
+    places.dedup();
+    if places.iter().filter(|p| matches!(p, Place::On(_))).count() < 2 {
+        return None;
+    }
+    Some(
+        places
+            .into_iter()
+            .map(|at| {
                 let here = gs
                     .iter()
-                    .filter(|g| of(g).is_none_or(|x| x == m))
+                    .filter(|g| place(g).is_none_or(|p| p == at))
                     .copied()
                     .collect();
-                (m, here)
+                (at, here)
             })
-            .collect()
-    })
+            .collect(),
+    )
 }
 
 /// None when the task's finished runs (those that recorded their provenance) ran on one

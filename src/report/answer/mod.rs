@@ -343,9 +343,9 @@ pub(crate) fn answers(rows: &[Row], slo: &Slo) -> Vec<TaskAnswer> {
                     let line = machines::machines(rows, &gs);
                     split
                         .into_iter()
-                        .map(|(m, here)| TaskAnswer {
+                        .map(|(at, here)| TaskAnswer {
                             machines: line.clone(),
-                            machine: Some(format!("M{}", m + 1)),
+                            machine: Some(at.name()),
                             ..task_answer(rows, slo, t, &here, &gs)
                         })
                         .collect()
@@ -374,11 +374,16 @@ fn reference(
 ) -> Result<Option<Group>, UnknownBaseline> {
     if let Some(b) = &slo.quality_baseline {
         let found = |gs: &[&Group]| -> (Option<Group>, Vec<usize>) {
-            let exact = gs.iter().find(|g| &g.label == b).map(|g| (*g).clone());
+            // A configuration none of whose runs finished (so with no machine in its label)
+            // is no reference: the pooled match below reads the finished ones of its name.
+            let exact = gs
+                .iter()
+                .find(|g| &g.label == b && g.rows.iter().any(|&i| finished(&rows[i])))
+                .map(|g| (*g).clone());
             let of = gs
                 .iter()
                 .filter(|g| &g.deployment == b || &g.base == b)
-                .flat_map(|g| g.rows.clone())
+                .flat_map(|g| g.rows.iter().copied().filter(|&i| finished(&rows[i])))
                 .collect();
             (exact, of)
         };
@@ -797,6 +802,10 @@ fn power(rows: &[Row], gs: &[&Group]) -> Option<String> {
 /// Writes each row's place in the answer and its comparison with the quality reference, for
 /// summary.parquet.
 pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
+    let labels = machines::machine_labels(rows);
+    for (r, m) in rows.iter_mut().zip(labels) {
+        r.machine = m;
+    }
     for a in answers {
         for v in &a.verdicts {
             for &i in &v.rows {
@@ -815,6 +824,7 @@ pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
 }
 
 mod machines;
+pub(crate) use machines::machine_labels;
 mod noise;
 pub(crate) use noise::{describe, fmt_p, sig3};
 use noise::{fmt_delta, tied};

@@ -368,3 +368,102 @@ fn configurations_measured_on_different_machines_are_said_to_be() {
     let none = sweep(&s);
     assert!(answers(&none, &s)[0].machines.is_none());
 }
+
+/// Runs of two machines beside a repeat that failed (no machine recorded) and a run recorded
+/// before bench360 kept provenance: each machine gets its answer, the unrecorded run one of
+/// its own, the failed repeat is no quality reference (its finished namesakes are), and
+/// summary.parquet's rows say their machine.
+#[test]
+fn a_split_by_machine_survives_a_failed_repeat_and_an_unrecorded_run() {
+    let s = Slo {
+        quality_baseline: Some("big q8".into()),
+        ..slo(Some(Objective::Quality), Some(0.05))
+    };
+    let mut failed = run("big q8 #3", |i| i < 160, 1000.0, 500.0, &s);
+    failed.data.failure = Some("engine failed to start: out of memory".into());
+    failed.data.stats = None;
+    let mut rows = vec![
+        on_kernel(run("big q8 #1", |i| i < 160, 1000.0, 500.0, &s), "v973"),
+        on_kernel(run("big q8 #2", |i| i < 160, 1000.0, 500.0, &s), "v1147"),
+        on_kernel(run("small q4", |i| i < 158, 400.0, 400.0, &s), "v973"),
+        on_kernel(run("tiny q4", |i| i < 150, 100.0, 300.0, &s), "v1147"),
+        failed,
+        run("old q4", |i| i < 159, 300.0, 300.0, &s),
+    ];
+    let all = answers(&rows, &s);
+    let headings: Vec<String> = all.iter().map(TaskAnswer::heading).collect();
+    assert_eq!(
+        headings,
+        ["mmlu on M1", "mmlu on M2", "mmlu on an unrecorded machine"]
+    );
+    for a in &all {
+        // The reference is the finished runs of `big q8` (on this machine, else all of them),
+        // never the failed repeat, so nothing is excluded for want of common items.
+        assert_eq!(a.reference.as_deref(), Some("big q8"), "{}", a.heading());
+        assert!(a.reference_problem.is_none());
+        let failed = a.verdicts.iter().find(|v| v.label == "big q8").unwrap();
+        assert_eq!(failed.standing, Standing::Excluded, "{}", a.heading());
+        for v in a.verdicts.iter().filter(|v| v.label != "big q8") {
+            assert!(
+                !v.why.contains("common"),
+                "{}: {} {}",
+                a.heading(),
+                v.label,
+                v.why
+            );
+            assert!(v.vs_reference.is_some(), "{}: {}", a.heading(), v.label);
+        }
+    }
+    let labels =
+        |a: &TaskAnswer| -> Vec<String> { a.verdicts.iter().map(|v| v.label.clone()).collect() };
+    assert_eq!(labels(&all[1]), ["big q8 on M2", "tiny q4 on M2", "big q8"]);
+    assert_eq!(labels(&all[2]), ["big q8", "old q4"]);
+    assert_eq!(all[2].recommended.as_deref(), Some("old q4"));
+    // summary.parquet: each row's machine beside its answer.
+    annotate(&mut rows, &all);
+    let machines: Vec<Option<&str>> = rows.iter().map(|r| r.machine.as_deref()).collect();
+    assert_eq!(
+        machines,
+        [Some("M1"), Some("M2"), Some("M1"), Some("M2"), None, None]
+    );
+    // `tiny q4` (150 of 200) against M2's `big q8` (160): 5 points below, not shown within 5.
+    assert!(
+        rows[3]
+            .answer
+            .as_deref()
+            .is_some_and(|a| a.starts_with("excluded: inconclusive")),
+        "{:?}",
+        rows[3].answer
+    );
+    assert_eq!(rows[3].quality_reference.as_deref(), Some("big q8"));
+}
+
+/// Machines are numbered by when they were first used, not by where the plan lists their
+/// runs: the later machine's runs listed first are still M2.
+#[test]
+fn machines_are_numbered_in_the_order_they_were_used() {
+    let s = slo(None, None);
+    let at = |mut r: Row, start: f64| {
+        r.data.ran = Some((start, start + 60.0));
+        r
+    };
+    let rows = vec![
+        at(
+            on_kernel(run("big q8 #2", |i| i < 160, 1000.0, 500.0, &s), "v1147"),
+            2000.0,
+        ),
+        at(
+            on_kernel(run("big q8 #1", |i| i < 160, 1000.0, 500.0, &s), "v973"),
+            1000.0,
+        ),
+    ];
+    let labels: Vec<String> = answers(&rows, &s)
+        .iter()
+        .flat_map(|a| a.verdicts.iter().map(|v| v.label.clone()))
+        .collect();
+    assert_eq!(labels, ["big q8 on M1", "big q8 on M2"]);
+    assert_eq!(
+        machine_labels(&rows),
+        [Some("M2".to_string()), Some("M1".to_string())]
+    );
+}
