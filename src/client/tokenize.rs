@@ -42,8 +42,13 @@ impl ServerTokenizer {
         api_key: Option<String>,
         style: Option<TokenizeApi>,
     ) -> Result<Self, TokenizeError> {
+        // No idle connections kept: synthetic prompts are written several conversations at
+        // once, and a server that gives each open connection a thread of a small pool
+        // (llama-server's HTTP threads, as many as its CPUs) would hold requests on a new
+        // connection until an idle one timed out (5 s stalls, measured on 2 CPUs).
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(0)
             .build()
             .map_err(|e| TokenizeError {
                 endpoint: base.to_string(),

@@ -458,18 +458,13 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
         .collect()
 }
 
-/// Per task — and per machine, when the runs recorded more than one (a frontier across
-/// machines would rank the machines too) — quality against TPOT and against J/token, the
-/// Pareto frontier joined and labelled.
+/// Per task (and machine, when the runs recorded several: a frontier across machines would
+/// rank them too), quality against TPOT and against J/token, the Pareto frontier joined and labelled.
 fn pareto(rows: &[Row]) -> Vec<ParetoChart> {
     let mut tasks: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
-    let machines = answer::machine_labels(rows);
-    for (r, m) in rows.iter().zip(&machines) {
+    for (r, m) in rows.iter().zip(answer::machine_labels(rows)) {
         if let (Some(c), Some(_)) = (&r.data.columns, &r.data.stats) {
-            let key = match m {
-                Some(m) => format!("{} on {m}", c.task),
-                None => c.task.clone(),
-            };
+            let key = m.map_or_else(|| c.task.clone(), |m| format!("{} on {m}", c.task));
             tasks.entry(key).or_default().push(r);
         }
     }

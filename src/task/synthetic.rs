@@ -490,6 +490,16 @@ fn too_small(
     }
 }
 
+/// Conversations written at once: each is a few tokenizer calls per request, one after the
+/// other, so a run's 1024 prompts cost 1024 × those calls' latency when written in turn — ~20 s
+/// a run on the GPU machine — and a few seconds side by side (the order, and so every prompt,
+/// is the same either way).
+const CONVERSATIONS_AT_ONCE: usize = 8;
+
+/// The template's, system prompt's and shared prefix's own tokens, by (system, prefix): counted
+/// once for all the conversations (two that count the same one at once both count it).
+type Overheads = std::sync::Mutex<BTreeMap<(Option<String>, String), usize>>;
+
 /// Writes the text of the placeholders from [`plan`] with the engine's tokenizer: every
 /// request's prompt tokens, as the server counts them, equal its `target_prompt_tokens`.
 pub(crate) async fn materialize(
@@ -499,148 +509,192 @@ pub(crate) async fn materialize(
     tok: &ServerTokenizer,
     seed: u64,
 ) -> Result<Vec<Sample>, SyntheticError> {
+    use futures_util::{StreamExt, TryStreamExt};
     if syn.turns > 1 && api == Api::Completion {
         return Err(SyntheticError::TurnsNeedChat);
     }
     let vocab = vocabulary(tok).await?;
+    // The shared prefixes, one per group, before the requests that only read them.
     let mut prefixes: BTreeMap<u32, String> = BTreeMap::new();
-    let mut overheads: BTreeMap<(Option<String>, String), usize> = BTreeMap::new();
-    let mut out = Vec::with_capacity(placeholders.len());
-    let mut history: Vec<(String, String)> = Vec::new();
-    let mut conversation = u32::MAX;
-    let mut reply = String::new();
-    for p in placeholders {
-        let (c, t, group) = (
-            get(p, "conversation"),
-            get(p, "turn"),
-            get(p, "prefix_group"),
-        );
-        if c != conversation {
-            conversation = c;
-            history.clear();
-            reply.clear();
-        } else {
-            let last: &Sample = out.last().expect("same conversation, earlier turn");
-            history.push((last.prompt.clone(), std::mem::take(&mut reply)));
-        }
-        let prefix = if syn.shared_prefix > 0 && t == 1 {
-            match prefixes.get(&group) {
-                Some(p) => p.clone(),
-                None => {
-                    let text = exact_text(
-                        tok,
-                        &vocab,
-                        seed,
-                        &format!("synthetic/prefix/{group}"),
-                        syn.shared_prefix as usize,
-                    )
-                    .await
-                    .map_err(|e| SyntheticError::Part {
-                        part: format!("shared prefix of group {group}"),
-                        source: Box::new(e),
-                    })?;
-                    prefixes.insert(group, text.clone());
-                    text
-                }
+    if syn.shared_prefix > 0 {
+        for p in placeholders.iter().filter(|p| get(p, "turn") == 1) {
+            let group = get(p, "prefix_group");
+            if prefixes.contains_key(&group) {
+                continue;
             }
-        } else {
-            String::new()
-        };
-        let target = get(p, "target_prompt_tokens") as usize;
-        let name = format!("synthetic/text/{c}/{t}");
-        let st = stream(tok, &vocab, seed, &name, target + 8).await?;
-        let count = |text: String| {
-            let history = &history;
-            let system = p.system.clone();
-            async move {
-                tok.count(PromptParts {
-                    api,
-                    system: system.as_deref(),
-                    history,
-                    prompt: &text,
-                })
-                .await
-            }
-        };
-        // The template's, system prompt's and shared prefix's own tokens: once per group.
-        let key = (p.system.clone(), prefix.clone());
-        let overhead = match overheads.get(&key).filter(|_| history.is_empty()) {
-            Some(n) => *n,
-            None => {
-                let n = count(prefix.clone()).await?;
-                if history.is_empty() {
-                    overheads.insert(key, n);
-                }
-                n
-            }
-        };
-        if overhead >= target {
-            return Err(too_small(
-                p,
-                target,
-                overhead,
-                !prefix.is_empty(),
-                !history.is_empty(),
-            ));
-        }
-        // The prompt made of the prefix and the first k tokens of this request's stream.
-        let cut = async |k: usize| -> Result<String, SyntheticError> {
-            let text = st.text(tok, k).await?;
-            Ok(format!("{prefix}{text}"))
-        };
-        let mut n = target - overhead;
-        let mut tried = std::collections::BTreeSet::new();
-        let mut found = None;
-        for _ in 0..16 {
-            if !tried.insert(n) {
-                break;
-            }
-            let text = cut(n).await?;
-            let got = count(text.clone()).await?;
-            if got == target {
-                found = Some(text);
-                break;
-            }
-            n = (n as i64 + target as i64 - got as i64).clamp(1, st.len(tok) as i64) as usize;
-        }
-        if found.is_none() {
-            // The cut oscillates around a word that merges with its neighbour: try the
-            // neighbours of the last cut.
-            for d in [1i64, -1, 2, -2, 3, -3] {
-                let k = (n as i64 + d).clamp(1, st.len(tok) as i64) as usize;
-                let text = cut(k).await?;
-                if count(text.clone()).await? == target {
-                    found = Some(text);
-                    break;
-                }
-            }
-        }
-        let Some(prompt) = found else {
-            return Err(SyntheticError::NoExactPrompt {
-                id: p.id.clone(),
-                target,
-            });
-        };
-        if syn.turns > 1 && t < syn.turns {
-            reply = exact_text(
+            let text = exact_text(
                 tok,
                 &vocab,
                 seed,
-                &format!("synthetic/reply/{c}/{t}"),
-                get(p, "output_tokens") as usize,
+                &format!("synthetic/prefix/{group}"),
+                syn.shared_prefix as usize,
             )
             .await
             .map_err(|e| SyntheticError::Part {
-                part: format!("reply of request {}", p.id),
+                part: format!("shared prefix of group {group}"),
                 source: Box::new(e),
             })?;
+            prefixes.insert(group, text);
         }
-        let mut s = p.clone();
-        s.prompt = prompt;
-        s.history = history.clone();
-        out.push(s);
     }
-    Ok(out)
+    let at = Written {
+        syn,
+        api,
+        tok,
+        vocab: &vocab,
+        seed,
+        prefixes: &prefixes,
+        overheads: Overheads::default(),
+    };
+    let conversations =
+        placeholders.chunk_by(|a, b| get(a, "conversation") == get(b, "conversation"));
+    let written: Vec<Vec<Sample>> =
+        futures_util::stream::iter(conversations.map(|c| at.conversation(c)))
+            .buffered(CONVERSATIONS_AT_ONCE)
+            .try_collect()
+            .await?;
+    Ok(written.into_iter().flatten().collect())
+}
+
+/// What every conversation of a run is written with.
+struct Written<'a> {
+    syn: &'a Synthetic,
+    api: Api,
+    tok: &'a ServerTokenizer,
+    vocab: &'a [&'static str],
+    seed: u64,
+    prefixes: &'a BTreeMap<u32, String>,
+    overheads: Overheads,
+}
+
+impl Written<'_> {
+    /// One conversation's requests, in turn: each turn's history is the earlier turns'
+    /// prompts and replies.
+    async fn conversation(&self, turns: &[Sample]) -> Result<Vec<Sample>, SyntheticError> {
+        let (syn, api, tok, vocab, seed) = (self.syn, self.api, self.tok, self.vocab, self.seed);
+        let mut out: Vec<Sample> = Vec::with_capacity(turns.len());
+        let mut history: Vec<(String, String)> = Vec::new();
+        let mut reply = String::new();
+        for p in turns {
+            let (c, t, group) = (
+                get(p, "conversation"),
+                get(p, "turn"),
+                get(p, "prefix_group"),
+            );
+            if let Some(last) = out.last() {
+                history.push((last.prompt.clone(), std::mem::take(&mut reply)));
+            }
+            let prefix = if syn.shared_prefix > 0 && t == 1 {
+                self.prefixes.get(&group).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let target = get(p, "target_prompt_tokens") as usize;
+            let name = format!("synthetic/text/{c}/{t}");
+            let st = stream(tok, vocab, seed, &name, target + 8).await?;
+            let count = |text: String| {
+                let history = &history;
+                let system = p.system.clone();
+                async move {
+                    tok.count(PromptParts {
+                        api,
+                        system: system.as_deref(),
+                        history,
+                        prompt: &text,
+                    })
+                    .await
+                }
+            };
+            // The template's, system prompt's and shared prefix's own tokens: once per group.
+            let key = (p.system.clone(), prefix.clone());
+            let known = history
+                .is_empty()
+                .then(|| {
+                    self.overheads
+                        .lock()
+                        .expect("not poisoned")
+                        .get(&key)
+                        .copied()
+                })
+                .flatten();
+            let overhead = match known {
+                Some(n) => n,
+                None => {
+                    let n = count(prefix.clone()).await?;
+                    if history.is_empty() {
+                        self.overheads.lock().expect("not poisoned").insert(key, n);
+                    }
+                    n
+                }
+            };
+            if overhead >= target {
+                return Err(too_small(
+                    p,
+                    target,
+                    overhead,
+                    !prefix.is_empty(),
+                    !history.is_empty(),
+                ));
+            }
+            // The prompt made of the prefix and the first k tokens of this request's stream.
+            let cut = async |k: usize| -> Result<String, SyntheticError> {
+                let text = st.text(tok, k).await?;
+                Ok(format!("{prefix}{text}"))
+            };
+            let mut n = target - overhead;
+            let mut tried = std::collections::BTreeSet::new();
+            let mut found = None;
+            for _ in 0..16 {
+                if !tried.insert(n) {
+                    break;
+                }
+                let text = cut(n).await?;
+                let got = count(text.clone()).await?;
+                if got == target {
+                    found = Some(text);
+                    break;
+                }
+                n = (n as i64 + target as i64 - got as i64).clamp(1, st.len(tok) as i64) as usize;
+            }
+            if found.is_none() {
+                // The cut oscillates around a word that merges with its neighbour: try the
+                // neighbours of the last cut.
+                for d in [1i64, -1, 2, -2, 3, -3] {
+                    let k = (n as i64 + d).clamp(1, st.len(tok) as i64) as usize;
+                    let text = cut(k).await?;
+                    if count(text.clone()).await? == target {
+                        found = Some(text);
+                        break;
+                    }
+                }
+            }
+            let Some(prompt) = found else {
+                return Err(SyntheticError::NoExactPrompt {
+                    id: p.id.clone(),
+                    target,
+                });
+            };
+            if syn.turns > 1 && t < syn.turns {
+                reply = exact_text(
+                    tok,
+                    vocab,
+                    seed,
+                    &format!("synthetic/reply/{c}/{t}"),
+                    get(p, "output_tokens") as usize,
+                )
+                .await
+                .map_err(|e| SyntheticError::Part {
+                    part: format!("reply of request {}", p.id),
+                    source: Box::new(e),
+                })?;
+            }
+            let mut s = p.clone();
+            s.prompt = prompt;
+            s.history = history.clone();
+            out.push(s);
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
