@@ -118,6 +118,11 @@ fn states(
     (!out.is_empty()).then_some(out)
 }
 
+/// What a start's compile caches held in all, in MB.
+pub(crate) fn megabytes(states: &[CacheState]) -> f64 {
+    states.iter().map(|s| s.bytes).sum::<u64>() as f64 / 1e6
+}
+
 /// Whether a start found any of its compile caches non-empty: filled by an earlier start of
 /// it, or of another model or engine that shares them (Triton's and TorchInductor's are every
 /// PyTorch engine's).

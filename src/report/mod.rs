@@ -337,10 +337,9 @@ fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
 /// `–` when not recorded (a container, an engine without them, an earlier bench360).
 fn compile_caches_cell(c: &ColdStart) -> String {
     match &c.compile_caches {
-        Some(st) if crate::engine::caches::warm(st) => format!(
-            "filled ({:.1} MB)",
-            st.iter().map(|s| s.bytes).sum::<u64>() as f64 / 1e6
-        ),
+        Some(st) if crate::engine::caches::warm(st) => {
+            format!("filled ({:.1} MB)", crate::engine::caches::megabytes(st))
+        }
         Some(_) => "empty".into(),
         None => "–".into(),
     }

@@ -554,8 +554,8 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 ),
                 (
                     "compile_caches_mb",
-                    f(cs.and_then(|c| c.compile_caches.as_ref())
-                        .map(|st| st.iter().map(|s| s.bytes).sum::<u64>() as f64 / 1e6)),
+                    f(cs.and_then(|c| c.compile_caches.as_deref())
+                        .map(crate::engine::caches::megabytes)),
                 ),
                 ("cost_per_query", f(r.cost_per_query)),
                 (

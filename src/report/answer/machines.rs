@@ -59,7 +59,7 @@ pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>
 pub(crate) fn machine_labels(rows: &[Row]) -> Vec<Option<String>> {
     let (ids, ms) = machine_ids(rows);
     ids.into_iter()
-        .map(|m| m.filter(|_| ms.len() > 1).map(|m| format!("M{}", m + 1)))
+        .map(|m| m.filter(|_| ms.len() > 1).map(|m| Place::On(m).name()))
         .collect()
 }
 
@@ -90,9 +90,8 @@ pub(super) fn per_machine<'g>(
     rows: &[Row],
     gs: &[&'g Group],
 ) -> Option<Vec<(Place, Vec<&'g Group>)>> {
-    let (ids, _) = machine_ids(rows);
     let place = |g: &Group| -> Option<Place> {
-        if let Some(m) = g.rows.iter().find_map(|&i| ids[i]) {
+        if let Some(m) = g.machine {
             return Some(Place::On(m));
         }
         g.rows
@@ -124,24 +123,17 @@ pub(super) fn per_machine<'g>(
 /// None when the task's finished runs (those that recorded their provenance) ran on one
 /// machine; else which machines, what differs between them, and where each configuration ran.
 pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
-    let (ids, all_ms) = machine_ids(rows);
-    let mut on: Vec<(&str, Vec<usize>)> = Vec::new();
-    let mut seen: Vec<usize> = Vec::new();
-    for g in gs {
-        let here: Vec<usize> = g.rows.iter().filter_map(|&i| ids[i]).collect();
-        for &m in &here {
-            if !seen.contains(&m) {
-                seen.push(m);
-            }
-        }
-        if !here.is_empty() {
-            on.push((&g.label, here));
-        }
-    }
+    let on: Vec<(&str, usize)> = gs
+        .iter()
+        .filter_map(|g| Some((g.label.as_str(), g.machine?)))
+        .collect();
+    let mut seen: Vec<usize> = on.iter().map(|&(_, m)| m).collect();
+    seen.sort_unstable();
+    seen.dedup();
     if seen.len() < 2 {
         return None;
     }
-    seen.sort_unstable();
+    let (_, all_ms) = machine_ids(rows);
     let all: Vec<(usize, [(&str, String); 6])> =
         seen.iter().map(|&m| (m, fields(all_ms[m]))).collect();
     let differ: Vec<usize> = (0..6)
@@ -154,10 +146,11 @@ pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
                 .iter()
                 .map(|&f| format!("{} {}", m[f].0, m[f].1))
                 .collect();
+            let name = Place::On(*k).name();
             if d.is_empty() {
-                format!("M{}", k + 1)
+                name
             } else {
-                format!("M{} ({})", k + 1, d.join(", "))
+                format!("{name} ({})", d.join(", "))
             }
         })
         .collect();
@@ -174,11 +167,11 @@ pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
     for &k in &seen {
         let only: Vec<String> = on
             .iter()
-            .filter(|(_, m)| m.contains(&k))
+            .filter(|&&(_, m)| m == k)
             .map(|(l, _)| format!("`{l}`"))
             .collect();
         if !only.is_empty() {
-            places.push(format!("on M{}: {}", k + 1, only.join(", ")));
+            places.push(format!("on {}: {}", Place::On(k).name(), only.join(", ")));
         }
     }
     Some(format!(

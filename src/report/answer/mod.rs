@@ -47,6 +47,9 @@ pub(crate) struct Group {
     pub label: String,
     /// The label without the machine.
     pub base: String,
+    /// The machine its finished runs recorded (an index into `machines::machine_ids`'s
+    /// machines; None when none finished or none recorded one).
+    pub machine: Option<usize>,
     pub deployment: String,
     pub task: String,
     pub rows: Vec<usize>,
@@ -71,14 +74,18 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
         };
         let base = base_label(&r.data.label).to_string();
         let label = match machine[i] {
-            Some(m) if ms.len() > 1 => format!("{base} on M{}", m + 1),
+            Some(m) if ms.len() > 1 => format!("{base} on {}", machines::Place::On(m).name()),
             _ => base.clone(),
         };
         match out.iter_mut().find(|g| g.label == label && g.task == task) {
-            Some(g) => g.rows.push(i),
+            Some(g) => {
+                g.rows.push(i);
+                g.machine = g.machine.or(machine[i]);
+            }
             None => out.push(Group {
                 label,
                 base,
+                machine: machine[i],
                 deployment: r.data.deployment.clone(),
                 task,
                 rows: vec![i],

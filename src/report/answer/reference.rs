@@ -53,6 +53,7 @@ pub(super) fn reference(
         return Ok(Some(Group {
             label: b.clone(),
             base: b.clone(),
+            machine: None,
             deployment: b.clone(),
             task: gs[0].task.clone(),
             items: pooled_items(rows, &of, false),
