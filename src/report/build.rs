@@ -553,6 +553,7 @@ fn report_files(
             )
         })
         .collect();
+    let coldstarts = crate::report::coldstart::with_hosts_of_runs(coldstarts, &rows);
     ReportFiles {
         md: markdown(
             &plan.sweep,

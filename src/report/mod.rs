@@ -3,6 +3,7 @@
 
 pub(crate) mod answer;
 mod build;
+mod coldstart;
 pub(crate) mod html;
 pub(crate) mod text;
 
@@ -191,7 +192,7 @@ pub(crate) fn markdown(
         }
     }
     out.push_str("\n## Cold starts\n\n");
-    out.push_str(&coldstart_section(coldstarts));
+    out.push_str(&coldstart::coldstart_section(coldstarts));
     out.push_str(&provenance::markdown(rows));
     out.push_str(&overlap::markdown(rows));
     out.push_str("\n## Failures\n\n");
@@ -282,127 +283,6 @@ fn unparsed_split(r: &Row) -> String {
         ),
         _ => all,
     }
-}
-
-/// One row per deployment: the cold start's phases, model size, memory after load.
-fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
-    let cs: Vec<Vec<String>> = coldstarts
-        .iter()
-        .map(|(d, c)| match c {
-            Some(c) => vec![
-                d.clone(),
-                format!("{:.2}", c.phases.start_s),
-                format!("{:.2}", c.phases.healthy_s),
-                c.first_token_s
-                    .map(|x| format!("{x:.2}"))
-                    .unwrap_or_else(|| "–".into()),
-                c.model_bytes
-                    .map(|b| format!("{:.1}", b as f64 / 1e6))
-                    .unwrap_or_else(|| "–".into()),
-                c.gpu_mem_after_load_mb
-                    .map(|m| format!("{m:.0}"))
-                    .unwrap_or_else(|| "–".into()),
-                match c.weights_cached {
-                    Some(true) => "yes".into(),
-                    Some(false) => "no (downloaded)".into(),
-                    None => "–".into(),
-                },
-                compile_caches_cell(c),
-            ],
-            None => {
-                let mut row = vec!["–".to_string(); 8];
-                row[0] = d.clone();
-                row
-            }
-        })
-        .collect();
-    let mut out = table(
-        &[
-            "deployment",
-            "process start s",
-            "healthy s",
-            "first token s",
-            "model MB",
-            "GPU mem after load MB",
-            "weights in HF cache",
-            "compile caches before",
-        ],
-        &cs,
-    );
-    out.push_str(&across_cold_starts(coldstarts));
-    out
-}
-
-/// What the engine's compile caches held before a start: `empty`, or `filled (N MB)`;
-/// `–` when not recorded (a container, an engine without them, an earlier bench360).
-fn compile_caches_cell(c: &ColdStart) -> String {
-    match &c.compile_caches {
-        Some(st) if crate::engine::caches::warm(st) => {
-            format!("filled ({:.1} MB)", crate::engine::caches::megabytes(st))
-        }
-        Some(_) => "empty".into(),
-        None => "–".into(),
-    }
-}
-
-/// With `cold-repeats`, one line per deployment started more than once: the mean time to
-/// healthy and to the first token over its cold starts, with their 95 % Student t intervals.
-fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
-    let mut groups: BTreeMap<&str, Vec<&ColdStart>> = BTreeMap::new();
-    for (label, c) in coldstarts {
-        if let (Some((base, _)), Some(c)) = (label.split_once(" (start "), c) {
-            groups.entry(base).or_default().push(c);
-        }
-    }
-    let mut out = String::new();
-    for (base, cs) in groups.into_iter().filter(|(_, cs)| cs.len() > 1) {
-        let ci = |v: Vec<f64>| {
-            crate::record::stats::repeat_ci(&v)
-                .map_or("–".to_string(), |(m, h)| format!("{m:.2} ± {h:.2} s"))
-        };
-        let healthy = ci(cs.iter().map(|c| c.phases.healthy_s).collect());
-        let first: Vec<f64> = cs.iter().filter_map(|c| c.first_token_s).collect();
-        let first = if first.len() == cs.len() {
-            ci(first)
-        } else {
-            "–".into()
-        };
-        let mut hosts: Vec<&crate::host::HostInfo> = Vec::new();
-        for h in cs.iter().filter_map(|c| c.host.as_ref()) {
-            if !hosts.contains(&h) {
-                hosts.push(h);
-            }
-        }
-        let machines = if hosts.len() > 1 {
-            let kernels: Vec<&str> = hosts.iter().map(|h| h.kernel.as_str()).collect();
-            format!(
-                " They ran on {} machines (kernels {}): the interval holds the machines' difference too.",
-                hosts.len(),
-                kernels.join(", ")
-            )
-        } else {
-            String::new()
-        };
-        let recorded: Vec<bool> = cs
-            .iter()
-            .filter_map(|c| c.compile_caches.as_deref().map(crate::engine::caches::warm))
-            .collect();
-        let filled = recorded.iter().filter(|w| **w).count();
-        let caches = if filled > 0 && filled < recorded.len() {
-            format!(
-                " {filled} of them found the engine's compile caches non-empty (filled by an earlier start of it, or of another model or engine that shares them) and {} found them empty: the interval holds first starts and repeated ones (the table says which was which).",
-                recorded.len() - filled
-            )
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "\n{base}: over {} cold starts, healthy {healthy}, first token {first} (mean ± 95 % half-width, Student t).{machines}{caches}",
-            cs.len()
-        );
-    }
-    out
 }
 
 /// Every failure, never hidden: failed runs (an engine's last log lines in full) and failed
@@ -677,94 +557,4 @@ pub(crate) fn summary_json(rows: &[Vec<(&'static str, crate::trace::Cell)>]) -> 
             })
             .collect(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn start(healthy_s: f64, kernel: Option<&str>) -> Option<ColdStart> {
-        Some(ColdStart {
-            phases: crate::record::Phases {
-                start_s: 0.1,
-                healthy_s,
-            },
-            first_token_s: Some(healthy_s + 1.0),
-            model_bytes: None,
-            gpu_mem_after_load_mb: None,
-            weights_cached: None,
-            host: kernel.map(|k| crate::host::HostInfo {
-                kernel: k.into(),
-                ..Default::default()
-            }),
-            compile_caches: None,
-        })
-    }
-
-    /// vLLM's starts on one machine: the first compiles into an empty cache, the next read
-    /// it. The line says the interval mixes them; the table says which was which.
-    #[test]
-    fn cold_starts_that_found_filled_compile_caches_are_said_to_be() {
-        let d = "coldstart m:q@vllm";
-        let with = |healthy_s: f64, bytes: u64| {
-            let mut c = start(healthy_s, Some("v1147"));
-            if let Some(c) = c.as_mut() {
-                c.compile_caches = Some(vec![crate::engine::caches::CacheState {
-                    path: "/root/.cache/vllm".into(),
-                    bytes,
-                }]);
-            }
-            c
-        };
-        let mixed = [
-            (format!("{d} (start 2)"), with(104.5, 0)),
-            (format!("{d} (start 3)"), with(72.1, 41_900_000)),
-        ];
-        let line = across_cold_starts(&mixed);
-        assert!(
-            line.contains("1 of them found the engine's compile caches non-empty (filled by an earlier start of it, or of another model or engine that shares them) and 1 found them empty"),
-            "{line}"
-        );
-        let table = coldstart_section(&mixed);
-        assert!(table.contains("| empty |"), "{table}");
-        assert!(table.contains("| filled (41.9 MB) |"), "{table}");
-        // All first starts (each on a fresh machine), or none recorded: nothing to say.
-        let fresh = [
-            (format!("{d} (start 1)"), with(122.5, 0)),
-            (format!("{d} (start 2)"), with(104.5, 0)),
-        ];
-        assert!(!across_cold_starts(&fresh).contains("compile caches"));
-        let old = [
-            (format!("{d} (start 1)"), start(122.5, None)),
-            (format!("{d} (start 2)"), start(104.5, None)),
-        ];
-        assert!(!across_cold_starts(&old).contains("compile caches"));
-        assert!(coldstart_section(&old).contains("| – |"));
-    }
-
-    /// Cold starts of one deployment on two kernels: the line says so; on one (or recorded
-    /// before the host was kept), it does not.
-    #[test]
-    fn cold_starts_on_several_machines_are_said_to_be() {
-        let d = "coldstart m:q@e";
-        let two = [
-            (format!("{d} (start 1)"), start(70.7, Some("v973"))),
-            (format!("{d} (start 2)"), start(85.1, Some("v1147"))),
-            (format!("{d} (start 3)"), start(84.9, Some("v1147"))),
-        ];
-        let line = across_cold_starts(&two);
-        assert!(
-            line.contains("over 3 cold starts, healthy 80.23 ±"),
-            "{line}"
-        );
-        assert!(
-            line.contains("They ran on 2 machines (kernels v973, v1147): the interval holds"),
-            "{line}"
-        );
-        let one = [
-            (format!("{d} (start 1)"), start(70.7, None)),
-            (format!("{d} (start 2)"), start(71.1, Some("v973"))),
-        ];
-        assert!(!across_cold_starts(&one).contains("machines"));
-    }
 }
