@@ -172,6 +172,21 @@ mod tests {
         // Without the variables a default needs, that cache is not guessed.
         let e = env(&[]);
         assert_eq!(vllm.iter().filter_map(|c| folder(c, &e)).count(), 0);
+        // SGLang's kernels built through TVM-FFI: `~/.cache/tvm-ffi` whatever XDG says.
+        let sglang = crate::spec::catalog::lookup("sglang")
+            .unwrap()
+            .compile_caches;
+        let vars = [
+            ("HOME", "/home/u"),
+            ("USER", "u"),
+            ("XDG_CACHE_HOME", "/xdg"),
+        ];
+        let e = env(&vars);
+        let paths: Vec<PathBuf> = sglang.iter().filter_map(|c| folder(c, &e)).collect();
+        assert_eq!(paths[0], PathBuf::from("/home/u/.cache/tvm-ffi"));
+        let vars = [("HOME", "/home/u"), ("TVM_FFI_CACHE_DIR", "/scratch/tvm")];
+        let e = env(&vars);
+        assert_eq!(folder(&sglang[0], &e), Some(PathBuf::from("/scratch/tvm")));
         // llama.cpp keeps none.
         assert!(crate::spec::catalog::lookup("llama.cpp")
             .unwrap()

@@ -8,9 +8,11 @@ use std::fmt::Write;
 use super::summary::Row;
 use super::{table, ColdStart};
 
-/// A cold start recorded before bench360 kept its host takes the host its runs recorded: a
-/// deployment's runs on one start ran in its process, on its machine. A start whose runs
-/// recorded none either keeps none (the line across starts then says so).
+/// A cold start recorded before bench360 kept its host takes the host its runs recorded, when
+/// they all recorded the same one. Runs of a deployment usually ran on its start's machine, but
+/// not always: a later apply that reruns a failed run, or runs a new task, starts the engine
+/// again without a new cold-start record, maybe elsewhere; runs that disagree leave the start
+/// without a host (the line across starts then says so).
 pub(super) fn with_hosts_of_runs(
     coldstarts: Vec<(String, Option<ColdStart>)>,
     rows: &[Row],
@@ -20,15 +22,53 @@ pub(super) fn with_hosts_of_runs(
         .map(|(label, c)| {
             let c = c.map(|mut c| {
                 if c.host.is_none() {
-                    c.host = rows
+                    let mut hosts = rows
                         .iter()
                         .filter(|r| r.data.deployment == label)
-                        .find_map(|r| r.data.provenance.as_ref())
-                        .map(|p| p.host.clone());
+                        .filter_map(|r| r.data.provenance.as_ref().map(|p| &p.host));
+                    if let Some(first) = hosts.next() {
+                        if hosts.all(|h| h == first) {
+                            c.host = Some(first.clone());
+                        }
+                    }
                 }
                 c
             });
             (label, c)
+        })
+        .collect()
+}
+
+/// How the line across starts names each of the machines: by kernel when the kernels tell them
+/// apart, else by every field that differs between them (host name, CPU, cores, memory, kernel).
+fn machine_names(hosts: &[&crate::host::HostInfo]) -> Vec<String> {
+    let kernels: Vec<&str> = hosts.iter().map(|h| h.kernel.as_str()).collect();
+    if kernels
+        .iter()
+        .enumerate()
+        .all(|(i, k)| !kernels[..i].contains(k))
+    {
+        return kernels.iter().map(|k| format!("kernel {k}")).collect();
+    }
+    let fields = |h: &crate::host::HostInfo| {
+        [
+            ("host", h.hostname.clone()),
+            ("CPU", h.cpu_model.clone()),
+            ("cores", h.cores.to_string()),
+            ("memory", format!("{} kB", h.memory_bytes / 1024)),
+            ("kernel", h.kernel.clone()),
+        ]
+    };
+    let all: Vec<_> = hosts.iter().map(|h| fields(h)).collect();
+    let differs = |i: usize| all.iter().any(|f| f[i].1 != all[0][i].1);
+    all.iter()
+        .map(|f| {
+            f.iter()
+                .enumerate()
+                .filter(|(i, _)| differs(*i))
+                .map(|(_, (name, v))| format!("{name} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         })
         .collect()
 }
@@ -123,10 +163,11 @@ fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
             }
         }
         let mut machines = if hosts.len() > 1 {
-            let kernels: Vec<&str> = hosts.iter().map(|h| h.kernel.as_str()).collect();
+            let names = machine_names(&hosts);
             let per: Vec<String> = hosts
                 .iter()
-                .map(|h| {
+                .zip(&names)
+                .map(|(h, name)| {
                     let on: Vec<f64> = cs
                         .iter()
                         .filter(|c| c.host.as_ref() == Some(*h))
@@ -137,17 +178,13 @@ fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
                         Some((m, hw)) => format!("{m:.2} ± {hw:.2} s"),
                         None => format!("{:.2} s", on[0]),
                     };
-                    format!(
-                        "kernel {} {fig} ({n} start{})",
-                        h.kernel,
-                        if n == 1 { "" } else { "s" }
-                    )
+                    format!("{name}: {fig} ({n} start{})", if n == 1 { "" } else { "s" })
                 })
                 .collect();
             format!(
-                " They ran on {} machines (kernels {}): the interval holds the machines' difference too; healthy per machine: {}.",
+                " They ran on {} machines ({}): the interval holds the machines' difference too; healthy per machine: {}.",
                 hosts.len(),
-                kernels.join(", "),
+                names.join("; "),
                 per.join("; ")
             )
         } else {
@@ -157,7 +194,7 @@ fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
         if unrecorded > 0 && !hosts.is_empty() {
             let _ = write!(
                 machines,
-                " {unrecorded} of them recorded no machine, nor did their runs (a bench360 before either kept it): they may have run on another machine than the rest."
+                " {unrecorded} of them recorded no machine (an earlier bench360) and their finished runs name none or more than one: they may have run on another machine than the rest."
             );
         }
         let recorded: Vec<bool> = cs
@@ -261,11 +298,11 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.contains("They ran on 2 machines (kernels v973, v1147): the interval holds"),
+            line.contains("They ran on 2 machines (kernel v973; kernel v1147): the interval holds"),
             "{line}"
         );
         assert!(
-            line.contains("healthy per machine: kernel v973 70.70 s (1 start); kernel v1147 85.00 ± 1.27 s (2 starts)."),
+            line.contains("healthy per machine: kernel v973: 70.70 s (1 start); kernel v1147: 85.00 ± 1.27 s (2 starts)."),
             "{line}"
         );
         let one = [
@@ -281,7 +318,7 @@ mod tests {
         ];
         let line = across_cold_starts(&unknown);
         assert!(
-            line.contains("1 of them recorded no machine, nor did their runs (a bench360 before either kept it): they may have run on another machine than the rest."),
+            line.contains("1 of them recorded no machine (an earlier bench360) and their finished runs name none or more than one: they may have run on another machine than the rest."),
             "{line}"
         );
         assert!(!line.contains("They ran on"), "{line}");
@@ -342,9 +379,53 @@ mod tests {
         assert_eq!(kernel(3), None, "no run of it recorded one");
         let line = across_cold_starts(&filled);
         assert!(
-            line.contains("They ran on 2 machines (kernels v973, v1147)"),
+            line.contains("They ran on 2 machines (kernel v973; kernel v1147)"),
             "{line}"
         );
         assert!(line.contains("1 of them recorded no machine"), "{line}");
+    }
+
+    /// Runs of one start that recorded two machines (a later apply started the engine again
+    /// elsewhere) do not name the start's machine; two machines with one kernel are named by
+    /// what differs between them.
+    #[test]
+    fn runs_that_disagree_leave_a_start_without_a_host_and_machines_are_named_by_what_differs() {
+        use crate::report::summary::{Row, RunData};
+        let d = "coldstart m:q@e (start 1)";
+        let host = |kernel: &str, cores: usize| crate::host::HostInfo {
+            kernel: kernel.into(),
+            cores,
+            ..Default::default()
+        };
+        let run = |h: crate::host::HostInfo| Row {
+            data: RunData {
+                deployment: d.into(),
+                provenance: Some(crate::record::provenance::Provenance {
+                    host: h,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let filled = with_hosts_of_runs(
+            vec![(d.to_string(), start(70.0, None))],
+            &[run(host("v973", 16)), run(host("v1147", 16))],
+        );
+        assert_eq!(filled[0].1.as_ref().unwrap().host, None);
+        let two = |cores: usize, healthy_s: f64| {
+            let mut c = start(healthy_s, None);
+            c.as_mut().unwrap().host = Some(host("v973", cores));
+            c
+        };
+        let line = across_cold_starts(&[
+            ("coldstart m:q@e (start 1)".into(), two(16, 70.0)),
+            ("coldstart m:q@e (start 2)".into(), two(8, 90.0)),
+        ]);
+        assert!(
+            line.contains("They ran on 2 machines (cores 16; cores 8)"),
+            "{line}"
+        );
+        assert!(line.contains("cores 8: 90.00 s (1 start)"), "{line}");
     }
 }
