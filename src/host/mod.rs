@@ -23,6 +23,19 @@ pub(crate) struct HostInfo {
     pub kernel: String,
 }
 
+impl HostInfo {
+    /// What tells machines apart, as a report names it: (name, value) per field.
+    pub(crate) fn fields(&self) -> [(&'static str, String); 5] {
+        [
+            ("host", self.hostname.clone()),
+            ("CPU", self.cpu_model.clone()),
+            ("cores", self.cores.to_string()),
+            ("memory", format!("{} kB", self.memory_bytes / 1024)),
+            ("kernel", self.kernel.clone()),
+        ]
+    }
+}
+
 /// The CPU's model name as /proc/cpuinfo gives it (`unknown` where it gives none).
 pub(crate) fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")

@@ -50,16 +50,7 @@ fn machine_names(hosts: &[&crate::host::HostInfo]) -> Vec<String> {
     {
         return kernels.iter().map(|k| format!("kernel {k}")).collect();
     }
-    let fields = |h: &crate::host::HostInfo| {
-        [
-            ("host", h.hostname.clone()),
-            ("CPU", h.cpu_model.clone()),
-            ("cores", h.cores.to_string()),
-            ("memory", format!("{} kB", h.memory_bytes / 1024)),
-            ("kernel", h.kernel.clone()),
-        ]
-    };
-    let all: Vec<_> = hosts.iter().map(|h| fields(h)).collect();
+    let all: Vec<_> = hosts.iter().map(|h| h.fields()).collect();
     let differs = |i: usize| all.iter().any(|f| f[i].1 != all[0][i].1);
     all.iter()
         .map(|f| {
@@ -174,9 +165,10 @@ fn across_cold_starts(coldstarts: &[(String, Option<ColdStart>)]) -> String {
                         .map(|c| c.phases.healthy_s)
                         .collect();
                     let n = on.len();
-                    let fig = match crate::record::stats::repeat_ci(&on) {
-                        Some((m, hw)) => format!("{m:.2} ± {hw:.2} s"),
-                        None => format!("{:.2} s", on[0]),
+                    let fig = if n == 1 {
+                        format!("{:.2} s", on[0])
+                    } else {
+                        ci(on)
                     };
                     format!("{name}: {fig} ({n} start{})", if n == 1 { "" } else { "s" })
                 })

@@ -10,15 +10,8 @@ use crate::record::provenance::Provenance;
 
 /// What tells machines apart, as run.json records them: (name, value) per field.
 fn fields(p: &Provenance) -> [(&'static str, String); 6] {
-    let h = &p.host;
-    [
-        ("host", h.hostname.clone()),
-        ("CPU", h.cpu_model.clone()),
-        ("cores", h.cores.to_string()),
-        ("memory", format!("{} kB", h.memory_bytes / 1024)),
-        ("kernel", h.kernel.clone()),
-        ("GPUs", p.gpu_line()),
-    ]
+    let [host, cpu, cores, memory, kernel] = p.host.fields();
+    [host, cpu, cores, memory, kernel, ("GPUs", p.gpu_line())]
 }
 
 /// Each row's machine, for the finished rows that recorded their provenance, and those
