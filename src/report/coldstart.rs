@@ -109,8 +109,55 @@ pub(super) fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> S
         ],
         &cs,
     );
+    out.push_str(&compile_cache_folders(coldstarts));
     out.push_str(&across_cold_starts(coldstarts));
     out
+}
+
+/// Which folders the `compile caches before` cells looked in, one entry per distinct set with
+/// the rows that checked it: a cell's `empty` covers only its own start's folders, and an
+/// earlier bench360 checked fewer (SGLang's TVM-FFI kernels, before 2026-12-03).
+fn compile_cache_folders(coldstarts: &[(String, Option<ColdStart>)]) -> String {
+    let mut sets: Vec<(Vec<&str>, Vec<&str>)> = Vec::new();
+    for (label, c) in coldstarts {
+        let Some(states) = c.as_ref().and_then(|c| c.compile_caches.as_deref()) else {
+            continue;
+        };
+        let folders: Vec<&str> = states.iter().map(|s| s.path.as_str()).collect();
+        let row = label.strip_prefix("coldstart ").unwrap_or(label);
+        match sets.iter_mut().find(|(f, _)| *f == folders) {
+            Some((_, rows)) => rows.push(row),
+            None => sets.push((folders, vec![row])),
+        }
+    }
+    let list = |folders: &[&str]| {
+        if folders.is_empty() {
+            "none".to_string()
+        } else {
+            folders
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    match sets.as_slice() {
+        [] => String::new(),
+        [(folders, _)] => format!(
+            "\nThe compile caches were looked for in {} before each start that records them.\n",
+            list(folders)
+        ),
+        _ => {
+            let per: Vec<String> = sets
+                .iter()
+                .map(|(folders, rows)| format!("{} before {}", list(folders), rows.join(", ")))
+                .collect();
+            format!(
+                "\nThe compile caches were looked for in {} (a cell covers only the folders of its own start).\n",
+                per.join("; ")
+            )
+        }
+    }
 }
 
 /// What the engine's compile caches held before a start: `empty`, or `filled (N MB)`;
@@ -272,6 +319,51 @@ mod tests {
         ];
         assert!(!across_cold_starts(&old).contains("compile caches"));
         assert!(coldstart_section(&old).contains("| – |"));
+        assert!(!coldstart_section(&old).contains("looked for"));
+        let table = coldstart_section(&fresh);
+        assert!(
+            table.contains("The compile caches were looked for in `/root/.cache/vllm` before each start that records them."),
+            "{table}"
+        );
+    }
+
+    /// SGLang's starts recorded before its TVM-FFI folder was checked, beside one recorded
+    /// after: the note names each set of folders and the rows that checked it.
+    #[test]
+    fn the_folders_each_start_checked_are_named() {
+        let d = "coldstart m:q@sglang";
+        let with = |folders: &[&str]| {
+            let mut c = start(90.0, Some("v1147"));
+            if let Some(c) = c.as_mut() {
+                c.compile_caches = Some(
+                    folders
+                        .iter()
+                        .map(|f| crate::engine::caches::CacheState {
+                            path: (*f).into(),
+                            bytes: 0,
+                        })
+                        .collect(),
+                );
+            }
+            c
+        };
+        let old = ["/root/.triton/cache", "/tmp/torchinductor_root"];
+        let new = [
+            "/root/.cache/tvm-ffi",
+            "/root/.triton/cache",
+            "/tmp/torchinductor_root",
+        ];
+        let starts = [
+            (format!("{d} (start 2)"), with(&old)),
+            (format!("{d} (start 3)"), with(&old)),
+            (format!("{d} (start 4)"), with(&new)),
+            (format!("{d} (start 1)"), start(70.0, None)),
+        ];
+        let table = coldstart_section(&starts);
+        assert!(
+            table.contains("The compile caches were looked for in `/root/.triton/cache`, `/tmp/torchinductor_root` before m:q@sglang (start 2), m:q@sglang (start 3); `/root/.cache/tvm-ffi`, `/root/.triton/cache`, `/tmp/torchinductor_root` before m:q@sglang (start 4) (a cell covers only the folders of its own start)."),
+            "{table}"
+        );
     }
 
     /// Cold starts of one deployment on two kernels: the line says so; on one (or recorded
