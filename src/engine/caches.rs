@@ -21,9 +21,14 @@ pub(crate) struct CacheState {
 /// Where a cache lives for a process whose environment is `var` (the engine's own
 /// variables first, then bench360's, which the process inherits). None when a placeholder
 /// the default needs is not set.
-fn folder(c: &CompileCache, var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+fn folder(
+    c: &CompileCache,
+    var: &dyn Fn(&str) -> Option<String>,
+    account: &Account,
+) -> Option<PathBuf> {
     let var = |k: &str| var(k).filter(|v| !v.is_empty());
-    let home = || var("HOME");
+    // As Python's `expanduser` reads `~`: HOME, else the account's home folder.
+    let home = || var("HOME").or_else(|| account.home.clone());
     if let Some(v) = var(c.env) {
         // As Python's `expanduser` reads it.
         return match v.strip_prefix("~/") {
@@ -45,8 +50,13 @@ fn folder(c: &CompileCache, var: &dyn Fn(&str) -> Option<String>) -> Option<Path
         out = out.replace("{tmp}", tmp.trim_end_matches('/'));
     }
     if out.contains("{user}") {
-        // As Python's `getpass.getuser` reads it (torch's default folder).
-        let user = var("LOGNAME").or_else(|| var("USER"))?;
+        // As Python's `getpass.getuser` reads it (torch's default folder): the first of its
+        // variables that is set, else the account's name (a machine whose shell sets no USER,
+        // as the study's GPU machines did: without this fallback the folder went unchecked).
+        let user = ["LOGNAME", "USER", "LNAME", "USERNAME"]
+            .iter()
+            .find_map(|k| var(k))
+            .or_else(|| account.name.clone())?;
         out = out.replace("{user}", &user);
     }
     Some(PathBuf::from(out))
@@ -97,16 +107,59 @@ pub(crate) fn before_start(engine: &Engine) -> Option<Vec<CacheState>> {
             .map(|(_, v)| v.clone())
             .or_else(|| std::env::var(k).ok())
     };
-    states(engine.catalog.compile_caches, &var)
+    states(engine.catalog.compile_caches, &var, &Account::of_process())
+}
+
+/// The process's account in the password database: what Python falls back to when the
+/// environment names no user or home (`getpass.getuser`, `expanduser`). A process engine runs
+/// as bench360's own user, so this is its account too.
+#[derive(Debug, Default, Clone)]
+struct Account {
+    name: Option<String>,
+    home: Option<String>,
+}
+
+impl Account {
+    fn of_process() -> Account {
+        // SAFETY: getpwuid_r writes only into `pw` and `buf`, whose sizes it is given; the
+        // strings it points `pw` at live in `buf`, which outlives their reads below.
+        unsafe {
+            let mut pw: libc::passwd = std::mem::zeroed();
+            let mut found: *mut libc::passwd = std::ptr::null_mut();
+            let mut buf = vec![0 as libc::c_char; 16 * 1024];
+            let rc = libc::getpwuid_r(
+                libc::getuid(),
+                &mut pw,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut found,
+            );
+            if rc != 0 || found.is_null() {
+                return Account::default();
+            }
+            let text = |p: *const libc::c_char| {
+                (!p.is_null())
+                    .then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+                    .filter(|s| !s.is_empty())
+            };
+            Account {
+                name: text(pw.pw_name),
+                home: text(pw.pw_dir),
+            }
+        }
+    }
 }
 
 fn states(
     caches: &[CompileCache],
     var: &dyn Fn(&str) -> Option<String>,
+    account: &Account,
 ) -> Option<Vec<CacheState>> {
     let mut out: Vec<CacheState> = Vec::new();
     for c in caches {
-        let Some(f) = folder(c, var) else { continue };
+        let Some(f) = folder(c, var, account) else {
+            continue;
+        };
         let path = f.display().to_string();
         if !out.iter().any(|s| s.path == path) {
             out.push(CacheState {
@@ -143,12 +196,70 @@ mod tests {
         }
     }
 
+    /// No account to fall back to: only the environment names folders.
+    const NOBODY: Account = Account {
+        name: None,
+        home: None,
+    };
+
+    /// A machine whose environment sets neither USER nor HOME (the seed study's GPU machines
+    /// set no USER): the folders are those Python finds through the password database.
+    #[test]
+    fn without_user_or_home_the_account_names_them() {
+        let vllm = crate::spec::catalog::lookup("vllm").unwrap().compile_caches;
+        let account = Account {
+            name: Some("root".into()),
+            home: Some("/root".into()),
+        };
+        let e = env(&[]);
+        let paths: Vec<PathBuf> = vllm
+            .iter()
+            .filter_map(|c| folder(c, &e, &account))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                PathBuf::from("/root/.cache/vllm"),
+                PathBuf::from("/root/.triton/cache"),
+                PathBuf::from("/tmp/torchinductor_root"),
+            ]
+        );
+        // The environment still comes first, in getpass's order (LNAME, USERNAME too).
+        let e = env(&[("HOME", "/home/u"), ("USERNAME", "u")]);
+        assert_eq!(
+            folder(&vllm[2], &e, &account),
+            Some(PathBuf::from("/tmp/torchinductor_u"))
+        );
+        assert_eq!(
+            folder(&vllm[1], &e, &account),
+            Some(PathBuf::from("/home/u/.triton/cache"))
+        );
+    }
+
+    /// The account is this process's entry in /etc/passwd (name and home by its uid).
+    #[test]
+    fn the_account_is_the_process_uid_s_entry() {
+        let uid = unsafe { libc::getuid() }.to_string();
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+        let Some(line) = passwd
+            .lines()
+            .map(|l| l.split(':').collect::<Vec<_>>())
+            .find(|f| f.len() >= 6 && f[2] == uid)
+        else {
+            // An account from another source (LDAP, NSS): not in the file to compare with.
+            return;
+        };
+        let a = Account::of_process();
+        assert_eq!(a.name.as_deref(), Some(line[0]));
+        assert_eq!(a.home.as_deref(), Some(line[5]));
+    }
+
     #[test]
     fn folders_resolve_as_each_library_resolves_its_own() {
         let vllm = crate::spec::catalog::lookup("vllm").unwrap().compile_caches;
         let vars = [("HOME", "/home/u"), ("USER", "u")];
         let e = env(&vars);
-        let paths: Vec<PathBuf> = vllm.iter().filter_map(|c| folder(c, &e)).collect();
+        let paths: Vec<PathBuf> = vllm.iter().filter_map(|c| folder(c, &e, &NOBODY)).collect();
         assert_eq!(
             paths,
             [
@@ -166,12 +277,15 @@ mod tests {
             ("TMPDIR", "/fast/tmp/"),
         ];
         let e = env(&vars);
-        let paths: Vec<PathBuf> = vllm.iter().filter_map(|c| folder(c, &e)).collect();
+        let paths: Vec<PathBuf> = vllm.iter().filter_map(|c| folder(c, &e, &NOBODY)).collect();
         assert_eq!(paths[0], PathBuf::from("/scratch/vllm"));
         assert_eq!(paths[2], PathBuf::from("/fast/tmp/torchinductor_u"));
         // Without the variables a default needs, that cache is not guessed.
         let e = env(&[]);
-        assert_eq!(vllm.iter().filter_map(|c| folder(c, &e)).count(), 0);
+        assert_eq!(
+            vllm.iter().filter_map(|c| folder(c, &e, &NOBODY)).count(),
+            0
+        );
         // SGLang's kernels built through TVM-FFI: `~/.cache/tvm-ffi` whatever XDG says.
         let sglang = crate::spec::catalog::lookup("sglang")
             .unwrap()
@@ -182,11 +296,17 @@ mod tests {
             ("XDG_CACHE_HOME", "/xdg"),
         ];
         let e = env(&vars);
-        let paths: Vec<PathBuf> = sglang.iter().filter_map(|c| folder(c, &e)).collect();
+        let paths: Vec<PathBuf> = sglang
+            .iter()
+            .filter_map(|c| folder(c, &e, &NOBODY))
+            .collect();
         assert_eq!(paths[0], PathBuf::from("/home/u/.cache/tvm-ffi"));
         let vars = [("HOME", "/home/u"), ("TVM_FFI_CACHE_DIR", "/scratch/tvm")];
         let e = env(&vars);
-        assert_eq!(folder(&sglang[0], &e), Some(PathBuf::from("/scratch/tvm")));
+        assert_eq!(
+            folder(&sglang[0], &e, &NOBODY),
+            Some(PathBuf::from("/scratch/tvm"))
+        );
         // llama.cpp keeps none.
         assert!(crate::spec::catalog::lookup("llama.cpp")
             .unwrap()
@@ -213,7 +333,7 @@ mod tests {
             ("TORCHINDUCTOR_CACHE_DIR", v.as_str()),
         ];
         let e = env(&vars);
-        let st = states(vllm, &e).unwrap();
+        let st = states(vllm, &e, &NOBODY).unwrap();
         // The inductor folder is vLLM's here: listed once.
         assert_eq!(
             st,
@@ -250,7 +370,10 @@ mod tests {
             ("TRITON_CACHE_DIR", ""),
         ];
         let e = env(&vars);
-        let paths: Vec<PathBuf> = caches.iter().filter_map(|c| folder(c, &e)).collect();
+        let paths: Vec<PathBuf> = caches
+            .iter()
+            .filter_map(|c| folder(c, &e, &NOBODY))
+            .collect();
         assert_eq!(
             paths,
             [
