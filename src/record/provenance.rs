@@ -27,6 +27,11 @@ pub(crate) struct GpuInfo {
     pub app_clock_graphics_mhz: Option<u32>,
     pub app_clock_memory_mhz: Option<u32>,
     pub persistence_mode: Option<bool>,
+    /// NVML's UUID of the board (`GPU-…`): which physical GPU, so that two lends of one kind
+    /// of machine can be told apart afterwards. Not part of what makes a machine the same
+    /// ([`Provenance::same_machine`] compares kinds); recorded since 2026-12-03.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
 }
 
 /// The GPUs a deployment used, with the driver and CUDA version they share; or why none is
@@ -65,10 +70,28 @@ pub(crate) struct Provenance {
 }
 
 impl Provenance {
-    /// Recorded on the same machine: the same host (name, CPU, cores, memory, kernel) and the
-    /// same GPUs (models, driver, CUDA, power limits, clocks), whatever build ran there.
+    /// Recorded on the same kind of machine: the same host (name, CPU, cores, memory, kernel)
+    /// and the same GPUs (models, driver, CUDA, power limits, clocks), whatever build ran
+    /// there and whichever boards they were (their UUIDs are not compared: repeats on two
+    /// lends of one kind pool, as a user's repeats on two nodes of one cluster would).
     pub fn same_machine(&self, other: &Provenance) -> bool {
-        self.host == other.host && self.gpus == other.gpus
+        let kind = |g: &GpuSet| {
+            let mut g = g.clone();
+            for d in &mut g.devices {
+                d.uuid = None;
+            }
+            g
+        };
+        self.host == other.host && kind(&self.gpus) == kind(&other.gpus)
+    }
+
+    /// The UUIDs of the GPUs it ran on, where NVML gave them.
+    pub fn gpu_uuids(&self) -> Vec<&str> {
+        self.gpus
+            .devices
+            .iter()
+            .filter_map(|d| d.uuid.as_deref())
+            .collect()
     }
 
     /// "NVIDIA H200 ×1, driver 580.95, CUDA 13.0, 700 W" or why no GPU is described.
@@ -174,6 +197,7 @@ mod tests {
                     app_clock_graphics_mhz: Some(1980),
                     app_clock_memory_mhz: Some(3201),
                     persistence_mode: Some(true),
+                    uuid: None,
                 },
                 GpuInfo {
                     index: 1,
@@ -188,5 +212,20 @@ mod tests {
             p.gpu_line(),
             "NVIDIA H200 ×2, driver 580.95, CUDA 13.0, power limit 700 W, app clocks 1980/3201 MHz, persistence on"
         );
+        // Two lends of that kind: other boards, the same machine; another clock, not.
+        let mut q = p.clone();
+        q.gpus.devices[0].uuid = Some("GPU-aaaa".into());
+        let mut r = p.clone();
+        r.gpus.devices[0].uuid = Some("GPU-bbbb".into());
+        assert!(q.same_machine(&r) && q.same_machine(&p));
+        assert_eq!(q.gpu_uuids(), ["GPU-aaaa"]);
+        r.gpus.devices[0].app_clock_graphics_mhz = Some(1755);
+        assert!(!q.same_machine(&r));
+        // Written only when known: run.json of a machine without it stays as it was.
+        let json = serde_json::to_string(&p.gpus.devices[0]).unwrap();
+        assert!(!json.contains("uuid"), "{json}");
+        let back: GpuInfo =
+            serde_json::from_str(&serde_json::to_string(&q.gpus.devices[0]).unwrap()).unwrap();
+        assert_eq!(back.uuid.as_deref(), Some("GPU-aaaa"));
     }
 }

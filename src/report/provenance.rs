@@ -151,6 +151,11 @@ pub(crate) fn columns(
             "gpu_power_limit_w",
             crate::trace::Cell::F64(p.and_then(|p| first_gpu(p)?.power_limit_w)),
         ),
+        // Which boards: two lends of one kind of machine tell apart here, not in `machine`.
+        (
+            "gpu_uuids",
+            s(&|p| Some(p.gpu_uuids().join(",")).filter(|u| !u.is_empty())),
+        ),
         ("cpu_model", s(&|p| Some(p.host.cpu_model.clone()))),
         (
             "cpu_cores",

@@ -213,6 +213,7 @@ pub(crate) fn describe(wanted: Option<&[u32]>) -> crate::record::provenance::Gpu
                         .and_then(|d| d.applications_clock(Clock::Graphics).ok()),
                     app_clock_memory_mhz: d.and_then(|d| d.applications_clock(Clock::Memory).ok()),
                     persistence_mode: d.and_then(|d| d.is_in_persistent_mode().ok()),
+                    uuid: d.and_then(|d| d.uuid().ok()),
                 }
             })
             .collect(),
