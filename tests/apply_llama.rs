@@ -241,6 +241,28 @@ fn kill_9_in_the_middle_of_a_run_then_apply_resumes_consistently() {
         !report.contains("interrupted") && !report.contains("not run yet"),
         "{report}"
     );
+    // The runs the resumed apply ran stood on an engine it started again, after the cold start
+    // the killed apply had recorded: run.json says which start each run stood on, and the
+    // report names the resumed ones.
+    for rec in records(&cache).iter().filter(|rec| rec["kind"] == "run") {
+        let key = rec["key"].as_str().unwrap();
+        let rj: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(cache.join("objects").join(key).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        let resumed_run = r.contains(&rec["label"].as_str().unwrap().to_string());
+        assert_eq!(
+            rj["engine_start"]["cold_start"].as_bool(),
+            Some(!resumed_run),
+            "{rec} {rj}"
+        );
+        assert!(rj["engine_start"]["phases"]["healthy_s"].as_f64().unwrap() > 0.0);
+    }
+    assert!(
+        report.contains("ran on an engine started again at")
+            && report.contains("smollm2:q4_1@llama mmlu server"),
+        "{report}"
+    );
     assert!(will_run(&plan_json(&cache, &sweep)).is_empty());
 }
 

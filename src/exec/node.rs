@@ -463,6 +463,7 @@ impl Executor<'_> {
             None => None,
         };
         let t_launch = Instant::now();
+        let launched_at = std::time::SystemTime::now();
         self.progress.say(&format!(
             "  starting {} ({})",
             spec.engine.name.value, spec.engine.kind.value
@@ -505,6 +506,11 @@ impl Executor<'_> {
 
         // Warmup: the first request also times the cold start's first token.
         let first_token_s = self.warm_up(&engine, d, runs, need_cold, t_launch).await;
+        let start = crate::record::EngineStart {
+            cold_start: cold_journal.is_some(),
+            launched_utc: humantime::format_rfc3339_millis(launched_at).to_string(),
+            phases: engine.phases(),
+        };
         let mut log_pos = 0u64;
         if let Some(j) = cold_journal {
             let cs = ColdStart {
@@ -549,7 +555,7 @@ impl Executor<'_> {
                 );
                 continue;
             }
-            log_pos = self.run(r, &mut engine, d, &log, log_pos).await;
+            log_pos = self.run(r, &mut engine, d, &start, &log, log_pos).await;
         }
         let how = engine.stop().await;
         self.progress

@@ -34,6 +34,7 @@ struct RunFiles<'a> {
     served_model: &'a str,
     log: &'a Path,
     log_pos: u64,
+    engine_start: &'a crate::record::EngineStart,
 }
 
 impl Executor<'_> {
@@ -42,6 +43,7 @@ impl Executor<'_> {
         r: usize,
         engine: &mut E,
         d: usize,
+        start: &crate::record::EngineStart,
         log: &Path,
         log_pos: u64,
     ) -> u64 {
@@ -129,7 +131,7 @@ impl Executor<'_> {
         };
         let model_bytes =
             plan::weights_path(self.sweep, self.plan.deployments[d].at).and_then(|p| bytes_of(&p));
-        let tsum = telemetry::summarize(
+        let mut tsum = telemetry::summarize(
             &collected,
             &tcfg,
             (idle_end > idle_start && !tcfg.idle.is_zero()).then_some((idle_start, idle_end)),
@@ -137,7 +139,6 @@ impl Executor<'_> {
             &outcome.requests,
             model_bytes,
         );
-        let mut tsum = tsum;
         tsum.steady_energy_j = run_stats.steady.as_ref().and_then(|st| {
             telemetry::energy_between(
                 &collected,
@@ -146,15 +147,11 @@ impl Executor<'_> {
                 (st.start_ns, st.end_ns),
             )
         });
-        let utc_ns = clock
-            .utc_anchor
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i64)
-            .unwrap_or(0);
+        let utc_ns = clock.utc_anchor.duration_since(std::time::UNIX_EPOCH);
         let files = RunFiles {
             key: &key,
             spec: &spec,
-            utc_ns,
+            utc_ns: utc_ns.map(|d| d.as_nanos() as i64).unwrap_or(0),
             outcome: &outcome,
             samples: &samples,
             stats: &run_stats,
@@ -164,6 +161,7 @@ impl Executor<'_> {
             served_model: engine.served_model(),
             log,
             log_pos,
+            engine_start: start,
         };
         let (written, new_pos) = self.write_run(&files);
         let summary = json!({"ok": run_stats.ok, "failed": run_stats.failed, "ttft_p50_ms": run_stats.ttft_ms.p50, "output_tokens_per_s": run_stats.output_tokens_per_s, "energy_source": tsum.energy_source, "energy_j": tsum.energy_j});
@@ -276,7 +274,7 @@ impl Executor<'_> {
             if !f.collected.prom.is_empty() {
                 crate::trace::write_engine_metrics(&tmp.join("engine_metrics.parquet"), f.key, &f.spec.columns, &f.collected.prom).map_err(&pq)?;
             }
-            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "provenance": self.provenance(f.spec), "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "stopped_at_margin": f.outcome.stopped, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }})).map_err(&js)?;
+            write_json(&tmp.join("run.json"), &json!({"columns": f.spec.columns, "provenance": self.provenance(f.spec), "run_start_utc": humantime::format_rfc3339_nanos(f.clock.utc_anchor).to_string(), "served_model": f.served_model, "stopped_early": f.outcome.stopped_early, "stopped_at_margin": f.outcome.stopped, "connections": if self.sweep.defaults.reuse_connections { "reuse" } else { "new" }, "engine_start": f.engine_start})).map_err(&js)?;
             new_pos = copy_log_since(f.log, f.log_pos, &tmp.join("engine.log"));
             Ok(())
         });

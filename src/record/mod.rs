@@ -127,6 +127,19 @@ pub(crate) struct Phases {
     pub healthy_s: f64,
 }
 
+/// The engine start a run ran on (run.json's `engine_start`). A deployment's engine is started
+/// once per apply: by the apply that records its cold start, or again by a later one that
+/// resumes the deployment after its cold start was recorded (another machine, a killed apply),
+/// whose start is recorded nowhere else. Runs of one cold start may so stand on two starts.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub(crate) struct EngineStart {
+    /// This start is the deployment's recorded cold start.
+    pub cold_start: bool,
+    /// When it was launched (RFC 3339, UTC).
+    pub launched_utc: String,
+    pub phases: Phases,
+}
+
 /// One prompt with what it is scored against.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
 pub(crate) struct Sample {

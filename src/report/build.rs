@@ -101,6 +101,7 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
     data.stopped = field("stopped_at_margin").and_then(|v| serde_json::from_value(v).ok());
     // Runs recorded before provenance was kept have none (shown as not recorded).
     data.provenance = field("provenance").and_then(|v| serde_json::from_value(v).ok());
+    data.engine_start = field("engine_start").and_then(|v| serde_json::from_value(v).ok());
     let score_rec = store.record(&score_key);
     data.metrics = score_rec
         .as_ref()

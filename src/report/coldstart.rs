@@ -114,6 +114,40 @@ pub(super) fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> S
     out
 }
 
+/// The runs that ran on an engine started again after their deployment's cold start was
+/// recorded (a later apply resuming it, on this machine or another), grouped by that start:
+/// their engine's start is in no cold-start row, and what they measured stands on another
+/// process (a prefix cache, compiled graphs, a machine) than the runs before them.
+pub(super) fn restarts(rows: &[Row]) -> String {
+    let mut starts: Vec<(&str, &crate::record::EngineStart, Vec<&str>)> = Vec::new();
+    for r in rows {
+        let Some(s) = r.data.engine_start.as_ref().filter(|s| !s.cold_start) else {
+            continue;
+        };
+        let dep = r.data.deployment.as_str();
+        match starts
+            .iter_mut()
+            .find(|(d, t, _)| *d == dep && t.launched_utc == s.launched_utc)
+        {
+            Some((_, _, labels)) => labels.push(&r.data.label),
+            None => starts.push((dep, s, vec![&r.data.label])),
+        }
+    }
+    let mut out = String::new();
+    for (dep, s, labels) in starts {
+        let _ = writeln!(
+            out,
+            "\n{dep}: {} run{} ran on an engine started again at {} (healthy after {:.2} s), after its cold start had been recorded by an earlier apply — a resumed deployment, whose start is not a cold-start row: {}.",
+            labels.len(),
+            if labels.len() == 1 { "" } else { "s" },
+            s.launched_utc,
+            s.phases.healthy_s,
+            labels.join(", ")
+        );
+    }
+    out
+}
+
 /// Which folders the `compile caches before` cells looked in, one entry per distinct set with
 /// the rows that checked it: a cell's `empty` covers only its own start's folders, and an
 /// earlier bench360 checked fewer (SGLang's TVM-FFI kernels, before 2026-12-03).
@@ -325,6 +359,60 @@ mod tests {
             table.contains("The compile caches were looked for in `/root/.cache/vllm` before each start that records them."),
             "{table}"
         );
+    }
+
+    /// The seed study's twelfth hold: vLLM's start 4 recorded on one machine, five of its runs
+    /// finished on a second after the first was lost. Those five are named, with their start;
+    /// runs on the recorded start, and runs from before the start was kept, are not.
+    #[test]
+    fn runs_on_a_resumed_engine_are_named_with_its_start() {
+        use crate::report::summary::{Row, RunData};
+        let dep = "m:q@vllm (start 4)";
+        let on = |label: &str, cold_start: bool, at: &str, healthy_s: f64| Row {
+            data: RunData {
+                deployment: dep.into(),
+                label: label.into(),
+                engine_start: Some(crate::record::EngineStart {
+                    cold_start,
+                    launched_utc: at.into(),
+                    phases: crate::record::Phases {
+                        start_s: 0.0,
+                        healthy_s,
+                    },
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut old = on("m:q@vllm mmlu single #3", false, "x", 1.0);
+        old.data.engine_start = None;
+        let rows = [
+            on(
+                "m:q@vllm spider single #4",
+                true,
+                "2026-12-03T22:43:22Z",
+                117.5,
+            ),
+            on(
+                "m:q@vllm synth batch[batch-size=128] #4",
+                false,
+                "2026-12-03T22:57:40Z",
+                61.2,
+            ),
+            on(
+                "m:q@vllm synth single #4",
+                false,
+                "2026-12-03T22:57:40Z",
+                61.2,
+            ),
+            old,
+        ];
+        let text = restarts(&rows);
+        assert_eq!(
+            text,
+            "\nm:q@vllm (start 4): 2 runs ran on an engine started again at 2026-12-03T22:57:40Z (healthy after 61.20 s), after its cold start had been recorded by an earlier apply — a resumed deployment, whose start is not a cold-start row: m:q@vllm synth batch[batch-size=128] #4, m:q@vllm synth single #4.\n"
+        );
+        assert_eq!(restarts(&rows[..1]), "");
     }
 
     /// SGLang's starts recorded before its TVM-FFI folder was checked, beside one recorded

@@ -193,6 +193,7 @@ pub(crate) fn markdown(
     }
     out.push_str("\n## Cold starts\n\n");
     out.push_str(&coldstart::coldstart_section(coldstarts));
+    out.push_str(&coldstart::restarts(rows));
     out.push_str(&provenance::markdown(rows));
     out.push_str(&overlap::markdown(rows));
     out.push_str("\n## Failures\n\n");

@@ -67,6 +67,8 @@ pub(crate) struct RunData {
     pub provenance: Option<crate::record::provenance::Provenance>,
     /// Where `target-margin` stopped the run (from run.json).
     pub stopped: Option<crate::workload::Stopped>,
+    /// The engine start it ran on (from run.json; None for runs recorded before it was kept).
+    pub engine_start: Option<crate::record::EngineStart>,
     /// Truncation: successful requests that stopped at max-tokens (`finish_reason` `length`),
     /// and the unparsed scored answers split into those cut by the budget and the others.
     pub truncation: Option<Truncation>,
