@@ -258,11 +258,23 @@ fn kill_9_in_the_middle_of_a_run_then_apply_resumes_consistently() {
         );
         assert!(rj["engine_start"]["phases"]["healthy_s"].as_f64().unwrap() > 0.0);
     }
-    assert!(
-        report.contains("ran on an engine started again at")
-            && report.contains("smollm2:q4_1@llama mmlu server"),
-        "{report}"
-    );
+    let line = report
+        .lines()
+        .find(|l| l.contains("stood on a later start of the engine"))
+        .unwrap_or_else(|| panic!("no line names the resumed runs:\n{report}"));
+    assert!(line.contains("smollm2:q4_1@llama mmlu server"), "{line}");
+    for label in records(&cache)
+        .iter()
+        .filter(|rec| rec["kind"] == "run")
+        .filter_map(|rec| rec["label"].as_str())
+        .filter(|l| !r.contains(&l.to_string()))
+    {
+        let label = label.trim_start_matches("run ");
+        assert!(
+            !line.contains(&format!("{label},")) && !line.ends_with(&format!("{label}.")),
+            "{line}"
+        );
+    }
     assert!(will_run(&plan_json(&cache, &sweep)).is_empty());
 }
 

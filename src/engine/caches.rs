@@ -127,15 +127,23 @@ impl Account {
             let mut pw: libc::passwd = std::mem::zeroed();
             let mut found: *mut libc::passwd = std::ptr::null_mut();
             let mut buf = vec![0 as libc::c_char; 16 * 1024];
-            let rc = libc::getpwuid_r(
-                libc::getuid(),
-                &mut pw,
-                buf.as_mut_ptr(),
-                buf.len(),
-                &mut found,
-            );
-            if rc != 0 || found.is_null() {
-                return Account::default();
+            loop {
+                let rc = libc::getpwuid_r(
+                    libc::getuid(),
+                    &mut pw,
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                    &mut found,
+                );
+                // An entry larger than the buffer: a larger one (up to 1 MiB), as glibc advises.
+                if rc == libc::ERANGE && buf.len() < 1 << 20 {
+                    buf = vec![0; buf.len() * 2];
+                    continue;
+                }
+                if rc != 0 || found.is_null() {
+                    return Account::default();
+                }
+                break;
             }
             let text = |p: *const libc::c_char| {
                 (!p.is_null())

@@ -11,6 +11,7 @@ pub(crate) mod parallel;
 pub(crate) mod preflight;
 pub(crate) mod progress;
 mod run;
+mod start;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

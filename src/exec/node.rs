@@ -13,11 +13,10 @@ use serde_json::json;
 use super::journal::*;
 
 use super::Executor;
-use crate::client::{GenRequest, HttpClient, InferenceClient};
+use crate::client::HttpClient;
 use crate::engine::{LaunchSpec, Launcher, RunningEngine};
 use crate::plan::facts;
 use crate::plan::{self, Plan, Status};
-use crate::record::RunClock;
 use crate::record::{Sample, Score};
 use crate::report::{build_report, publish_report, write_report_files, ColdStart, ReportFiles};
 use crate::spec::{Launch, ModelSource};
@@ -351,67 +350,6 @@ impl Executor<'_> {
         .map_err(|e| NodeError::Failed(format!("cannot build HTTP client: {e}")))
     }
 
-    /// The warmup requests, never measured, before the runs of this engine lifetime (at
-    /// least one when the cold start is recorded). Returns the first token's time since the
-    /// launch, for the cold start; failed warmup requests are said, not hidden.
-    async fn warm_up<E: RunningEngine>(
-        &mut self,
-        engine: &E,
-        d: usize,
-        runs: &[usize],
-        need_cold: bool,
-        t_launch: Instant,
-    ) -> Option<f64> {
-        let first_task = runs
-            .first()
-            .map(|&r| self.plan.runs[r].config.task)
-            .unwrap_or(0);
-        let warm_samples = self.samples_for(first_task, d, None, engine).await.ok();
-        let mut first_token_s = None;
-        let mut warm_failures = Vec::new();
-        if let Some(samples) = &warm_samples {
-            let sampling = self.sweep.defaults.sampling.clone();
-            let mode = self.sweep.tasks[first_task].mode;
-            if let Ok(client) = self.client(engine, d, sampling, mode) {
-                let n = self.sweep.defaults.warmup.max(u32::from(need_cold));
-                for w in 0..n {
-                    if self.cancel.is_cancelled() {
-                        break;
-                    }
-                    let s = &samples[w as usize % samples.len()];
-                    let clock = RunClock::start();
-                    let req = GenRequest {
-                        id: w,
-                        user: None,
-                        sample: 0,
-                        sample_id: s.id.clone(),
-                        system: s.system.clone(),
-                        history: s.history.clone(),
-                        prompt: s.prompt.clone(),
-                        max_tokens: s.max_tokens,
-                    };
-                    let (rec, _) = client.stream(req, Instant::now(), clock).await;
-                    if w == 0 {
-                        first_token_s = rec
-                            .first_token_ns
-                            .map(|ns| (clock.at(ns) - t_launch).as_secs_f64());
-                    }
-                    if let Some(e) = rec.error {
-                        warm_failures.push(e);
-                    }
-                }
-            }
-        }
-        if !warm_failures.is_empty() {
-            self.progress.say(&format!(
-                "  warmup: {} of its requests failed: {}",
-                warm_failures.len(),
-                warm_failures[0]
-            ));
-        }
-        first_token_s
-    }
-
     /// Starts the engine, records its cold start if needed, warms it up, runs every run of
     /// this deployment that must run, and stops it.
     pub(super) async fn engine_lifetime<L: Launcher>(
@@ -506,12 +444,8 @@ impl Executor<'_> {
 
         // Warmup: the first request also times the cold start's first token.
         let first_token_s = self.warm_up(&engine, d, runs, need_cold, t_launch).await;
-        let start = crate::record::EngineStart {
-            cold_start: cold_journal.is_some(),
-            launched_utc: humantime::format_rfc3339_millis(launched_at).to_string(),
-            phases: engine.phases(),
-        };
-        let mut log_pos = 0u64;
+        let launched_utc = humantime::format_rfc3339_millis(launched_at).to_string();
+        let (mut log_pos, mut recorded) = (0u64, false);
         if let Some(j) = cold_journal {
             let cs = ColdStart {
                 phases: engine.phases(),
@@ -524,21 +458,19 @@ impl Executor<'_> {
                 weights_cached,
                 host: Some(crate::host::host_info()),
                 compile_caches,
+                launched_utc: Some(launched_utc.clone()),
             };
-            let res = self.write_object(&cold_key, |tmp| {
-                write_json(&tmp.join("coldstart.json"), &cs)
-                    .map_err(std_io("write coldstart.json"))?;
-                log_pos = copy_log_since(&log, 0, &tmp.join("launch.log"));
-                Ok(())
-            });
-            let outputs = serde_json::to_value(&cs).expect("serializable");
-            self.conclude(
-                dep.coldstart,
-                j,
-                t_launch,
-                res.map(|objects| (outputs, objects)),
-            );
+            (recorded, log_pos) = self.record_coldstart(d, j, &cs, &log, t_launch);
         }
+        // The start the runs stand on; none for an endpoint, which bench360 did not start.
+        let start =
+            (!matches!(spec.engine.launch, crate::spec::Launch::Endpoint { .. })).then(|| {
+                crate::record::EngineStart {
+                    cold_start: recorded,
+                    launched_utc,
+                    phases: engine.phases(),
+                }
+            });
 
         for &r in runs {
             if self.cancel.is_cancelled() {
@@ -555,7 +487,9 @@ impl Executor<'_> {
                 );
                 continue;
             }
-            log_pos = self.run(r, &mut engine, d, &start, &log, log_pos).await;
+            log_pos = self
+                .run(r, &mut engine, d, start.as_ref(), &log, log_pos)
+                .await;
         }
         let how = engine.stop().await;
         self.progress

@@ -34,7 +34,7 @@ struct RunFiles<'a> {
     served_model: &'a str,
     log: &'a Path,
     log_pos: u64,
-    engine_start: &'a crate::record::EngineStart,
+    engine_start: Option<&'a crate::record::EngineStart>,
 }
 
 impl Executor<'_> {
@@ -43,7 +43,7 @@ impl Executor<'_> {
         r: usize,
         engine: &mut E,
         d: usize,
-        start: &crate::record::EngineStart,
+        start: Option<&crate::record::EngineStart>,
         log: &Path,
         log_pos: u64,
     ) -> u64 {

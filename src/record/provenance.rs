@@ -73,7 +73,7 @@ impl Provenance {
     /// Recorded on the same kind of machine: the same host (name, CPU, cores, memory, kernel)
     /// and the same GPUs (models, driver, CUDA, power limits, clocks), whatever build ran
     /// there and whichever boards they were (their UUIDs are not compared: repeats on two
-    /// lends of one kind pool, as a user's repeats on two nodes of one cluster would).
+    /// lends of one kind pool; hosts with other names do not).
     pub fn same_machine(&self, other: &Provenance) -> bool {
         let kind = |g: &GpuSet| {
             let mut g = g.clone();

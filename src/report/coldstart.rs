@@ -114,17 +114,30 @@ pub(super) fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> S
     out
 }
 
-/// The runs that ran on an engine started again after their deployment's cold start was
-/// recorded (a later apply resuming it, on this machine or another), grouped by that start:
-/// their engine's start is in no cold-start row, and what they measured stands on another
-/// process (a prefix cache, compiled graphs, a machine) than the runs before them.
-pub(super) fn restarts(rows: &[Row]) -> String {
+/// The runs that stood on a later start of their deployment's engine than the one in its
+/// cold-start row — a later apply started it again: resuming after a kill or on another
+/// machine, retrying failed runs, running runs added since — grouped by that start. Their
+/// start is in no cold-start row, and what they measured stands on another process (its
+/// prefix cache, compiled graphs, machine) than the runs before them. A run is matched to the
+/// row by launch time where both recorded one, else by its start's own `cold_start`.
+pub(super) fn restarts(rows: &[Row], coldstarts: &[(String, Option<ColdStart>)]) -> String {
     let mut starts: Vec<(&str, &crate::record::EngineStart, Vec<&str>)> = Vec::new();
     for r in rows {
-        let Some(s) = r.data.engine_start.as_ref().filter(|s| !s.cold_start) else {
+        let Some(s) = r.data.engine_start.as_ref() else {
             continue;
         };
         let dep = r.data.deployment.as_str();
+        let row = coldstarts
+            .iter()
+            .find(|(d, _)| d == dep)
+            .and_then(|(_, c)| c.as_ref()?.launched_utc.as_deref());
+        let later = match row {
+            Some(t) => t != s.launched_utc,
+            None => !s.cold_start,
+        };
+        if !later {
+            continue;
+        }
         match starts
             .iter_mut()
             .find(|(d, t, _)| *d == dep && t.launched_utc == s.launched_utc)
@@ -137,7 +150,7 @@ pub(super) fn restarts(rows: &[Row]) -> String {
     for (dep, s, labels) in starts {
         let _ = writeln!(
             out,
-            "\n{dep}: {} run{} ran on an engine started again at {} (healthy after {:.2} s), after its cold start had been recorded by an earlier apply — a resumed deployment, whose start is not a cold-start row: {}.",
+            "\n{dep}: {} run{} stood on a later start of the engine than its cold-start row's, launched at {} (healthy after {:.2} s) by a later apply (resuming after a kill or on another machine, or running runs added or retried since): {}.",
             labels.len(),
             if labels.len() == 1 { "" } else { "s" },
             s.launched_utc,
@@ -311,6 +324,7 @@ mod tests {
                 ..Default::default()
             }),
             compile_caches: None,
+            launched_utc: None,
         })
     }
 
@@ -407,12 +421,22 @@ mod tests {
             ),
             old,
         ];
-        let text = restarts(&rows);
+        let text = restarts(&rows, &[]);
         assert_eq!(
             text,
-            "\nm:q@vllm (start 4): 2 runs ran on an engine started again at 2026-12-03T22:57:40Z (healthy after 61.20 s), after its cold start had been recorded by an earlier apply — a resumed deployment, whose start is not a cold-start row: m:q@vllm synth batch[batch-size=128] #4, m:q@vllm synth single #4.\n"
+            "\nm:q@vllm (start 4): 2 runs stood on a later start of the engine than its cold-start row's, launched at 2026-12-03T22:57:40Z (healthy after 61.20 s) by a later apply (resuming after a kill or on another machine, or running runs added or retried since): m:q@vllm synth batch[batch-size=128] #4, m:q@vllm synth single #4.\n"
         );
-        assert_eq!(restarts(&rows[..1]), "");
+        // The cold-start row's launch time decides where both have one: a run whose start
+        // claims to be the cold start but was launched at another time (the cold start was
+        // recorded again since) stood on a later start; one launched with the row does not.
+        let mut row = start(117.5, None).unwrap();
+        row.launched_utc = Some("2026-12-03T22:57:40Z".into());
+        let starts = [(dep.to_string(), Some(row))];
+        let text = restarts(&rows, &starts);
+        assert!(text.contains(": 1 run stood on a later start"), "{text}");
+        assert!(text.contains("launched at 2026-12-03T22:43:22Z"), "{text}");
+        assert!(text.ends_with(": m:q@vllm spider single #4.\n"), "{text}");
+        assert_eq!(restarts(&rows[..1], &[]), "");
     }
 
     /// SGLang's starts recorded before its TVM-FFI folder was checked, beside one recorded

@@ -47,6 +47,10 @@ pub(crate) struct ColdStart {
     /// them; cold starts recorded before bench360 looked: None).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile_caches: Option<Vec<crate::engine::caches::CacheState>>,
+    /// When the engine was launched (RFC 3339, UTC): a run whose `engine_start` names another
+    /// launch stood on a later start (cold starts recorded before 2026-12-03: None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched_utc: Option<String>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -193,7 +197,7 @@ pub(crate) fn markdown(
     }
     out.push_str("\n## Cold starts\n\n");
     out.push_str(&coldstart::coldstart_section(coldstarts));
-    out.push_str(&coldstart::restarts(rows));
+    out.push_str(&coldstart::restarts(rows, coldstarts));
     out.push_str(&provenance::markdown(rows));
     out.push_str(&overlap::markdown(rows));
     out.push_str("\n## Failures\n\n");
