@@ -47,6 +47,7 @@ fn a_multi_configuration_report_answers_and_opens_in_a_browser() {
         "TTFT SLO 2 s",
         r#"id="throughput-batch""#,
         r#"id="coldstart""#,
+        "<th>healthy s</th>",
         r#"id="pareto-mmlu-tpot""#,
         "Pareto frontier",
         "requests in flight",

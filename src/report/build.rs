@@ -569,6 +569,7 @@ fn report_files(
             &answers,
             &sweep.slo,
             sweep.cost.as_ref(),
+            &coldstarts,
         ),
         table: terminal(&rows, &answers),
         summary: crate::report::summary::table(&rows),

@@ -64,9 +64,21 @@ fn machine_names(hosts: &[&crate::host::HostInfo]) -> Vec<String> {
         .collect()
 }
 
+/// The cold-start table's columns.
+const HEADER: [&str; 8] = [
+    "deployment",
+    "process start s",
+    "healthy s",
+    "first token s",
+    "model MB",
+    "GPU mem after load MB",
+    "weights in HF cache",
+    "compile caches before",
+];
+
 /// One row per deployment: the cold start's phases, model size, memory after load.
-pub(super) fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
-    let cs: Vec<Vec<String>> = coldstarts
+fn start_rows(coldstarts: &[(String, Option<ColdStart>)]) -> Vec<Vec<String>> {
+    coldstarts
         .iter()
         .map(|(d, c)| match c {
             Some(c) => vec![
@@ -90,28 +102,43 @@ pub(super) fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> S
                 compile_caches_cell(c),
             ],
             None => {
-                let mut row = vec!["–".to_string(); 8];
+                let mut row = vec!["–".to_string(); HEADER.len()];
                 row[0] = d.clone();
                 row
             }
         })
-        .collect();
-    let mut out = table(
-        &[
-            "deployment",
-            "process start s",
-            "healthy s",
-            "first token s",
-            "model MB",
-            "GPU mem after load MB",
-            "weights in HF cache",
-            "compile caches before",
-        ],
-        &cs,
-    );
+        .collect()
+}
+
+/// The table, then which folders its compile-cache cells looked in and, per deployment started
+/// more than once, its starts' mean and interval.
+pub(super) fn coldstart_section(coldstarts: &[(String, Option<ColdStart>)]) -> String {
+    let mut out = table(&HEADER, &start_rows(coldstarts));
     out.push_str(&compile_cache_folders(coldstarts));
     out.push_str(&across_cold_starts(coldstarts));
     out
+}
+
+/// The same for report.html — the table, the lines under it and the runs that stood on a
+/// later start ([`restarts`]) — or nothing when the plan has no deployment.
+pub(super) fn html(rows: &[Row], coldstarts: &[(String, Option<ColdStart>)]) -> Option<String> {
+    if coldstarts.is_empty() {
+        return None;
+    }
+    let mut out = super::html_table(&HEADER, start_rows(coldstarts));
+    let lines = [
+        compile_cache_folders(coldstarts),
+        across_cold_starts(coldstarts),
+        restarts(rows, coldstarts),
+    ];
+    for line in lines
+        .iter()
+        .flat_map(|l| l.lines())
+        .filter(|l| !l.is_empty())
+    {
+        let _ = write!(out, "<p>{}</p>", super::plain(line));
+    }
+    Some(out)
 }
 
 /// The runs that stood on a later start of their deployment's engine than the one in its
@@ -437,6 +464,25 @@ mod tests {
         assert!(text.contains("launched at 2026-12-03T22:43:22Z"), "{text}");
         assert!(text.ends_with(": m:q@vllm spider single #4.\n"), "{text}");
         assert_eq!(restarts(&rows[..1], &[]), "");
+        // report.html says the same under its cold-start table, a paragraph per line; the
+        // interval across two starts of the deployment is there too.
+        let mut two = starts.to_vec();
+        two.push(("m:q@vllm (start 3)".into(), start(104.5, None)));
+        let html = html(&rows, &two).unwrap();
+        assert!(
+            html.starts_with("<table><thead><tr><th>deployment</th>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>m:q@vllm (start 3)</td><td>"), "{html}");
+        assert!(
+            html.contains("<p>m:q@vllm: over 2 cold starts, healthy 111.00 ± "),
+            "{html}"
+        );
+        assert!(
+            html.contains("<p>m:q@vllm (start 4): 1 run stood on a later start"),
+            "{html}"
+        );
+        assert_eq!(super::html(&rows, &[]), None);
     }
 
     /// SGLang's starts recorded before its TVM-FFI folder was checked, beside one recorded

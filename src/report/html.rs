@@ -98,7 +98,10 @@ struct Page {
     provenance: Option<String>,
     /// `## Runs at the same time` (pre-escaped).
     overlap: Option<String>,
+    /// Stacked phases of each deployment's first start.
     cold: Option<String>,
+    /// The cold-start table, its starts' intervals, runs on later starts (pre-escaped).
+    coldstarts: Option<String>,
     per_run: Vec<PerRun>,
     failures: Vec<Failure>,
     cost: Option<CostNote>,
@@ -234,6 +237,7 @@ pub(crate) fn page(
     task_answers: &[answer::TaskAnswer],
     slo: &Slo,
     cost: Option<&Cost>,
+    coldstarts: &[(String, Option<super::ColdStart>)],
 ) -> String {
     let page = Page {
         sweep: sweep.to_string(),
@@ -249,6 +253,7 @@ pub(crate) fn page(
         provenance: super::provenance::html(rows),
         overlap: super::overlap::html(rows),
         cold: cold(rows),
+        coldstarts: super::coldstart::html(rows, coldstarts),
         per_run: per_run(rows),
         failures: failures(rows),
         cost: cost.map(|c| CostNote {
@@ -727,6 +732,7 @@ mod tests {
             &answer::answers(&rows, &Slo::default()),
             &Slo::default(),
             None,
+            &[(evil.to_string(), None)],
         );
         assert!(!html.contains("<script>"), "{html}");
         assert!(!html.contains("line <b>"), "{html}");
@@ -783,7 +789,7 @@ mod tests {
         };
         assert_eq!(count("run m:q@e mmlu single"), Some((3, 2)));
         assert_eq!(count("run m:q@e cnn single"), Some((2, 1)));
-        let html = page("s", &rows, &[], &Slo::default(), None);
+        let html = page("s", &rows, &[], &Slo::default(), None, &[]);
         assert!(
             html.contains(r#"<span class="bad" title="its repeats ran on more than one machine"#),
             "{html}"
@@ -792,7 +798,7 @@ mod tests {
 
     #[test]
     fn an_empty_report_says_there_is_no_failure() {
-        let html = page("s", &[], &[], &Slo::default(), None);
+        let html = page("s", &[], &[], &Slo::default(), None, &[]);
         assert!(html.contains("<li>None.</li>"), "{html}");
         assert!(html.ends_with("</body></html>"), "{html}");
     }
