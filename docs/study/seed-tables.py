@@ -36,7 +36,9 @@ Every figure is given with what it rests on:
 
 Writes to --out (default docs/results/seed): seed-tables.md (every table, and per scenario
 and task which configuration is best and which are inside its noise), seed-runs.csv (one row
-per run), and the figures as SVG: seed-single.svg, seed-server.svg, seed-energy.svg.
+per run, with its machine and the engine start it stood on: the deployment's recorded cold
+start, a later start that a resumed or retried apply made, or `not recorded` before
+2026-12-03), and the figures as SVG: seed-single.svg, seed-server.svg, seed-energy.svg.
 Needs pyarrow and matplotlib (scripts/setup-python.sh's venv has both).
 """
 
@@ -145,10 +147,21 @@ def runs_of(cache, sweep, seen):
             continue
         row = describe(key, d, c, rec, scored.get(key))
         row["machine"] = machine_of(run)
+        row["engine_start"] = engine_start_of(run)
         row["deployment_key"] = (rec.get("inputs") or {}).get("deployment")
         runs.append(row)
         seen.add(key)
     return runs, colds
+
+
+def engine_start_of(run):
+    """The engine start a run stood on (run.json's engine_start, since 2026-12-03): the
+    deployment's recorded cold start, or a later one (a resumed or retried apply started the
+    engine again: its own prefix cache, compiled graphs and maybe machine), with its launch."""
+    s = run.get("engine_start")
+    if not s:
+        return "not recorded"
+    return "cold start" if s.get("cold_start") else f"later start {s.get('launched_utc')}"
 
 
 def machine_of(run):
@@ -585,7 +598,7 @@ def write_runs_csv(runs, path):
     cols = ["label", "engine", "quantization", "task", "scenario", "params", "repeat", "requests", "ok",
             "window_s", "tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p50", "ttft_p95", "e2e_p95",
             "j_per_token", "gpu_util", "batch_rate_mean", "batches", "quality", "quality_items",
-            "completion_tokens_mean", "ignore_eos", "prefix_cache_share", "machine", "key"]
+            "completion_tokens_mean", "ignore_eos", "prefix_cache_share", "machine", "engine_start", "key"]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -598,7 +611,7 @@ def write_runs_csv(runs, path):
                         r["e2e_p50"][0], r["ttft_p95"], r["e2e_p95"], r["j_per_token"], r["gpu_util"],
                         statistics.fmean(b) if b else None, len(b) or None,
                         q[1] if q else None, q[3] if q else None, r["tokens_mean"], r["ignore_eos"],
-                        r["cache_share"], machine_name(r["machine"]), r["key"]])
+                        r["cache_share"], machine_name(r["machine"]), r["engine_start"], r["key"]])
 
 
 def figures(groups, runs, out, png):
