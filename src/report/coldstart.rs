@@ -141,6 +141,37 @@ pub(super) fn html(rows: &[Row], coldstarts: &[(String, Option<ColdStart>)]) -> 
     Some(out)
 }
 
+/// report.html's chart: the phases of each deployment's first start, stacked.
+pub(super) fn chart(rows: &[Row]) -> Option<String> {
+    let mut cold: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in rows {
+        if let Some(c) = &r.data.coldstart {
+            if !cold.iter().any(|x| x.0 == r.data.deployment) {
+                let ft = c
+                    .first_token_s
+                    .map(|f| (f - c.phases.healthy_s).max(0.0))
+                    .unwrap_or(0.0);
+                cold.push((
+                    r.data.deployment.clone(),
+                    vec![
+                        c.phases.start_s,
+                        (c.phases.healthy_s - c.phases.start_s).max(0.0),
+                        ft,
+                    ],
+                ));
+            }
+        }
+    }
+    (!cold.is_empty()).then(|| {
+        super::svg::stacked_bars(
+            "Cold start by phase",
+            "s",
+            &["start", "load → healthy", "→ first token"],
+            &cold,
+        )
+    })
+}
+
 /// The runs that stood on a later start of their deployment's engine than the one in its
 /// cold-start row — a later apply started it again: resuming after a kill or on another
 /// machine, retrying failed runs, running runs added since — grouped by that start. Their

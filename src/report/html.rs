@@ -9,7 +9,7 @@ use super::answer;
 use super::summary::{self, Row};
 use serde::Serialize;
 
-use super::svg::{histogram_series, stacked_bars, Chart, Series};
+use super::svg::{histogram_series, Chart, Series};
 use crate::spec::{Cost, Slo};
 
 fn n(v: Option<f64>, d: usize) -> String {
@@ -252,7 +252,7 @@ pub(crate) fn page(
         settings: super::settings::html(rows),
         provenance: super::provenance::html(rows),
         overlap: super::overlap::html(rows),
-        cold: cold(rows),
+        cold: super::coldstart::chart(rows),
         coldstarts: super::coldstart::html(rows, coldstarts),
         per_run: per_run(rows),
         failures: failures(rows),
@@ -606,37 +606,6 @@ fn batch(rows: &[Row]) -> Option<String> {
         hlines: vec![],
     };
     Some(chart.svg())
-}
-
-/// Cold-start phases per deployment, stacked.
-fn cold(rows: &[Row]) -> Option<String> {
-    let mut cold: Vec<(String, Vec<f64>)> = Vec::new();
-    for r in rows {
-        if let Some(c) = &r.data.coldstart {
-            if !cold.iter().any(|x| x.0 == r.data.deployment) {
-                let ft = c
-                    .first_token_s
-                    .map(|f| (f - c.phases.healthy_s).max(0.0))
-                    .unwrap_or(0.0);
-                cold.push((
-                    r.data.deployment.clone(),
-                    vec![
-                        c.phases.start_s,
-                        (c.phases.healthy_s - c.phases.start_s).max(0.0),
-                        ft,
-                    ],
-                ));
-            }
-        }
-    }
-    (!cold.is_empty()).then(|| {
-        stacked_bars(
-            "Cold start by phase",
-            "s",
-            &["start", "load → healthy", "→ first token"],
-            &cold,
-        )
-    })
 }
 
 /// Per run (the first 40 that finished): TTFT and ITL distributions and a timeline.
