@@ -35,7 +35,9 @@ Every figure is given with what it rests on:
     is high is a cache hit's, not a prefill's. The range over the configuration's runs.
 
 Writes to --out (default docs/results/seed): seed-tables.md (every table, and per scenario
-and task which configuration is best and which are inside its noise), seed-runs.csv (one row
+and task which configuration is best and which are inside its noise: per machine, and with
+runs on several machines also over every machine's runs pooled, their interval then holding
+the machines' spread), seed-runs.csv (one row
 per run, with its machine and the engine start it stood on: the deployment's recorded cold
 start, a later start that a resumed or retried apply made, or `not recorded` before
 2026-12-03), and the figures as SVG: seed-single.svg, seed-server.svg, seed-energy.svg.
@@ -422,6 +424,7 @@ def main():
     md += server_table(groups)
     md += quality_table(groups)
     md += answers(groups)
+    md += pooled_answers(runs)
     md += machines_section()
     with open(os.path.join(a.out, "seed-tables.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -561,6 +564,47 @@ def answers(groups):
     for task in sorted({t for t, _ in server}):
         out.append(f"- server, {task}: most users within QoS: " + ", ".join(
             f"{e} {max(u)}" for (t, e), u in sorted(server.items(), key=lambda kv: -max(kv[1])) if t == task))
+    return out + [""]
+
+
+def pooled_answers(runs):
+    """With runs on more than one machine, the same questions over each configuration's runs on
+    every machine at once: the mean of its runs' figures ± the t-interval over those runs, which
+    then holds the machine-to-machine spread as well as the run-to-run one. A ranking that holds
+    beyond it holds on every machine the runs met; one run has no spread and is not ranked."""
+    if len(MACHINES) < 2:
+        return []
+    groups = defaultdict(list)
+    for r in runs:
+        groups[(r["engine_name"],) + config_key(r)[1:]].append(r)
+    out = ["## Across machines: every repeat pooled", "",
+           "Each configuration over all its runs, whatever machine they ran on: the mean of the runs' "
+           "figures (TPOT p50; a batch run's mean tokens/s) ± the 95 % t-interval over those runs, so "
+           "the interval holds the spread between machines as well as between starts. Best by mean, "
+           "*inside its noise* when the intervals overlap; a configuration with one run has no spread "
+           "to compare.", ""]
+    by_task = defaultdict(list)
+    for k, rs in groups.items():
+        by_task[(k[3], k[2], k[4])].append((k, rs))
+    for (scen, task, p), items in sorted(by_task.items()):
+        if scen not in ("single", "batch"):
+            continue
+        cands = []
+        for k, rs in items:
+            per = defaultdict(int)
+            for r in rs:
+                per[machine_name(r["machine"])] += 1
+            where = ", ".join(f"{m}×{n}" for m, n in sorted(per.items()))
+            if scen == "single":
+                vals = [r["tpot_p50"][0] for r in rs]
+            else:
+                vals = [statistics.fmean(r["batches"]) for r in rs if r.get("batches")]
+            m, hw, n = mean_ci(vals)
+            cands.append((f"{k[0]}/{k[1]} ({n} runs: {where})", *with_hw(m, hw)))
+        if scen == "single":
+            out.append(verdict(f"single, {task}: lowest TPOT p50 (ms), every machine", cands, False, "ms"))
+        else:
+            out.append(verdict(f"batch {p}, {task}: highest tokens/s, every machine", cands, True, "tok/s"))
     return out + [""]
 
 
