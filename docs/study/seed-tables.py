@@ -600,7 +600,7 @@ def pooled_answers(runs):
             else:
                 vals = [statistics.fmean(r["batches"]) for r in rs if r.get("batches")]
             m, hw, n = mean_ci(vals)
-            cands.append((f"{k[0]}/{k[1]} ({n} runs: {where})", *with_hw(m, hw)))
+            cands.append((f"{k[0]}/{k[1]} ({n} run{'' if n == 1 else 's'}: {where})", *with_hw(m, hw)))
         if scen == "single":
             out.append(verdict(f"single, {task}: lowest TPOT p50 (ms), every machine", cands, False, "ms"))
         else:

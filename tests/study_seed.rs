@@ -1,0 +1,132 @@
+//! `docs/study/seed-tables.py` — the seed study's published tables — re-run on two committed
+//! holds of the GPU machine (docs/results/h200-seed-9: SGLang's repeats 2 and 3 on one kernel
+//! build; h200-seed-11: SGLang's and LMDeploy's fourth on another), and its figures re-derived
+//! here from the per-run rows it writes: the machines are never pooled in a per-machine
+//! ranking, the pooled ranking's interval is the Student t-interval over every machine's runs,
+//! a configuration with one run is not ranked against, and each run names the engine start it
+//! stood on (run.json's `engine_start`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// seed-runs.csv's rows as column → value maps.
+fn rows(csv_path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(csv_path).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            header
+                .iter()
+                .cloned()
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_seed_tables_rank_per_machine_and_pooled_with_the_spread_of_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = unpack_results("h200-seed-9", dir.path());
+    assert_eq!(unpack_results("h200-seed-11", dir.path()), cache);
+    let out = dir.path().join("out");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py");
+    let run = Command::new(python())
+        .arg(&script)
+        .arg(&cache)
+        .args(["--sweep", "gpu-seed", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    let md = std::fs::read_to_string(out.join("seed-tables.md")).unwrap();
+    // 26 runs of the eleventh hold, 23 of the thirteenth.
+    assert!(
+        md.contains("49 runs from 1 cache(s); sweep gpu-seed."),
+        "{md}"
+    );
+    let runs = rows(&out.join("seed-runs.csv"));
+    assert_eq!(runs.len(), 49);
+
+    // SGLang's MMLU single streams: two on one machine, one on the other.
+    let mmlu: Vec<&BTreeMap<String, String>> = runs
+        .iter()
+        .filter(|r| r["label"].starts_with("run qwen2.5-coder-1.5b:default@sglang mmlu single"))
+        .collect();
+    assert_eq!(mmlu.len(), 3);
+    let tpot: Vec<f64> = mmlu
+        .iter()
+        .map(|r| r["tpot_p50"].parse().unwrap())
+        .collect();
+    let mut machines: Vec<&str> = mmlu.iter().map(|r| r["machine"].as_str()).collect();
+    machines.sort();
+    let (one, two) = if machines[0] == machines[1] {
+        (machines[2], machines[0])
+    } else {
+        (machines[0], machines[1])
+    };
+    assert_ne!(one, two);
+    assert_eq!(machines.iter().filter(|m| **m == two).count(), 2);
+
+    // Pooled: the mean of the three runs' medians ± t(0.975, 2) · s / √3.
+    let n = tpot.len() as f64;
+    let mean = tpot.iter().sum::<f64>() / n;
+    let sd = (tpot.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let hw = 4.302652729911275 * sd / n.sqrt();
+    let mut order = [one, two];
+    order.sort();
+    let counts: Vec<String> = order
+        .iter()
+        .map(|m| format!("{m}×{}", if *m == two { 2 } else { 1 }))
+        .collect();
+    let pooled = format!(
+        "- single, mmlu: lowest TPOT p50 (ms), every machine: **sglang/default (3 runs: {})** ({:.2} [{:.2}, {:.2}] ms); no interval to compare: lmdeploy/default (1 run: {one}×1) (4.31)",
+        counts.join(", "),
+        mean,
+        mean - hw,
+        mean + hw
+    );
+    assert!(md.contains(&pooled), "{pooled}\n{md}");
+
+    // Per machine: the thirteenth hold's machine ranks SGLang against LMDeploy on its runs'
+    // own intervals (the median's order-statistic interval), the other has SGLang alone.
+    assert!(
+        md.contains(&format!("- single, mmlu: lowest TPOT p50 (ms), on {one} only: **sglang on {one}/default** (1.90 [1.89, 1.91] ms); behind beyond the noise: lmdeploy on {one}/default (4.31 [4.25, 4.37])")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("- single, mmlu: lowest TPOT p50 (ms), on {two} only: sglang on {two}/default alone (2 run(s)): nothing to rank against")),
+        "{md}"
+    );
+
+    // The engine start each run stood on: none recorded before 2026-12-03; in the thirteenth
+    // hold the runs of the first stages on the cold start, the server loads on a later start.
+    let start = |label: &str| {
+        runs.iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no row {label}"))["engine_start"]
+            .clone()
+    };
+    assert_eq!(
+        start("run qwen2.5-coder-1.5b:default@sglang mmlu single #2"),
+        "not recorded"
+    );
+    assert_eq!(
+        start("run qwen2.5-coder-1.5b:default@sglang mmlu single #4"),
+        "cold start"
+    );
+    assert_eq!(
+        start("run qwen2.5-coder-1.5b:default@sglang synth server[users=64] #4"),
+        "later start 2026-12-04T13:02:56.066Z"
+    );
+    assert_eq!(
+        start("run qwen2.5-coder-1.5b:default@lmdeploy synth server[users=64] #4"),
+        "later start 2026-12-04T13:06:36.983Z"
+    );
+}
