@@ -528,13 +528,10 @@ def quality_table(groups):
     return out + [""]
 
 
-def answers(groups):
-    out = ["## Which configuration, per scenario and task", "",
-           "Best by mean; *inside its noise* when the two intervals overlap (a ranking is claimed only "
-           "beyond that). Where the runs are of more than one machine (see *Machines*), a configuration "
-           "is also its machine (`engine on M1`) and configurations are ranked per machine, each "
-           "over its runs there: a difference between machines is not a difference between "
-           "configurations.", ""]
+def questions(groups):
+    """The rankings' questions, in order: (scenario kind, the question as its verdict line
+    names it, [(configuration, its runs)…]) per scenario, task and parameters that one is asked
+    of (single stream, batch size, quality pass)."""
     by_task = defaultdict(list)
     for k, rs in groups.items():
         by_task[(k[3], k[2], k[4])].append((k, rs))
@@ -542,8 +539,18 @@ def answers(groups):
         label = {"single": f"single, {task}: lowest TPOT p50 (ms)",
                  "batch": f"batch {p}, {task}: highest tokens/s",
                  "concurrency": f"quality, {task}: highest score (%)"}.get(scen)
-        if label is None:
-            continue
+        if label is not None:
+            yield scen, label, items
+
+
+def answers(groups):
+    out = ["## Which configuration, per scenario and task", "",
+           "Best by mean; *inside its noise* when the two intervals overlap (a ranking is claimed only "
+           "beyond that). Where the runs are of more than one machine (see *Machines*), a configuration "
+           "is also its machine (`engine on M1`) and configurations are ranked per machine, each "
+           "over its runs there: a difference between machines is not a difference between "
+           "configurations.", ""]
+    for scen, label, items in questions(groups):
         names = sorted({machine_name(r["machine"]) for _, rs in items for r in rs})
         if len(names) < 2:
             out.append(rank(scen, label, items))
@@ -583,10 +590,7 @@ def pooled_answers(runs):
            "the interval holds the spread between machines as well as between starts. Best by mean, "
            "*inside its noise* when the intervals overlap; a configuration with one run has no spread "
            "to compare.", ""]
-    by_task = defaultdict(list)
-    for k, rs in groups.items():
-        by_task[(k[3], k[2], k[4])].append((k, rs))
-    for (scen, task, p), items in sorted(by_task.items()):
+    for scen, label, items in questions(groups):
         if scen not in ("single", "batch"):
             continue
         cands = []
@@ -601,10 +605,8 @@ def pooled_answers(runs):
                 vals = [statistics.fmean(r["batches"]) for r in rs if r.get("batches")]
             m, hw, n = mean_ci(vals)
             cands.append((f"{k[0]}/{k[1]} ({n} run{'' if n == 1 else 's'}: {where})", *with_hw(m, hw)))
-        if scen == "single":
-            out.append(verdict(f"single, {task}: lowest TPOT p50 (ms), every machine", cands, False, "ms"))
-        else:
-            out.append(verdict(f"batch {p}, {task}: highest tokens/s, every machine", cands, True, "tok/s"))
+        higher, unit = (False, "ms") if scen == "single" else (True, "tok/s")
+        out.append(verdict(f"{label}, every machine", cands, higher, unit))
     return out + [""]
 
 
