@@ -177,6 +177,32 @@ fn set_and_only_override_the_sweep_from_the_command_line() {
         assert!(run.0.ends_with(" #2"), "{run:?}");
         assert!(whole.contains(run), "{run:?} is not the whole sweep's");
     }
+    // A scenario's own `repeats` runs fewer of them: the first ones, under the whole sweep's
+    // keys (run once, without the ` #1` of its label); the other scenarios keep all three.
+    let once = keyed(&plan(
+        &[&three[..], &["--set", "scenario.single.repeats=1"]].concat(),
+    ));
+    let single = |r: &&(String, String)| r.0.contains(" single");
+    assert_eq!(
+        once.iter().filter(single).count() * 3,
+        whole.iter().filter(single).count()
+    );
+    assert_eq!(
+        once.iter().filter(|r| !single(r)).count(),
+        whole.iter().filter(|r| !single(r)).count()
+    );
+    for run in &once {
+        let as_whole = if single(&run) {
+            assert!(!run.0.contains(" #"), "{run:?}");
+            (format!("{} #1", run.0), run.1.clone())
+        } else {
+            run.clone()
+        };
+        assert!(
+            whole.contains(&as_whole),
+            "{run:?} is not the whole sweep's"
+        );
+    }
     // --set changes the key input, which the plan shows.
     let set = plan(&["--set", "task.mmlu.samples=7"]);
     let run = set["nodes"]

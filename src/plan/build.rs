@@ -315,7 +315,8 @@ fn run_label(sweep: &Sweep, cfg: &Config, deployment_label: &str) -> String {
                 .join(",")
         )
     };
-    let repeat = if sweep.repeats > 1 {
+    // A scenario run once (its own `repeats 1`) keeps the label it had before repeats.
+    let repeat = if scenario.repeats(sweep.repeats) > 1 {
         format!(" #{}", cfg.repeat + 1)
     } else {
         String::new()

@@ -471,11 +471,12 @@ fn expand_all(sweep: &Sweep, apply_excludes: bool) -> Vec<Config> {
                         crate::spec::Scoring::Generative => {}
                     }
                     for &scenario in &scenarios {
+                        let repeats = sweep.scenarios[scenario].repeats(sweep.repeats);
                         for instance in instances(&sweep.scenarios[scenario].spec, sweep) {
                             for &mt in &max_tokens {
                                 for &t in &temperature {
                                     for &p in &top_p {
-                                        for repeat in 0..sweep.repeats {
+                                        for repeat in 0..repeats {
                                             if !m.repeats.is_empty() && !m.repeats.contains(&repeat)
                                             {
                                                 continue;

@@ -575,6 +575,20 @@ pub(crate) struct Scenario {
     pub max_error_rate: Option<f64>,
     /// Stop each run once a latency percentile is known to this margin (`target-margin`).
     pub stop: Option<StopRule>,
+    /// `repeats N`: this scenario's runs repeated N times, fewer than the sweep's `repeats`
+    /// (e.g. a temperature-0 quality pass run once beside timed scenarios run three times);
+    /// `None`: the sweep's. Its repeats keep the keys and labels the sweep's would have.
+    pub repeats: Option<Spanned<u32>>,
+}
+
+impl Scenario {
+    /// How many of the sweep's repeats this scenario runs: its own `repeats`, never more than
+    /// the sweep's (a `--set sweep.repeats=` below it lowers both).
+    pub fn repeats(&self, sweep_repeats: u32) -> u32 {
+        self.repeats
+            .as_ref()
+            .map_or(sweep_repeats, |r| r.value.min(sweep_repeats))
+    }
 }
 
 /// Precision-based stopping: a run ends (no new requests; those in flight finish and count)

@@ -308,6 +308,35 @@ matrix { exclude model="r" engine="e"; exclude model="m" engine="x"; }
     }
 
     #[test]
+    fn a_scenarios_repeats_runs_the_first_of_the_sweeps_and_never_more() {
+        let body = "model \"m\" { id \"o/m\"; }\nengine \"x\" { kind \"openai\"; launcher \"endpoint\"; url \"http://127.0.0.1:9\"; }\ntask \"t\" { kind \"mmlu\"; dataset \"d\"; }\nscenario \"timed\" { kind \"single\"; }\n";
+        let per_scenario = |s: &Sweep| -> Vec<(usize, u32)> {
+            crate::spec::expand::configs(s)
+                .iter()
+                .map(|c| (c.scenario, c.repeat))
+                .collect()
+        };
+        // A temperature-0 quality pass once, beside a timed scenario's three repeats.
+        let s = parse_ok(
+            &format!("sweep \"s\" {{ repeats 3; cold-repeats #true; }}\n{body}scenario \"quality\" {{ kind \"concurrency\"; concurrency 8; repeats 1; }}\n"),
+            &[],
+        );
+        assert_eq!(per_scenario(&s), [(0, 0), (0, 1), (0, 2), (1, 0)]);
+        assert_eq!(s.scenarios[1].repeats(s.repeats), 1);
+        // Lowered below it from the command line, the sweep's count wins.
+        assert_eq!(s.scenarios[0].repeats(2), 2);
+        // More than the sweep declares is an error at the value.
+        let text = format!("sweep \"s\" {{ repeats 2; }}\n{body}scenario \"q\" {{ kind \"concurrency\"; concurrency 8; repeats 3; }}\n");
+        let err = parse_err(&text);
+        assert_eq!(
+            messages(&err),
+            ["scenario `q` repeats 3 times, more than the sweep's 2"]
+        );
+        let at = err.problems[0].span.offset();
+        assert_eq!(&text[at..at + 1], "3");
+    }
+
+    #[test]
     fn a_tasks_own_ignore_eos_holds_for_its_runs_only_and_needs_the_engines_field() {
         let head =
             "sweep \"s\"\nmodel \"m\" { id \"o/m\"; }\nscenario \"c\" { kind \"single\"; }\n";

@@ -162,3 +162,27 @@ fn check_engine_blocks(ctx: &mut Ctx, sweep: &Sweep, configs: &[crate::spec::exp
         }
     }
 }
+
+/// A scenario's `repeats` may lower the sweep's, never raise it: its repeats are the sweep's
+/// first ones (their keys, labels and cold starts), and more would be starts the sweep does
+/// not declare.
+pub(super) fn check_scenario_repeats(ctx: &mut Ctx, scenarios: &[Scenario], sweep_repeats: u32) {
+    for s in scenarios {
+        if let Some(r) = &s.repeats {
+            if r.value > sweep_repeats {
+                ctx.err_help(
+                    r.span,
+                    format!(
+                        "scenario `{}` repeats {} times, more than the sweep's {sweep_repeats}",
+                        s.name.value, r.value
+                    ),
+                    "more than the sweep's `repeats`",
+                    format!(
+                        "a scenario's `repeats` runs fewer of the sweep's repeats: raise `repeats` in the `sweep` block to {} or lower this",
+                        r.value
+                    ),
+                );
+            }
+        }
+    }
+}

@@ -291,6 +291,7 @@ pub(super) fn resolve(
     }
 
     check_names(&mut ctx, &models, &engines, &tasks, &scenarios);
+    check_scenario_repeats(&mut ctx, &scenarios, head.repeats);
     let name = sweep_name(
         &mut ctx,
         head.name.take(),

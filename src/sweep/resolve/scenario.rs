@@ -72,6 +72,7 @@ pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario
     if !saturation {
         allowed.extend(STOP_FIELDS);
     }
+    allowed.push("repeats");
     let f = ctx.fields(node, &allowed, &[]);
     let stop = resolve_stop(ctx, node, &f);
     let required_ints = |field: &str, min: u64, max: u64, ctx: &mut Ctx| -> Vec<u64> {
@@ -256,11 +257,17 @@ pub(super) fn resolve_scenario(ctx: &mut Ctx, node: &RawNode) -> Option<Scenario
         ScenarioSpec::Saturation(_) => None,
         _ => Ctx::first(&f, "max-error-rate").and_then(|n| ctx.one_num(n, 0.0, 1.0)),
     };
+    let repeats = Ctx::first(&f, "repeats").and_then(|n| {
+        let span = n.args.first().map_or(n.name.span, |a| a.span);
+        ctx.one_int(n, 1, 1000)
+            .map(|r| Spanned::new(r as u32, span))
+    });
     Some(Scenario {
         name: name?,
         spec,
         max_error_rate,
         stop,
+        repeats,
     })
 }
 
