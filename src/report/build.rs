@@ -72,6 +72,7 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
         ran,
         label: g[spec.node].label.trim_start_matches("run ").to_string(),
         deployment: d.label.clone(),
+        deployment_base: d.base.clone(),
         run_key: run_key.clone(),
         columns: Some(spec.columns.clone()),
         failure,

@@ -25,6 +25,9 @@ pub(crate) use prefix::{prefix_cache, prefix_cache_note, PrefixCache, CACHED_COU
 pub(crate) struct RunData {
     pub label: String,
     pub deployment: String,
+    /// The deployment without its cold start (`… (start K)` with `cold-repeats`): every
+    /// start of one engine on one model with one setting; empty where it is the deployment.
+    pub deployment_base: String,
     pub run_key: String,
     pub columns: Option<Columns>,
     /// None when the run finished; else why it has no results.
@@ -81,8 +84,9 @@ pub(crate) struct RunData {
     /// How the task read the model's choice (`logprobs`: one token per request, no
     /// truncation to speak of).
     pub scoring: crate::spec::Scoring,
-    /// The highest GPU memory peak (MB) of any run of this deployment in the report, and that
-    /// run's label, when above this run's own peak ([`deployment_memory`]).
+    /// The highest GPU memory peak (MB) of any run of this deployment in the report (over
+    /// all its starts on the same kind of GPUs), and that run's label, when above this run's
+    /// own peak ([`deployment_memory`]).
     pub deployment_mem_peak: Option<(f64, String)>,
 }
 

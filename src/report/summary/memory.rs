@@ -9,15 +9,19 @@ use super::RunData;
 /// memory grows over its life (vLLM 0.26's by up to 0.76 GiB in its second run on the H200,
 /// docs/results-h200.md), so the run that happened to come first would otherwise fit a budget
 /// its deployment does not, and the answer would depend on the order the runs ran in.
+/// With `cold-repeats` the peak is over every start of the deployment on the same kind of
+/// GPUs (models, driver, CUDA): a later start that served only short prompts reads less
+/// (vLLM 0.26 on the H200: 4.9 GiB against the 5.6 of the start that served CNN/DailyMail),
+/// and the answer would otherwise depend on which runs each start happened to serve.
 pub(crate) fn deployment_memory(all: &mut [RunData]) {
     // Per deployment: its peak, and the run that reached it first (by when it started, when
     // known: the memory stays at its peak once there, so later runs read the same peak).
-    let mut peaks: BTreeMap<String, (f64, Option<f64>, String)> = BTreeMap::new();
+    let mut peaks: BTreeMap<(String, String), (f64, Option<f64>, String)> = BTreeMap::new();
     for d in all.iter() {
         if let Some(mb) = d.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb) {
             let start = d.ran.map(|r| r.0);
             let e = peaks
-                .entry(d.deployment.clone())
+                .entry(pooled_over(d))
                 .or_insert((mb, start, d.label.clone()));
             let earlier = matches!((start, e.1), (Some(a), Some(b)) if a < b);
             if mb > e.0 || (mb == e.0 && earlier) {
@@ -29,10 +33,26 @@ pub(crate) fn deployment_memory(all: &mut [RunData]) {
         // Only when it is above this run's own peak (so never this run's own record).
         let own = d.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb);
         d.deployment_mem_peak = peaks
-            .get(&d.deployment)
+            .get(&pooled_over(d))
             .filter(|(mb, _, _)| own.is_none_or(|own| own < *mb))
             .map(|(mb, _, label)| (*mb, label.clone()));
     }
+}
+
+/// What a run's memory is pooled over: its deployment without the cold start, and the kind
+/// of GPUs it recorded (their UUIDs left out: two lends of one kind are alike).
+fn pooled_over(d: &RunData) -> (String, String) {
+    let base = if d.deployment_base.is_empty() {
+        &d.deployment
+    } else {
+        &d.deployment_base
+    };
+    let gpus = d.provenance.as_ref().map_or(String::new(), |p| {
+        let g = &p.gpus;
+        let models: Vec<&str> = g.devices.iter().map(|x| x.name.as_str()).collect();
+        format!("{models:?} driver {:?} CUDA {:?}", g.driver, g.cuda)
+    });
+    (base.clone(), gpus)
 }
 
 /// Whether the run's deployment stays within `limit_gib` of GPU memory (as NVML reads the
@@ -124,6 +144,30 @@ mod tests {
             Some((5961.0, "d cnn quality".to_string()))
         );
         assert_eq!(tie[0].deployment_mem_peak, None, "at the peak itself");
+        // With `cold-repeats`: over every start on the same kind of GPUs, not another kind's.
+        let started = |start: &str, label: &str, mb: f64, gpu: &str| {
+            let mut d = run(&format!("fp8@vllm (start {start})"), label, Some(mb));
+            d.deployment_base = "fp8@vllm".into();
+            let mut p = crate::record::provenance::Provenance::default();
+            p.gpus.devices.push(crate::record::provenance::GpuInfo {
+                name: gpu.into(),
+                uuid: Some(format!("GPU-{start}")),
+                ..Default::default()
+            });
+            d.provenance = Some(p);
+            d
+        };
+        let mut starts = vec![
+            started("1", "fp8@vllm cnn quality", 5961.0, "NVIDIA H200"),
+            started("2", "fp8@vllm synth single #2", 5235.0, "NVIDIA H200"),
+            started("3", "fp8@vllm synth single #3", 6500.0, "NVIDIA A100"),
+        ];
+        deployment_memory(&mut starts);
+        assert_eq!(
+            memory_verdict(&starts[1], 5.0).unwrap().1,
+            "GPU memory 5.6 GiB (its deployment's peak, in `fp8@vllm cnn quality`) > 5 GiB"
+        );
+        assert_eq!(starts[2].deployment_mem_peak, None, "another kind of GPU");
         // Nothing measured anywhere: no verdict (the SLO cannot be checked).
         let mut none = vec![run("d", "d a", None)];
         deployment_memory(&mut none);
