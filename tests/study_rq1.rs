@@ -90,3 +90,89 @@ fn the_report_on_the_rq1_data_keeps_to_the_memory_budget() {
         "{terminal}"
     );
 }
+
+/// The repeats (docs/results/h200-rq1-2/: the single stream's second and third cold starts of
+/// each deployment, on another machine) read beside the first hold's cache: every start's
+/// runs, the budget judged on a deployment's peak over all its starts (the later vLLM starts
+/// served only the synthetic prompts and read less than the start that served CNN/DailyMail),
+/// the bf16 1.5B failing on all three starts, and the cold starts' interval.
+#[test]
+fn the_rq1_repeats_keep_the_budget_over_every_start() {
+    let dir = tempfile::tempdir().unwrap();
+    unpack_results("h200-rq1", dir.path());
+    let cache = unpack_results("h200-rq1-2", dir.path());
+    let (terminal, md) = report(&cache, &[]);
+    assert!(
+        md.contains("*Read from elsewhere:* 35 run(s)"),
+        "{}",
+        &md[..400]
+    );
+    // The synthetic task ran on two machines: answered on each, within 5 GiB by llama.cpp
+    // alone; FP8's later starts (5.1 GiB at most) carry the first start's 5.6 GiB.
+    assert!(
+        md.contains("- `qwen2.5-coder-1.5b:fp8@vllm synth single on M2` excluded: misses the SLO: GPU memory 5.6 GiB (its deployment's peak, in `qwen2.5-coder-1.5b:fp8@vllm cnn quality`) > 5 GiB"),
+        "{md}"
+    );
+    assert!(
+        terminal.contains("lowest J/token (synth on M2): qwen2.5-coder-1.5b:q4_k_m@llama-cuda synth single on M2 0.805"),
+        "{terminal}"
+    );
+    // Three failed starts of the bf16 1.5B, each with vLLM's own message.
+    assert!(md.contains("| qwen2.5-coder-1.5b:default@vllm synth single #3 | – |"));
+    assert!(md.contains("ValueError: No available memory for the cache blocks."));
+    assert!(
+        md.contains(
+            "qwen2.5-coder-1.5b:q4_k_m@llama-cuda: over 3 cold starts, healthy 1.34 ± 0.70 s"
+        ),
+        "{md}"
+    );
+    // docs/study/rq1-table.py over both caches: its pooled TPOT is the mean ± t(0.975, 2)·s/√3
+    // of the three runs it lists run by run (M1's first, the second machine's two), and the
+    // bf16 1.5B's start failed three times.
+    let table = std::process::Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/rq1-table.py"))
+        .arg(&cache)
+        .args(["--budget", "5", "6"])
+        .output()
+        .unwrap();
+    assert!(table.status.success(), "{}", text(&table));
+    let table = String::from_utf8_lossy(&table.stdout).to_string();
+    let fp8 = "| qwen2.5-coder-1.5b:fp8@vllm |";
+    let runs: Vec<(String, f64)> = table
+        .lines()
+        .filter(|l| l.starts_with(fp8) && l.contains(" | #"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let median = cells[5].split(' ').next().unwrap().parse().unwrap();
+            (cells[2].to_string(), median)
+        })
+        .collect();
+    let machines: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(machines, ["M1", "M2", "M2"], "{table}");
+    let v: Vec<f64> = runs.iter().map(|r| r.1).collect();
+    let mean = v.iter().sum::<f64>() / 3.0;
+    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+    let half = 4.303 * sd / 3f64.sqrt();
+    let row = table.lines().find(|l| l.starts_with(fp8)).unwrap();
+    let pooled = row.split(" | ").nth(11).unwrap();
+    let (m, h) = pooled.trim_end_matches(" (n=3)").split_once(" ± ").unwrap();
+    let (m, h): (f64, f64) = (m.parse().unwrap(), h.parse().unwrap());
+    // The cells are the runs' medians to two decimals: equal within their rounding.
+    assert!(
+        (m - mean).abs() <= 0.01 && (h - half).abs() <= 0.015,
+        "{row} vs {mean} ± {half}"
+    );
+    assert!(
+        table.contains("**failed** (3 of 3 starts): ValueError:"),
+        "{table}"
+    );
+    // At 6 GiB the smaller model in bf16 is the fastest and cheapest one stream at a time on
+    // both machines.
+    let (terminal, _) = report(&cache, &["slo.gpu-memory=6"]);
+    for (m, j) in [("M1", "0.429"), ("M2", "0.455")] {
+        assert!(
+            terminal.contains(&format!("lowest J/token (synth on {m}): qwen2.5-coder-0.5b:default@vllm synth single on {m} {j}")),
+            "{terminal}"
+        );
+    }
+}

@@ -10,14 +10,17 @@ coldstart.json; nothing from a report), plus the records of cold starts that fai
 their cause. One row per deployment (model, precision, engine):
 
   * weights: the size of what the engine loads (the cold start's `model_bytes`);
-  * start: the cold start's seconds to healthy, or its failure's error line;
+  * start: the cold starts' seconds to healthy (mean ± 95 % t-interval over the starts, from
+    two on), or the failures' error line;
   * memory: the highest GPU memory NVML read over any of the deployment's runs (GiB, 2^30
     bytes; the engine's memory grows after its first run, so the peak is the deployment's),
     and whether it stays within each --budget (default 5);
   * quality per task: the task metric's mean over distinct items ± its 95 % normal interval;
     ΔQ: the mean over the four tasks of (this − the best deployment on that task), in points;
   * TPOT p50 of the single-stream synthetic run with its distribution-free 95 % interval, and
-    J per output token of that run (the NVML counter over its window).
+    J per output token of that run (the NVML counter over its window); with repeats (each on
+    its own cold start, `cold-repeats`), the mean over the runs ± its 95 % t-interval, pooled
+    over the machines they ran on, and a second table with every run and its machine.
 
 Writes Markdown to --out (default: stdout).
 """
@@ -38,7 +41,7 @@ ERROR = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.*)$|((?
 
 
 def failed_starts(cache, sweep):
-    """Deployment label -> the error line of its last failed cold start."""
+    """Deployment -> the error line of each of its failed cold starts, in key order."""
     out = {}
     recs = os.path.join(cache, "records")
     for name in sorted(os.listdir(recs)):
@@ -50,16 +53,17 @@ def failed_starts(cache, sweep):
         cause = rec.get("cause") or ""
         line = next((m.group(0) for l in cause.splitlines() if (m := ERROR.search(l))), None)
         first = cause.splitlines()[0] if cause else "failed"
-        label = rec.get("label", "").removeprefix("coldstart ")
+        label = deployment_of(rec.get("label", ""))
         if line and ". " in line[:200]:
             line = line[: line.index(". ") + 1]  # its first sentence: the rest is advice
-        out[label] = line or first
+        out.setdefault(label, []).append(line or first)
     return out
 
 
 def deployment_of(label):
-    # "run qwen2.5-coder-1.5b:fp8@vllm mmlu quality" -> "qwen2.5-coder-1.5b:fp8@vllm"
-    return label.removeprefix("run ").split(" ")[0]
+    # "run qwen2.5-coder-1.5b:fp8@vllm mmlu quality" -> "qwen2.5-coder-1.5b:fp8@vllm";
+    # "coldstart qwen2.5-coder-1.5b:fp8@vllm (start 2)" -> the same.
+    return label.removeprefix("run ").removeprefix("coldstart ").split(" ")[0]
 
 
 def main():
@@ -75,17 +79,17 @@ def main():
         r, cs = st.runs_of(c, a.sweep, seen)
         runs += r
         colds += cs
-        failures.update(failed_starts(c, a.sweep))
+        for label, lines in failed_starts(c, a.sweep).items():
+            failures.setdefault(label, []).extend(lines)
 
     deps = {}
     for r in runs:
-        d = deps.setdefault(deployment_of(r["label"]), {"runs": [], "cold": None})
+        d = deps.setdefault(deployment_of(r["label"]), {"runs": [], "cold": []})
         d["runs"].append(r)
     for c in colds:
-        d = deps.setdefault(c["label"].removeprefix("coldstart "), {"runs": [], "cold": None})
-        d["cold"] = c
+        deps.setdefault(deployment_of(c["label"]), {"runs": [], "cold": []})["cold"].append(c)
     for label in failures:
-        deps.setdefault(label, {"runs": [], "cold": None})
+        deps.setdefault(label, {"runs": [], "cold": []})
 
     # Best mean quality per task over the deployments that have it.
     q = {}
@@ -103,12 +107,15 @@ def main():
     order = sorted(deps, key=lambda l: (label_model(l), l))
     for label in order:
         d = deps[label]
-        cold = d["cold"]
-        size = f"{cold['model_bytes'] / 1e9:.2f}" if cold and cold.get("model_bytes") else "–"
-        if cold and label not in failures:
-            start = f"{cold['healthy_s']:.0f} s"
+        colds_ = d["cold"]
+        size = next((f"{c['model_bytes'] / 1e9:.2f}" for c in colds_ if c.get("model_bytes")), "–")
+        if colds_:
+            m, hw, n = st.mean_ci([c["healthy_s"] for c in colds_])
+            start = f"{st.fmt_ci(m, hw, 0)} s" + (f" ({n} starts)" if n > 1 else "")
         elif label in failures:
-            start = "**failed**: " + failures[label].replace("|", "\\|")
+            why = failures[label]
+            start = (f"**failed** ({len(why)} of {len(why)} starts): " if len(why) > 1 else "**failed**: ") \
+                + why[-1].replace("|", "\\|")
         else:
             start = "–"
         peaks = [r["gpu_mem_peak_mb"] for r in d["runs"] if r.get("gpu_mem_peak_mb")]
@@ -125,22 +132,50 @@ def main():
             else:
                 cells.append("–")
         dq = f"{sum(deltas) / len(deltas):+.1f}" if len(deltas) == len(TASKS) else "–"
-        single = next((r for r in d["runs"] if r["task"] == "synth" and r["scenario"] == "single"), None)
-        tpot = st.fmt_med(single["tpot_p50"], 2) if single else "–"
-        jpt = st.fmt(single["j_per_token"], 3) if single else "–"
+        singles = [r for r in d["runs"] if r["task"] == "synth" and r["scenario"] == "single"]
+        tpot = st.pooled(singles, "tpot_p50") if singles else "–"
+        if len(singles) > 1:
+            m, hw, n = st.mean_ci([r["j_per_token"] for r in singles])
+            jpt = f"{st.fmt_ci(m, hw, 3)} (n={n})"
+        else:
+            jpt = st.fmt(singles[0]["j_per_token"], 3) if singles else "–"
         lines.append(f"| {label} | {size} | {start} | {st.fmt(peak, 2)} | {fits} | "
                      + " | ".join(cells) + f" | {dq} | {tpot} | {jpt} |")
     lines.append("")
     lines.append("Quality: mean over distinct items ± 95 % normal interval, in points (MMLU and "
                  "Spider: accuracy; SQuAD v2: F1; CNN/DailyMail: ROUGE-L). ΔQ: mean over the "
                  "four tasks of the difference to the best deployment on each task. GPU memory: "
-                 "the highest NVML reading over the deployment's runs (2^30 bytes).")
+                 "the highest NVML reading over the deployment's runs, over all its starts "
+                 "(2^30 bytes). Start, TPOT and J/token with repeats: the mean over the starts or "
+                 "runs ± 95 % t-interval (one run: TPOT's median [its distribution-free 95 % "
+                 "interval]), pooled over every machine they ran on, so that the interval holds "
+                 "the machines' difference too (run by run below).")
+    lines += ["", *single_runs(deps, order)]
     text = "\n".join(lines) + "\n"
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)
     else:
         sys.stdout.write(text)
+
+
+def single_runs(deps, order):
+    """Every single-stream run: its repeat, machine, TPOT p50 [interval], J/token; then the
+    machines."""
+    out = ["## Single stream, run by run", "",
+           "| deployment | run | machine | requests | window s | TPOT p50 ms | J/token |",
+           "|---|---|---|---|---|---|---|"]
+    for label in order:
+        rs = [r for r in deps[label]["runs"] if r["task"] == "synth" and r["scenario"] == "single"]
+        for r in sorted(rs, key=lambda r: r["label"]):
+            rep = r["label"].rsplit("#", 1)[1] if "#" in r["label"] else "1"
+            out.append(f"| {label} | #{rep} | {st.machine_name(r['machine'])} | {r['ok']} | "
+                       f"{st.fmt(r['window_s'])} | {st.fmt_med(r['tpot_p50'], 2)} | "
+                       f"{st.fmt(r['j_per_token'], 3)} |")
+    out += ["", "## Machines", "", "What each run's run.json recorded of its host (the lent VMs differ in "
+            "their kernel build and memory): the first table pools their runs; this one keeps them "
+            "apart.", "", "| machine | host |", "|---|---|"]
+    return out + [f"| M{i + 1} | {m} |" for i, m in enumerate(st.MACHINES)] + [""]
 
 
 def label_model(label):
