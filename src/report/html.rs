@@ -283,7 +283,7 @@ fn constraints(slo: &Slo) -> Option<String> {
 }
 
 fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
-    use answer::{sig3, Standing};
+    use answer::sig3;
     answers
         .iter()
         .map(|a| TaskAnswer {
@@ -321,12 +321,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
             } else {
                 Vec::new()
             },
-            excluded: a
-                .verdicts
-                .iter()
-                .filter(|v| a.rule.is_none() && v.standing == Standing::Excluded)
-                .map(|v| format!("{}: {}", v.label, v.why))
-                .collect(),
+            excluded: excluded_lines(a),
             pairs: a
                 .pairs
                 .iter()
@@ -361,6 +356,21 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                 .collect(),
         })
         .collect()
+}
+
+/// Without a declared objective, the configurations left out of the picks and why: one line
+/// each, the ones not run yet on one line together.
+fn excluded_lines(a: &answer::TaskAnswer) -> Vec<String> {
+    if a.rule.is_some() {
+        return Vec::new();
+    }
+    let (excluded, not_run) = super::text::exclusions(a);
+    let mut lines: Vec<String> = excluded
+        .iter()
+        .map(|v| format!("{} excluded: {}", v.label, v.why))
+        .collect();
+    lines.extend(super::text::not_run_line(&not_run, str::to_string));
+    lines
 }
 
 fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {

@@ -9,6 +9,41 @@ use super::summary::Row;
 use crate::record::paired::percentile_min_n;
 use crate::record::stats::Dist;
 
+/// The reason of a configuration none of whose runs has a record yet.
+const NOT_RUN: &str = "failed: not run yet";
+
+/// The answer's exclusions, and apart from them the configurations not run yet (a partial
+/// sweep's: the rest of its matrix), which the answer lists on one line instead of one each.
+pub(crate) fn exclusions(a: &TaskAnswer) -> (Vec<&super::answer::Verdict>, Vec<&str>) {
+    let mut excluded = Vec::new();
+    let mut not_run = Vec::new();
+    for v in a
+        .verdicts
+        .iter()
+        .filter(|v| v.standing == Standing::Excluded)
+    {
+        if v.why == NOT_RUN {
+            not_run.push(v.label.as_str());
+        } else {
+            excluded.push(v);
+        }
+    }
+    (excluded, not_run)
+}
+
+/// One line for the configurations not run yet, each as `quote` writes it; None when none.
+pub(crate) fn not_run_line(labels: &[&str], quote: impl Fn(&str) -> String) -> Option<String> {
+    match labels {
+        [] => None,
+        [one] => Some(format!("{} excluded: {NOT_RUN}", quote(one))),
+        many => Some(format!(
+            "{} configurations excluded: not run yet (`bench360 apply` runs them): {}",
+            many.len(),
+            many.iter().map(|l| quote(l)).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
 /// The mark of a percentile computed from fewer requests than its interval needs.
 pub(crate) const THIN: &str = "†";
 
@@ -97,12 +132,12 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
                     );
                 }
                 out.push('\n');
-                for v in a
-                    .verdicts
-                    .iter()
-                    .filter(|v| v.standing == Standing::Excluded)
-                {
+                let (excluded, not_run) = exclusions(a);
+                for v in excluded {
                     let _ = writeln!(out, "- `{}` excluded: {}", v.label, v.why);
+                }
+                if let Some(line) = not_run_line(&not_run, |l| format!("`{l}`")) {
+                    let _ = writeln!(out, "- {line}");
                 }
             }
         }
@@ -287,4 +322,23 @@ pub(crate) fn per_correct_markdown(rows: &[Row], currency: Option<&str>) -> Stri
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_not_run_yet_share_one_line() {
+        let q = |l: &str| format!("`{l}`");
+        assert_eq!(not_run_line(&[], q), None);
+        assert_eq!(
+            not_run_line(&["a synth single"], q).unwrap(),
+            "`a synth single` excluded: failed: not run yet"
+        );
+        assert_eq!(
+            not_run_line(&["a synth single", "b synth single"], q).unwrap(),
+            "2 configurations excluded: not run yet (`bench360 apply` runs them): `a synth single`, `b synth single`"
+        );
+    }
 }
