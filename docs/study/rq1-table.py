@@ -132,7 +132,7 @@ def main():
             else:
                 cells.append("–")
         dq = f"{sum(deltas) / len(deltas):+.1f}" if len(deltas) == len(TASKS) else "–"
-        singles = [r for r in d["runs"] if r["task"] == "synth" and r["scenario"] == "single"]
+        singles = singles_of(d)
         tpot = st.pooled(singles, "tpot_p50") if singles else "–"
         if len(singles) > 1:
             m, hw, n = st.mean_ci([r["j_per_token"] for r in singles])
@@ -159,6 +159,11 @@ def main():
         sys.stdout.write(text)
 
 
+def singles_of(d):
+    """A deployment's single-stream runs on the synthetic prompts (one per start)."""
+    return [r for r in d["runs"] if r["task"] == "synth" and r["scenario"] == "single"]
+
+
 def single_runs(deps, order):
     """Every single-stream run: its repeat, machine, TPOT p50 [interval], J/token; then the
     machines."""
@@ -166,8 +171,7 @@ def single_runs(deps, order):
            "| deployment | run | machine | requests | window s | TPOT p50 ms | J/token |",
            "|---|---|---|---|---|---|---|"]
     for label in order:
-        rs = [r for r in deps[label]["runs"] if r["task"] == "synth" and r["scenario"] == "single"]
-        for r in sorted(rs, key=lambda r: r["label"]):
+        for r in sorted(singles_of(deps[label]), key=lambda r: r["label"]):
             rep = r["label"].rsplit("#", 1)[1] if "#" in r["label"] else "1"
             out.append(f"| {label} | #{rep} | {st.machine_name(r['machine'])} | {r['ok']} | "
                        f"{st.fmt(r['window_s'])} | {st.fmt_med(r['tpot_p50'], 2)} | "

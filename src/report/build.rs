@@ -24,6 +24,10 @@ pub(crate) struct ReportFiles {
     pub summary: Vec<Vec<(&'static str, crate::trace::Cell)>>,
 }
 
+/// A run's failure when its node has no record yet (the answer lists such configurations
+/// together: [`super::text::exclusions`]).
+pub(crate) const NOT_RUN_YET: &str = "not run yet";
+
 fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Read]) -> RunData {
     let resolve = resolver(plan, read);
     let g = &plan.graph;
@@ -52,7 +56,7 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
             Read::Changed { changed } => format!(
                 "not run yet as the sweep now says; the cache holds this run as configured before, not shown here ({changed})"
             ),
-            _ => "not run yet".into(),
+            _ => NOT_RUN_YET.into(),
         }),
         _ => None,
     };

@@ -5,12 +5,10 @@
 use std::fmt::Write;
 
 use super::answer::{describe, fmt_p, sig3, Standing, TaskAnswer};
+use super::build::NOT_RUN_YET;
 use super::summary::Row;
 use crate::record::paired::percentile_min_n;
 use crate::record::stats::Dist;
-
-/// The reason of a configuration none of whose runs has a record yet.
-const NOT_RUN: &str = "failed: not run yet";
 
 /// The answer's exclusions, and apart from them the configurations not run yet (a partial
 /// sweep's: the rest of its matrix), which the answer lists on one line instead of one each.
@@ -22,7 +20,8 @@ pub(crate) fn exclusions(a: &TaskAnswer) -> (Vec<&super::answer::Verdict>, Vec<&
         .iter()
         .filter(|v| v.standing == Standing::Excluded)
     {
-        if v.why == NOT_RUN {
+        // The answer's `failed: <cause>` of a run with no record yet.
+        if v.why.strip_prefix("failed: ") == Some(NOT_RUN_YET) {
             not_run.push(v.label.as_str());
         } else {
             excluded.push(v);
@@ -35,9 +34,9 @@ pub(crate) fn exclusions(a: &TaskAnswer) -> (Vec<&super::answer::Verdict>, Vec<&
 pub(crate) fn not_run_line(labels: &[&str], quote: impl Fn(&str) -> String) -> Option<String> {
     match labels {
         [] => None,
-        [one] => Some(format!("{} excluded: {NOT_RUN}", quote(one))),
+        [one] => Some(format!("{} excluded: failed: {NOT_RUN_YET}", quote(one))),
         many => Some(format!(
-            "{} configurations excluded: not run yet (`bench360 apply` runs them): {}",
+            "{} configurations excluded: {NOT_RUN_YET} (`bench360 apply` runs them): {}",
             many.len(),
             many.iter().map(|l| quote(l)).collect::<Vec<_>>().join(", ")
         )),

@@ -16,24 +16,23 @@ use super::RunData;
 pub(crate) fn deployment_memory(all: &mut [RunData]) {
     // Per deployment: its peak, and the run that reached it first (by when it started, when
     // known: the memory stays at its peak once there, so later runs read the same peak).
-    let mut peaks: BTreeMap<(String, String), (f64, Option<f64>, String)> = BTreeMap::new();
-    for d in all.iter() {
+    let keys: Vec<(String, String)> = all.iter().map(pooled_over).collect();
+    let mut peaks: BTreeMap<&(String, String), (f64, Option<f64>, String)> = BTreeMap::new();
+    for (d, key) in all.iter().zip(&keys) {
         if let Some(mb) = d.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb) {
             let start = d.ran.map(|r| r.0);
-            let e = peaks
-                .entry(pooled_over(d))
-                .or_insert((mb, start, d.label.clone()));
+            let e = peaks.entry(key).or_insert((mb, start, d.label.clone()));
             let earlier = matches!((start, e.1), (Some(a), Some(b)) if a < b);
             if mb > e.0 || (mb == e.0 && earlier) {
                 *e = (mb, start, d.label.clone());
             }
         }
     }
-    for d in all.iter_mut() {
+    for (d, key) in all.iter_mut().zip(&keys) {
         // Only when it is above this run's own peak (so never this run's own record).
         let own = d.telemetry.as_ref().and_then(|t| t.gpu_mem_peak_mb);
         d.deployment_mem_peak = peaks
-            .get(&pooled_over(d))
+            .get(key)
             .filter(|(mb, _, _)| own.is_none_or(|own| own < *mb))
             .map(|(mb, _, label)| (*mb, label.clone()));
     }
