@@ -665,7 +665,7 @@ fn per_run(rows: &[Row]) -> Vec<PerRun> {
 /// failed requests by cause.
 fn failures(rows: &[Row]) -> Vec<Failure> {
     let mut out = Vec::new();
-    for r in rows {
+    for r in rows.iter().filter(|r| !super::text::not_run_yet(r)) {
         if let Some(f) = &r.data.failure {
             let (first, rest) = f.split_once('\n').unwrap_or((f, ""));
             out.push(Failure {
@@ -684,6 +684,13 @@ fn failures(rows: &[Row]) -> Vec<Failure> {
             }
         }
     }
+    out.extend(
+        super::text::not_run_failure(rows, str::to_string).map(|(label, cause)| Failure {
+            label,
+            cause,
+            log: None,
+        }),
+    );
     out
 }
 

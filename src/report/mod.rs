@@ -293,8 +293,9 @@ fn unparsed_split(r: &Row) -> String {
 /// Every failure, never hidden: failed runs (an engine's last log lines in full) and failed
 /// requests by cause.
 fn failures_section(rows: &[Row]) -> String {
-    let failures: Vec<String> = rows
+    let mut failures: Vec<String> = rows
         .iter()
+        .filter(|r| !text::not_run_yet(r))
         .filter_map(|r| {
             let mut lines = Vec::new();
             if let Some(f) = &r.data.failure {
@@ -320,6 +321,10 @@ fn failures_section(rows: &[Row]) -> String {
             (!lines.is_empty()).then(|| lines.join("\n"))
         })
         .collect();
+    // A partial sweep's runs with no record yet, on one line.
+    if let Some((what, cause)) = text::not_run_failure(rows, |l| format!("`{l}`")) {
+        failures.push(format!("- {what}: {cause}"));
+    }
     if failures.is_empty() {
         "None.\n".into()
     } else {

@@ -43,6 +43,36 @@ pub(crate) fn not_run_line(labels: &[&str], quote: impl Fn(&str) -> String) -> O
     }
 }
 
+/// Whether a run has no record yet and nothing else to show (a partial sweep's rest): the
+/// failures list such runs on one line ([`not_run_failure`]) instead of one each.
+pub(crate) fn not_run_yet(r: &Row) -> bool {
+    r.data.stats.is_none() && r.data.failure.as_deref() == Some(NOT_RUN_YET)
+}
+
+/// The failures' entry for the runs not run yet, as (what, cause), each label as `quote`
+/// writes it; None when every run has a record.
+pub(crate) fn not_run_failure(
+    rows: &[Row],
+    quote: impl Fn(&str) -> String,
+) -> Option<(String, String)> {
+    let labels: Vec<&str> = rows
+        .iter()
+        .filter(|r| not_run_yet(r))
+        .map(|r| r.data.label.as_str())
+        .collect();
+    match labels.as_slice() {
+        [] => None,
+        [one] => Some((quote(one), NOT_RUN_YET.into())),
+        many => Some((
+            format!("{} runs", many.len()),
+            format!(
+                "{NOT_RUN_YET} (`bench360 apply` runs them): {}",
+                many.iter().map(|l| quote(l)).collect::<Vec<_>>().join(", ")
+            ),
+        )),
+    }
+}
+
 /// The mark of a percentile computed from fewer requests than its interval needs.
 pub(crate) const THIN: &str = "†";
 
@@ -338,6 +368,41 @@ mod tests {
         assert_eq!(
             not_run_line(&["a synth single", "b synth single"], q).unwrap(),
             "2 configurations excluded: not run yet (`bench360 apply` runs them): `a synth single`, `b synth single`"
+        );
+    }
+
+    #[test]
+    fn runs_not_run_yet_share_one_failure() {
+        let run = |label: &str, failure: Option<&str>| Row {
+            data: super::super::summary::RunData {
+                label: label.into(),
+                failure: failure.map(str::to_string),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let q = |l: &str| format!("`{l}`");
+        let ran = run("a synth single", None);
+        let failed = run("b synth single", Some("engine exited"));
+        assert!(!not_run_yet(&ran) && !not_run_yet(&failed));
+        assert_eq!(not_run_failure(&[ran.clone(), failed.clone()], q), None);
+        let one = [failed.clone(), run("c synth single", Some(NOT_RUN_YET))];
+        assert_eq!(
+            not_run_failure(&one, q),
+            Some(("`c synth single`".into(), "not run yet".into()))
+        );
+        let two = [
+            run("c synth single", Some(NOT_RUN_YET)),
+            failed,
+            run("d synth single", Some(NOT_RUN_YET)),
+        ];
+        assert_eq!(
+            not_run_failure(&two, q),
+            Some((
+                "2 runs".into(),
+                "not run yet (`bench360 apply` runs them): `c synth single`, `d synth single`"
+                    .into()
+            ))
         );
     }
 }
