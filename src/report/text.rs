@@ -38,9 +38,18 @@ pub(crate) fn not_run_line(labels: &[&str], quote: impl Fn(&str) -> String) -> O
         many => Some(format!(
             "{} configurations excluded: {NOT_RUN_YET} (`bench360 apply` runs them): {}",
             many.len(),
-            many.iter().map(|l| quote(l)).collect::<Vec<_>>().join(", ")
+            quoted_list(many, quote)
         )),
     }
+}
+
+/// Labels as `quote` writes each, joined by commas.
+fn quoted_list(labels: &[&str], quote: impl Fn(&str) -> String) -> String {
+    labels
+        .iter()
+        .map(|l| quote(l))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether a run has no record yet and nothing else to show (a partial sweep's rest): the
@@ -67,7 +76,7 @@ pub(crate) fn not_run_failure(
             format!("{} runs", many.len()),
             format!(
                 "{NOT_RUN_YET} (`bench360 apply` runs them): {}",
-                many.iter().map(|l| quote(l)).collect::<Vec<_>>().join(", ")
+                quoted_list(many, quote)
             ),
         )),
     }
