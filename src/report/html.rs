@@ -103,7 +103,7 @@ struct Page {
     /// The cold-start table, its starts' intervals, runs on later starts (pre-escaped).
     coldstarts: Option<String>,
     per_run: Vec<PerRun>,
-    failures: Vec<Failure>,
+    failures: Vec<super::text::Failure>,
     cost: Option<CostNote>,
 }
 
@@ -214,14 +214,6 @@ struct PerRun {
 }
 
 #[derive(Serialize)]
-struct Failure {
-    label: String,
-    cause: String,
-    /// The rest of an engine's failure (its last log lines), in full.
-    log: Option<String>,
-}
-
-#[derive(Serialize)]
 struct CostNote {
     /// Prices as Rust writes them (`0`, `0.1`), not as the template would (`0.0`).
     energy: String,
@@ -255,7 +247,7 @@ pub(crate) fn page(
         cold: super::coldstart::chart(rows),
         coldstarts: super::coldstart::html(rows, coldstarts),
         per_run: per_run(rows),
-        failures: failures(rows),
+        failures: super::text::failures(rows, str::to_string),
         cost: cost.map(|c| CostNote {
             energy: c.energy_per_kwh.to_string(),
             hardware: c.hardware_per_hour.to_string(),
@@ -663,37 +655,6 @@ fn per_run(rows: &[Row]) -> Vec<PerRun> {
 
 /// Every failure, never hidden: failed runs with their cause (and an engine's log lines),
 /// failed requests by cause.
-fn failures(rows: &[Row]) -> Vec<Failure> {
-    let mut out = Vec::new();
-    for r in rows.iter().filter(|r| !super::text::not_run_yet(r)) {
-        if let Some(f) = &r.data.failure {
-            let (first, rest) = f.split_once('\n').unwrap_or((f, ""));
-            out.push(Failure {
-                label: r.data.label.clone(),
-                cause: first.to_string(),
-                log: (!rest.trim().is_empty()).then(|| rest.trim_end().to_string()),
-            });
-        }
-        if let Some(s) = &r.data.stats {
-            for (cause, k) in &s.failures {
-                out.push(Failure {
-                    label: r.data.label.clone(),
-                    cause: format!("{k} request(s) failed: {cause}"),
-                    log: None,
-                });
-            }
-        }
-    }
-    out.extend(
-        super::text::not_run_failure(rows, str::to_string).map(|(label, cause)| Failure {
-            label,
-            cause,
-            log: None,
-        }),
-    );
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

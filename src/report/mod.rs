@@ -293,43 +293,23 @@ fn unparsed_split(r: &Row) -> String {
 /// Every failure, never hidden: failed runs (an engine's last log lines in full) and failed
 /// requests by cause.
 fn failures_section(rows: &[Row]) -> String {
-    let mut failures: Vec<String> = rows
-        .iter()
-        .filter(|r| !text::not_run_yet(r))
-        .filter_map(|r| {
-            let mut lines = Vec::new();
-            if let Some(f) = &r.data.failure {
-                let (first, rest) = f.split_once('\n').unwrap_or((f, ""));
-                lines.push(format!("- `{}`: {first}", r.data.label));
-                // The rest of the cause (an engine's last log lines) in full, as a block.
-                if !rest.trim().is_empty() {
-                    lines.push("\n  ~~~text".into());
-                    for l in rest.trim_end().lines() {
-                        lines.push(format!("  {}", l.replace("~~~", "~ ~ ~")));
-                    }
-                    lines.push("  ~~~\n".into());
-                }
-            }
-            if let Some(s) = &r.data.stats {
-                for (cause, n) in &s.failures {
-                    lines.push(format!(
-                        "- `{}`: {n} request(s) failed: {cause}",
-                        r.data.label
-                    ));
-                }
-            }
-            (!lines.is_empty()).then(|| lines.join("\n"))
-        })
-        .collect();
-    // A partial sweep's runs with no record yet, on one line.
-    if let Some((what, cause)) = text::not_run_failure(rows, |l| format!("`{l}`")) {
-        failures.push(format!("- {what}: {cause}"));
-    }
+    let failures = text::failures(rows, |l| format!("`{l}`"));
     if failures.is_empty() {
-        "None.\n".into()
-    } else {
-        format!("{}\n", failures.join("\n"))
+        return "None.\n".into();
     }
+    let mut out = String::new();
+    for f in failures {
+        let _ = writeln!(out, "- {}: {}", f.label, f.cause);
+        // The rest of the cause (an engine's last log lines) in full, as a block.
+        if let Some(log) = f.log {
+            out.push_str("\n  ~~~text\n");
+            for l in log.lines() {
+                let _ = writeln!(out, "  {}", l.replace("~~~", "~ ~ ~"));
+            }
+            out.push_str("  ~~~\n\n");
+        }
+    }
+    out
 }
 
 fn num(v: Option<f64>, digits: usize) -> String {

@@ -82,6 +82,46 @@ pub(crate) fn not_run_failure(
     }
 }
 
+/// One entry of a report's Failures section: whose (as the renderer's `quote` writes it),
+/// the cause's first line, and the rest of it (an engine's last log lines), if any.
+#[derive(Debug, PartialEq, serde::Serialize)]
+pub(crate) struct Failure {
+    pub(crate) label: String,
+    pub(crate) cause: String,
+    /// The rest of an engine's failure (its last log lines), in full.
+    pub(crate) log: Option<String>,
+}
+
+/// Every failure of `rows`, in their order, for report.md and report.html alike: a run's own
+/// failure, its failed requests (one entry per cause), then the runs not run yet on one
+/// entry ([`not_run_failure`]).
+pub(crate) fn failures(rows: &[Row], quote: impl Fn(&str) -> String) -> Vec<Failure> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| !not_run_yet(r)) {
+        if let Some(f) = &r.data.failure {
+            let (first, rest) = f.split_once('\n').unwrap_or((f, ""));
+            out.push(Failure {
+                label: quote(&r.data.label),
+                cause: first.to_string(),
+                log: (!rest.trim().is_empty()).then(|| rest.trim_end().to_string()),
+            });
+        }
+        for (cause, k) in r.data.stats.iter().flat_map(|s| &s.failures) {
+            out.push(Failure {
+                label: quote(&r.data.label),
+                cause: format!("{k} request(s) failed: {cause}"),
+                log: None,
+            });
+        }
+    }
+    out.extend(not_run_failure(rows, &quote).map(|(label, cause)| Failure {
+        label,
+        cause,
+        log: None,
+    }));
+    out
+}
+
 /// The mark of a percentile computed from fewer requests than its interval needs.
 pub(crate) const THIN: &str = "†";
 
