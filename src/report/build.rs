@@ -28,6 +28,14 @@ pub(crate) struct ReportFiles {
 /// together: [`super::text::exclusions`]).
 pub(crate) const NOT_RUN_YET: &str = "not run yet";
 
+/// Whether a run has no record yet and nothing else to show (a partial sweep's rest): the
+/// failures list such runs on one line ([`super::text::not_run_failure`]) instead of one
+/// each, and a configuration with other runs recorded is judged on those
+/// ([`super::answer::Group::not_run`]).
+pub(crate) fn not_run_yet(r: &super::summary::Row) -> bool {
+    r.data.stats.is_none() && r.data.failure.as_deref() == Some(NOT_RUN_YET)
+}
+
 fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Read]) -> RunData {
     let resolve = resolver(plan, read);
     let g = &plan.graph;

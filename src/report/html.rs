@@ -103,6 +103,8 @@ struct Page {
     /// The cold-start table, its starts' intervals, runs on later starts (pre-escaped).
     coldstarts: Option<String>,
     per_run: Vec<PerRun>,
+    /// The runs with no record yet, counted under the runs table.
+    not_run: Option<String>,
     failures: Vec<super::text::Failure>,
     cost: Option<CostNote>,
 }
@@ -119,6 +121,8 @@ struct TaskAnswer {
     picks: Vec<Pick>,
     verdicts: Vec<VerdictRow>,
     excluded: Vec<String>,
+    /// Configurations that stand on the repeats recorded while others are not run yet.
+    partial: Option<String>,
     pairs: Vec<PairRow>,
     power: Option<String>,
     machines: Option<String>,
@@ -159,7 +163,8 @@ struct PairRow {
 #[derive(Serialize, Default)]
 struct RunRow {
     label: String,
-    /// Set for a run that failed (then nothing else is).
+    /// Set for a run that failed (`FAILED: …`) or has no record of this configuration
+    /// (then nothing else is).
     failure: Option<String>,
     /// Why the client may have limited the run.
     client_notes: Option<String>,
@@ -236,7 +241,12 @@ pub(crate) fn page(
         constraints: constraints(slo),
         answers: answers(rows, task_answers),
         thin_legend: super::text::any_thin(rows).then(super::text::thin_legend),
-        runs: rows.iter().map(|r| run_row(r, cost)).collect(),
+        runs: rows
+            .iter()
+            .filter(|r| !super::text::not_run_yet(r))
+            .map(|r| run_row(r, cost))
+            .collect(),
+        not_run: super::text::not_run_count(rows, "the Failures section lists"),
         repeats: repeats(rows),
         pareto: pareto(rows),
         users: users(rows, slo),
@@ -314,6 +324,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                 Vec::new()
             },
             excluded: excluded_lines(a),
+            partial: super::text::partial_line(a, str::to_string),
             pairs: a
                 .pairs
                 .iter()
@@ -370,7 +381,9 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
     let Some(s) = &d.stats else {
         return RunRow {
             label: d.label.clone(),
-            failure: Some(d.failure.clone().unwrap_or_default()),
+            failure: Some(super::text::no_figures(
+                d.failure.as_deref().unwrap_or_default(),
+            )),
             ..Default::default()
         };
     };

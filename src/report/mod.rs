@@ -207,8 +207,10 @@ pub(crate) fn markdown(
 
 /// One row per run: requests, errors, latency triples, throughput, quality, notes.
 fn runs_section(rows: &[Row]) -> String {
+    // A partial sweep's runs with no record yet: counted under the table, not a row each.
     let body: Vec<Vec<String>> = rows
         .iter()
+        .filter(|r| !text::not_run_yet(r))
         .map(|r| match &r.data.stats {
             Some(s) => vec![
                 r.data.label.clone(),
@@ -246,18 +248,17 @@ fn runs_section(rows: &[Row]) -> String {
                 "–".into(),
                 "–".into(),
                 "–".into(),
-                format!(
-                    "FAILED: {}",
-                    r.data
+                text::no_figures(
+                    &r.data
                         .failure
                         .clone()
                         .unwrap_or_default()
-                        .replace('\n', " ")
+                        .replace('\n', " "),
                 ),
             ],
         })
         .collect();
-    table(
+    let mut out = table(
         &[
             "run",
             "ok",
@@ -274,7 +275,11 @@ fn runs_section(rows: &[Row]) -> String {
             "notes",
         ],
         &body,
-    )
+    );
+    if let Some(line) = text::not_run_count(rows, "the Failures section lists") {
+        let _ = writeln!(out, "\n{line}.");
+    }
+    out
 }
 
 /// The unparsed share, split into answers cut by max-tokens and the others when known.
@@ -432,8 +437,10 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
         "unparsed",
         "cut",
     ];
+    // A partial sweep's runs with no record yet: counted under the table, not a row each.
     let body: Vec<Vec<String>> = rows
         .iter()
+        .filter(|r| !text::not_run_yet(r))
         .map(|r| match &r.data.stats {
             Some(s) => vec![
                 r.data.label.clone(),
@@ -472,7 +479,12 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
                 pct(r.data.truncation.and_then(|t| t.cut_share()).as_ref()),
             ],
             None => {
-                let mut v = vec![r.data.label.clone(), "FAILED".into()];
+                // Its configuration changed since it ran: not a failure either.
+                let what = match r.data.failure.as_deref() {
+                    Some(f) if f.starts_with(build::NOT_RUN_YET) => build::NOT_RUN_YET,
+                    _ => "FAILED",
+                };
+                let mut v = vec![r.data.label.clone(), what.into()];
                 v.resize(header.len(), String::new());
                 v
             }
@@ -502,6 +514,9 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
     for r in body {
         out.push_str(&line(r));
         out.push('\n');
+    }
+    if let Some(line) = text::not_run_count(rows, "report.md lists") {
+        let _ = writeln!(out, "{line}");
     }
     if text::any_thin(rows) {
         out.push_str(&format!("{}\n", text::thin_legend()));
@@ -547,4 +562,64 @@ pub(crate) fn summary_json(rows: &[Vec<(&'static str, crate::trace::Cell)>]) -> 
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runs tables (terminal, report.md, report.html) list the runs that have a record; a
+    /// partial sweep's others are one line under them, and a run whose configuration changed
+    /// since it ran says so instead of FAILED.
+    #[test]
+    fn the_terminal_counts_runs_not_run_yet_under_its_table() {
+        let row = |label: &str, failure: Option<&str>| Row {
+            data: summary::RunData {
+                label: label.into(),
+                failure: failure.map(str::to_string),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let rows = [
+            row("a synth single", Some("engine exited during startup")),
+            row("b synth single", Some(build::NOT_RUN_YET)),
+            row("c synth single", Some(build::NOT_RUN_YET)),
+            row(
+                "d synth single",
+                Some("not run yet as the sweep now says; … (changed: seed: 1 → 2)"),
+            ),
+        ];
+        let t = terminal(&rows, &[]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[1].starts_with("a synth single  FAILED"), "{t}");
+        assert!(lines[2].starts_with("d synth single  not run yet"), "{t}");
+        assert_eq!(
+            lines[3],
+            "2 runs not run yet (`bench360 apply` runs them; report.md lists them)"
+        );
+        assert_eq!(lines.len(), 4, "{t}");
+        // report.md's and report.html's runs tables alike.
+        let md = runs_section(&rows);
+        assert!(
+            md.contains("| FAILED: engine exited during startup |")
+                && md.contains("| not run yet as the sweep now says; … (changed: seed: 1 → 2) |")
+                && !md.contains("b synth single")
+                && md.ends_with("\n\n2 runs not run yet (`bench360 apply` runs them; the Failures section lists them).\n"),
+            "{md}"
+        );
+        let page = html::page("s", &rows, &[], &crate::spec::Slo::default(), None, &[]);
+        assert!(
+            page.contains(">FAILED: engine exited during startup<")
+                && page.contains(">not run yet as the sweep now says;")
+                && !page.contains("FAILED: not run yet")
+                && page.contains("<p>2 runs not run yet (`bench360 apply` runs them; the Failures section lists them).</p>"),
+            "{page}"
+        );
+        let one = terminal(&rows[1..2], &[]);
+        assert!(
+            one.ends_with("\n1 run not run yet (`bench360 apply` runs it; report.md lists it)\n"),
+            "{one}"
+        );
+    }
 }

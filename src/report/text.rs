@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::answer::{describe, fmt_p, sig3, Standing, TaskAnswer};
+pub(crate) use super::build::not_run_yet;
 use super::build::NOT_RUN_YET;
 use super::summary::Row;
 use crate::record::paired::percentile_min_n;
@@ -43,6 +44,54 @@ pub(crate) fn not_run_line(labels: &[&str], quote: impl Fn(&str) -> String) -> O
     }
 }
 
+/// One line for the configurations that stand on the repeats recorded while others are not
+/// run yet, each label as `quote` writes it; None when none.
+pub(crate) fn partial_line(a: &TaskAnswer, quote: impl Fn(&str) -> String) -> Option<String> {
+    let repeats = |n: usize| format!("{n} repeat{}", if n == 1 { "" } else { "s" });
+    match a.partial.as_slice() {
+        [] => None,
+        [p] => Some(format!(
+            "{} stands on the {} recorded; {} not run yet (`bench360 apply` runs {})",
+            quote(&p.label),
+            repeats(p.recorded),
+            p.not_run,
+            if p.not_run == 1 { "it" } else { "them" }
+        )),
+        many => Some(format!(
+            "{} configurations stand on the repeats recorded, others not run yet (`bench360 apply` runs them): {}",
+            many.len(),
+            many.iter()
+                .map(|p| format!(
+                    "{} ({} recorded, {} not yet)",
+                    quote(&p.label),
+                    p.recorded,
+                    p.not_run
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// How many runs have no record yet, in one line under a runs table (which lists the others);
+/// `listed` says where they are named. None when none.
+pub(crate) fn not_run_count(rows: &[Row], listed: &str) -> Option<String> {
+    let n = rows.iter().filter(|r| not_run_yet(r)).count();
+    let (s, them) = if n == 1 { ("", "it") } else { ("s", "them") };
+    (n > 0)
+        .then(|| format!("{n} run{s} not run yet (`bench360 apply` runs {them}; {listed} {them})"))
+}
+
+/// A runs table's cell for a run with no figures: `FAILED: <cause>`, or — for a run whose
+/// configuration changed since it ran — what changed, which is no failure.
+pub(crate) fn no_figures(failure: &str) -> String {
+    if failure.starts_with(NOT_RUN_YET) {
+        failure.to_string()
+    } else {
+        format!("FAILED: {failure}")
+    }
+}
+
 /// Labels as `quote` writes each, joined by commas.
 fn quoted_list(labels: &[&str], quote: impl Fn(&str) -> String) -> String {
     labels
@@ -50,12 +99,6 @@ fn quoted_list(labels: &[&str], quote: impl Fn(&str) -> String) -> String {
         .map(|l| quote(l))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Whether a run has no record yet and nothing else to show (a partial sweep's rest): the
-/// failures list such runs on one line ([`not_run_failure`]) instead of one each.
-pub(crate) fn not_run_yet(r: &Row) -> bool {
-    r.data.stats.is_none() && r.data.failure.as_deref() == Some(NOT_RUN_YET)
 }
 
 /// The failures' entry for the runs not run yet, as (what, cause), each label as `quote`
@@ -218,6 +261,9 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
                     let _ = writeln!(out, "- {line}");
                 }
             }
+        }
+        if let Some(line) = partial_line(a, |l| format!("`{l}`")) {
+            let _ = writeln!(out, "\n{line}.");
         }
         if let Some(r) = a.reference.as_ref().filter(|_| a.configurations > 1) {
             let _ = writeln!(

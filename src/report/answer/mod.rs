@@ -6,7 +6,8 @@
 //! Rules (docs/report.md says the same):
 //! - A configuration is a run label without its repeat (`… #2`) — and, when the runs recorded
 //!   more than one machine, with its machine (`… on M2`: runs of two machines are never
-//!   pooled); its repeats are pooled:
+//!   pooled); its repeats are pooled (those with a record: repeats with none yet, of a
+//!   partial sweep, are counted beside it — "stands on the 1 repeat recorded; 2 not run yet"):
 //!   quality per dataset item is the mean over every request that asked it, and any other
 //!   figure is the mean over the repeats (with a Student t interval from two repeats on).
 //! - Quality is compared **paired**, over the items both configurations scored: the mean
@@ -25,100 +26,12 @@
 //!   correct share's interval; others: across repeats, so one run of each cannot tie or
 //!   differ — the answer says "no interval").
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::summary::Row;
 use crate::record::paired::{self, Paired};
 use crate::record::stats::repeat_ci;
 use crate::spec::{Objective, Slo};
-
-/// The label of a configuration: a run label without its repeat.
-pub(crate) fn base_label(label: &str) -> &str {
-    label.rsplit_once(" #").map_or(label, |(b, _)| b)
-}
-
-/// One configuration of one task: its rows (repeats) and its pooled item scores.
-#[derive(Debug, Clone)]
-pub(crate) struct Group {
-    /// The configuration's label: its runs' without the repeat, and — when the sweep's runs
-    /// recorded more than one machine — `… on M2`: runs of two machines are never pooled.
-    pub label: String,
-    /// The label without the machine.
-    pub base: String,
-    /// The machine its finished runs recorded (an index into `machines::machine_ids`'s
-    /// machines; None when none finished or none recorded one).
-    pub machine: Option<usize>,
-    pub deployment: String,
-    pub task: String,
-    pub rows: Vec<usize>,
-    pub items: Option<BTreeMap<String, f64>>,
-    /// Per dataset item, the share of its requests answered correctly (as for J per correct
-    /// answer: a pass, or a graded score ≥ `summary::CORRECT_AT`).
-    pub hits: Option<BTreeMap<String, f64>>,
-}
-
-/// Finished rows: not failed, with their request statistics.
-fn finished(r: &Row) -> bool {
-    r.data.failure.is_none() && r.data.stats.is_some()
-}
-
-/// The configurations of the rows, in the rows' order.
-pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
-    let (machine, ms) = machines::machine_ids(rows);
-    let mut out: Vec<Group> = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let Some(task) = r.data.columns.as_ref().map(|c| c.task.clone()) else {
-            continue;
-        };
-        let base = base_label(&r.data.label).to_string();
-        let label = match machine[i] {
-            Some(m) if ms.len() > 1 => format!("{base} on {}", machines::Place::On(m).name()),
-            _ => base.clone(),
-        };
-        match out.iter_mut().find(|g| g.label == label && g.task == task) {
-            Some(g) => {
-                g.rows.push(i);
-                g.machine = g.machine.or(machine[i]);
-            }
-            None => out.push(Group {
-                label,
-                base,
-                machine: machine[i],
-                deployment: r.data.deployment.clone(),
-                task,
-                rows: vec![i],
-                items: None,
-                hits: None,
-            }),
-        }
-    }
-    for g in &mut out {
-        g.items = pooled_items(rows, &g.rows, false);
-        g.hits = pooled_items(rows, &g.rows, true);
-    }
-    out
-}
-
-/// Item means over the finished rows' scores — or, with `hits`, of their correct answers —
-/// (None when any lacks its items).
-fn pooled_items(rows: &[Row], idx: &[usize], hits: bool) -> Option<BTreeMap<String, f64>> {
-    let (mut scores, mut items) = (Vec::new(), Vec::new());
-    for &i in idx.iter().filter(|&&i| finished(&rows[i])) {
-        let d = &rows[i].data;
-        if d.score_samples.len() != d.scores.len() {
-            return None;
-        }
-        if hits {
-            scores.extend(super::summary::hits_of(&d.scores));
-        } else {
-            scores.extend_from_slice(&d.scores);
-        }
-        items.extend(d.score_samples.iter().cloned());
-    }
-    paired::item_means(&scores, &items)
-}
 
 fn seed_of(a: &str, b: &str) -> u64 {
     super::summary::seed_of(&format!("{a}\u{0}{b}"))
@@ -308,6 +221,18 @@ pub(crate) struct TaskAnswer {
     /// Then the task has one answer per machine, among the configurations measured on it
     /// (`M1`, `M2`…; those that finished nowhere are listed under every machine).
     pub machine: Option<String>,
+    /// Configurations judged on the repeats that have a record while others have none yet.
+    pub partial: Vec<Partial>,
+}
+
+/// A configuration some of whose repeats have no record yet: it stands on those that have.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Partial {
+    pub label: String,
+    /// Its runs with a record (finished or failed).
+    pub recorded: usize,
+    /// Its runs with none yet.
+    pub not_run: usize,
 }
 
 impl TaskAnswer {
@@ -481,6 +406,15 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group], all: &[&Group
         power: None,
         machines: None,
         machine: None,
+        partial: gs
+            .iter()
+            .filter(|g| g.not_run > 0)
+            .map(|g| Partial {
+                label: g.label.clone(),
+                recorded: g.rows.len(),
+                not_run: g.not_run,
+            })
+            .collect(),
     };
     // Tell apart the top two that could be recommended (all, when fewer than two could).
     let candidates: Vec<&Group> = gs
@@ -765,10 +699,20 @@ pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
             }
         }
     }
+    // A later repeat with no record yet, apart from its configuration (judged on the others).
+    for r in rows
+        .iter_mut()
+        .filter(|r| r.answer.is_none() && super::build::not_run_yet(r))
+    {
+        r.answer = Some(super::build::NOT_RUN_YET.into());
+    }
 }
 
+mod group;
 mod machines;
 mod reference;
+pub(crate) use group::{base_label, groups, Group};
+use group::{finished, pooled_items};
 pub(crate) use machines::machine_labels;
 use reference::reference;
 mod noise;

@@ -59,6 +59,7 @@ pub(super) fn reference(
             items: pooled_items(rows, &of, false),
             hits: pooled_items(rows, &of, true),
             rows: of,
+            not_run: 0,
         }));
     }
     Ok(gs

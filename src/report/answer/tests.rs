@@ -3,6 +3,7 @@ use super::*;
 use crate::record::stats::{Dist, RunStats};
 use crate::record::Columns;
 use crate::report::summary::{derive, RunData};
+use std::collections::BTreeMap;
 
 const ITEMS: usize = 200;
 
@@ -465,5 +466,101 @@ fn machines_are_numbered_in_the_order_they_were_used() {
     assert_eq!(
         machine_labels(&rows),
         [Some("M2".to_string()), Some("M1".to_string())]
+    );
+}
+
+/// `label`'s run with no record yet, as the report reads a partial sweep's rest.
+fn not_run(label: &str, s: &Slo) -> Row {
+    let data = RunData {
+        label: label.into(),
+        deployment: label.split(' ').next().unwrap().into(),
+        run_key: label.into(),
+        columns: Some(Columns {
+            task: "mmlu".into(),
+            ..Default::default()
+        }),
+        failure: Some(crate::report::build::NOT_RUN_YET.into()),
+        ..Default::default()
+    };
+    derive(data, s, None)
+}
+
+/// A configuration whose later repeats have no record yet (a partial sweep, or repeats run
+/// over several sessions) is judged on the repeats that have one, and the answer says how many
+/// are to come; one with no record at all is excluded as not run yet. With two machines, its
+/// later repeats do not make a configuration of their own.
+#[test]
+fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet() {
+    let s = slo(None, None);
+    let mut rows = vec![
+        run("big q8 #1", |i| i < 160, 1000.0, 500.0, &s),
+        not_run("big q8 #2", &s),
+        not_run("big q8 #3", &s),
+        run("small q4 #1", |i| i < 150, 400.0, 400.0, &s),
+        run("small q4 #2", |i| i < 150, 400.0, 400.0, &s),
+        not_run("small q4 #3", &s),
+        not_run("tiny q4 #1", &s),
+        not_run("tiny q4 #2", &s),
+    ];
+    let all = answers(&rows, &s);
+    let a = &all[0];
+    let by: BTreeMap<&str, &Verdict> = a.verdicts.iter().map(|v| (v.label.as_str(), v)).collect();
+    assert_eq!(by["big q8"].rows, [0]);
+    assert_eq!(by["big q8"].standing, Standing::Qualifies);
+    assert_eq!(by["small q4"].rows, [3, 4]);
+    assert_eq!(by["tiny q4"].rows, [6, 7]);
+    assert_eq!(by["tiny q4"].why, "failed: not run yet");
+    assert_eq!(a.picks[0].label.as_deref(), Some("big q8"));
+    assert_eq!(
+        a.partial,
+        [
+            Partial {
+                label: "big q8".into(),
+                recorded: 1,
+                not_run: 2
+            },
+            Partial {
+                label: "small q4".into(),
+                recorded: 2,
+                not_run: 1
+            }
+        ]
+    );
+    let md = crate::report::text::answer_markdown(&all);
+    assert!(
+        md.contains("\n2 configurations stand on the repeats recorded, others not run yet (`bench360 apply` runs them): `big q8` (1 recorded, 2 not yet), `small q4` (2 recorded, 1 not yet).\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- `tiny q4` excluded: failed: not run yet\n"),
+        "{md}"
+    );
+    annotate(&mut rows, &all);
+    let said: Vec<&str> = rows.iter().map(|r| r.answer.as_deref().unwrap()).collect();
+    assert_eq!(said[1], "not run yet");
+    assert_eq!(said[5], "not run yet");
+    assert_eq!(said[6], "excluded: failed: not run yet");
+    assert!(said[0].starts_with("qualifies"), "{}", said[0]);
+
+    // Two machines: `big q8`'s third repeat is neither machine's, and no configuration.
+    let rows = vec![
+        on_kernel(run("big q8 #1", |i| i < 160, 1000.0, 500.0, &s), "v973"),
+        on_kernel(run("big q8 #2", |i| i < 160, 1000.0, 500.0, &s), "v1147"),
+        not_run("big q8 #3", &s),
+        on_kernel(run("small q4", |i| i < 150, 400.0, 400.0, &s), "v973"),
+    ];
+    let all = answers(&rows, &s);
+    let labels: Vec<Vec<&str>> = all
+        .iter()
+        .map(|a| a.verdicts.iter().map(|v| v.label.as_str()).collect())
+        .collect();
+    assert_eq!(
+        labels,
+        [vec!["big q8 on M1", "small q4 on M1"], vec!["big q8 on M2"]]
+    );
+    let md = crate::report::text::answer_markdown(&all[..1]);
+    assert!(
+        md.contains("\n`big q8 on M1` stands on the 1 repeat recorded; 1 not run yet (`bench360 apply` runs it).\n"),
+        "{md}"
     );
 }
