@@ -225,7 +225,8 @@ pub(crate) struct TaskAnswer {
     pub partial: Vec<Partial>,
 }
 
-/// A configuration some of whose repeats have no record yet: it stands on those that have.
+/// A configuration with finished runs and repeats with no record yet: it stands on those that
+/// have one. (One whose runs all failed is excluded whatever is to come.)
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Partial {
     pub label: String,
@@ -408,7 +409,7 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group], all: &[&Group
         machine: None,
         partial: gs
             .iter()
-            .filter(|g| g.not_run > 0)
+            .filter(|g| g.not_run > 0 && g.rows.iter().any(|&i| finished(&rows[i])))
             .map(|g| Partial {
                 label: g.label.clone(),
                 recorded: g.rows.len(),

@@ -542,11 +542,16 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
     assert_eq!(said[6], "excluded: failed: not run yet");
     assert!(said[0].starts_with("qualifies"), "{}", said[0]);
 
-    // Two machines: `big q8`'s third repeat is neither machine's, and no configuration.
+    // Two machines: `big q8`'s third repeat is neither machine's, and no configuration; its
+    // failed fourth (no machine: listed under each) is no configuration to stand on anything.
+    let mut failed = run("big q8 #4", |i| i < 160, 1000.0, 500.0, &s);
+    failed.data.failure = Some("engine failed to start: out of memory".into());
+    failed.data.stats = None;
     let rows = vec![
         on_kernel(run("big q8 #1", |i| i < 160, 1000.0, 500.0, &s), "v973"),
         on_kernel(run("big q8 #2", |i| i < 160, 1000.0, 500.0, &s), "v1147"),
         not_run("big q8 #3", &s),
+        failed,
         on_kernel(run("small q4", |i| i < 150, 400.0, 400.0, &s), "v973"),
     ];
     let all = answers(&rows, &s);
@@ -556,8 +561,16 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
         .collect();
     assert_eq!(
         labels,
-        [vec!["big q8 on M1", "small q4 on M1"], vec!["big q8 on M2"]]
+        [
+            vec!["big q8 on M1", "big q8", "small q4 on M1"],
+            vec!["big q8 on M2", "big q8"]
+        ]
     );
+    let partial: Vec<Vec<&str>> = all
+        .iter()
+        .map(|a| a.partial.iter().map(|p| p.label.as_str()).collect())
+        .collect();
+    assert_eq!(partial, [["big q8 on M1"], ["big q8 on M2"]]);
     let md = crate::report::text::answer_markdown(&all[..1]);
     assert!(
         md.contains("\n`big q8 on M1` stands on the 1 repeat recorded; 1 not run yet (`bench360 apply` runs it).\n"),
