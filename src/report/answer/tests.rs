@@ -12,13 +12,6 @@ const ITEMS: usize = 200;
 fn run(label: &str, right: impl Fn(usize) -> bool, joules: f64, ttft_p95: f64, slo: &Slo) -> Row {
     let scores: Vec<f64> = (0..ITEMS).map(|i| f64::from(u8::from(right(i)))).collect();
     let data = RunData {
-        label: label.into(),
-        deployment: label.split(' ').next().unwrap().into(),
-        run_key: label.into(),
-        columns: Some(Columns {
-            task: "mmlu".into(),
-            ..Default::default()
-        }),
         stats: Some(RunStats {
             requests: ITEMS,
             ok: ITEMS,
@@ -47,9 +40,24 @@ fn run(label: &str, right: impl Fn(usize) -> bool, joules: f64, ttft_p95: f64, s
         e2e_ms: vec![900.0; ITEMS],
         score_samples: (0..ITEMS).map(|i| format!("q{i:03}")).collect(),
         scores,
-        ..Default::default()
+        ..labelled(label)
     };
     derive(data, slo, None)
+}
+
+/// A run of the task `mmlu` named `label`, its deployment the label's first word; nothing
+/// recorded.
+fn labelled(label: &str) -> RunData {
+    RunData {
+        label: label.into(),
+        deployment: label.split(' ').next().unwrap().into(),
+        run_key: label.into(),
+        columns: Some(Columns {
+            task: "mmlu".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 fn slo(objective: Option<Objective>, drop: Option<f64>) -> Slo {
@@ -472,15 +480,8 @@ fn machines_are_numbered_in_the_order_they_were_used() {
 /// `label`'s run with no record yet, as the report reads a partial sweep's rest.
 fn not_run(label: &str, s: &Slo) -> Row {
     let data = RunData {
-        label: label.into(),
-        deployment: label.split(' ').next().unwrap().into(),
-        run_key: label.into(),
-        columns: Some(Columns {
-            task: "mmlu".into(),
-            ..Default::default()
-        }),
         failure: Some(crate::report::build::NOT_RUN_YET.into()),
-        ..Default::default()
+        ..labelled(label)
     };
     derive(data, s, None)
 }
