@@ -36,6 +36,16 @@ pub(crate) fn not_run_yet(r: &super::summary::Row) -> bool {
     r.data.stats.is_none() && r.data.failure.as_deref() == Some(NOT_RUN_YET)
 }
 
+/// Whether a run has no record under its planned key: not run yet, or run as configured
+/// before and not again since ("not run yet as the sweep now says…").
+pub(crate) fn no_record(r: &super::summary::Row) -> bool {
+    r.data.stats.is_none()
+        && r.data
+            .failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with(NOT_RUN_YET))
+}
+
 fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Read]) -> RunData {
     let resolve = resolver(plan, read);
     let g = &plan.graph;

@@ -666,8 +666,6 @@ fn per_run(rows: &[Row]) -> Vec<PerRun> {
         .collect()
 }
 
-/// Every failure, never hidden: failed runs with their cause (and an engine's log lines),
-/// failed requests by cause.
 #[cfg(test)]
 mod tests {
     use super::*;

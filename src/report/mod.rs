@@ -481,7 +481,7 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
             None => {
                 // Its configuration changed since it ran: not a failure either.
                 let what = match r.data.failure.as_deref() {
-                    Some(f) if f.starts_with(build::NOT_RUN_YET) => build::NOT_RUN_YET,
+                    Some(f) if f.starts_with(build::NOT_RUN_YET) => "not run yet (changed)",
                     _ => "FAILED",
                 };
                 let mut v = vec![r.data.label.clone(), what.into()];
@@ -568,6 +568,40 @@ pub(crate) fn summary_json(rows: &[Vec<(&'static str, crate::trace::Cell)>]) -> 
 mod tests {
     use super::*;
 
+    /// report.md's Failures section: a run's failure with the engine's log lines as a block
+    /// (a `~~~` in them cannot close it), its failed requests by cause, then the runs not run
+    /// yet on one line.
+    #[test]
+    fn the_failures_section_keeps_the_log_and_counts_failed_requests() {
+        let mut failed = summary::RunData {
+            label: "a synth single".into(),
+            failure: Some("engine exited during startup\nerror: out of memory\n~~~ end\n\n".into()),
+            ..Default::default()
+        };
+        let mut stats = crate::record::stats::RunStats::default();
+        stats.failures.insert("HTTP 503".into(), 2);
+        failed.stats = Some(stats);
+        let rows = [
+            Row {
+                data: failed,
+                ..Default::default()
+            },
+            Row {
+                data: summary::RunData {
+                    label: "b synth single".into(),
+                    failure: Some(build::NOT_RUN_YET.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        ];
+        assert_eq!(
+            failures_section(&rows),
+            "- `a synth single`: engine exited during startup\n\n  ~~~text\n  error: out of memory\n  ~ ~ ~ end\n  ~~~\n\n- `a synth single`: 2 request(s) failed: HTTP 503\n- `b synth single`: not run yet\n"
+        );
+        assert_eq!(failures_section(&rows[..0]), "None.\n");
+    }
+
     /// The runs tables (terminal, report.md, report.html) list the runs that have a record; a
     /// partial sweep's others are one line under them, and a run whose configuration changed
     /// since it ran says so instead of FAILED.
@@ -593,7 +627,10 @@ mod tests {
         let t = terminal(&rows, &[]);
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[1].starts_with("a synth single  FAILED"), "{t}");
-        assert!(lines[2].starts_with("d synth single  not run yet"), "{t}");
+        assert!(
+            lines[2].starts_with("d synth single  not run yet (changed)"),
+            "{t}"
+        );
         assert_eq!(
             lines[3],
             "2 runs not run yet (`bench360 apply` runs them; report.md lists them)"

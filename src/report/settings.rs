@@ -21,7 +21,8 @@ pub(crate) struct Comparison<'a> {
 /// Every group of two or more runs that differ in one setting alone, in the rows' order.
 pub(crate) fn comparisons(rows: &[Row]) -> Vec<Comparison<'_>> {
     let mut out: Vec<Comparison> = Vec::new();
-    for r in rows {
+    // A partial sweep's runs with no record yet have nothing to compare.
+    for r in rows.iter().filter(|r| !super::text::not_run_yet(r)) {
         let Some(c) = &r.data.columns else {
             continue;
         };
@@ -132,15 +133,14 @@ fn tables(rows: &[Row]) -> Vec<(String, Vec<Vec<String>>)> {
                         .and_then(|t| t.j_per_output_token)
                         .map_or("–".into(), |j| format!("{j:.3}")),
                     if failed {
-                        format!(
-                            "FAILED: {}",
+                        super::text::no_figures(
                             r.data
                                 .failure
                                 .as_deref()
                                 .unwrap_or("")
                                 .lines()
                                 .next()
-                                .unwrap_or("")
+                                .unwrap_or(""),
                         )
                     } else if i == 0 {
                         "(first)".into()
@@ -289,6 +289,45 @@ mod tests {
         assert!(md.contains("+20.0 %, beyond the noise"), "{md}");
         assert!(md.contains("+2.0 %, inside the noise"), "{md}");
         assert!(html(&rows).unwrap().contains("<h3>e: parallel</h3>"));
+    }
+
+    /// A partial sweep's run with no record yet is in no comparison; one whose configuration
+    /// changed since it ran says so, not FAILED; a failed one keeps FAILED and its cause.
+    #[test]
+    fn runs_with_no_record_are_not_failures_in_the_settings_tables() {
+        let no_figures = |mut r: Row, failure: &str| {
+            r.data.stats = None;
+            r.data.failure = Some(failure.into());
+            r
+        };
+        let one = |p: &str| {
+            row(
+                &format!("e[parallel={p}]"),
+                &[("parallel", p)],
+                10.0,
+                (9.0, 11.0),
+            )
+        };
+        let rows = vec![
+            one("1"),
+            no_figures(one("2"), super::super::build::NOT_RUN_YET),
+            no_figures(
+                one("4"),
+                "not run yet as the sweep now says; … (changed: seed: 1 → 2)",
+            ),
+            no_figures(one("8"), "engine exited during startup\nlast log line"),
+        ];
+        let c = comparisons(&rows);
+        assert_eq!(c.len(), 1);
+        let values: Vec<&str> = c[0].runs.iter().map(|(v, _)| v.as_str()).collect();
+        assert_eq!(values, ["1", "4", "8"]);
+        let md = markdown(&rows);
+        assert!(
+            md.contains("| not run yet as the sweep now says; … (changed: seed: 1 → 2) |")
+                && md.contains("| FAILED: engine exited during startup |")
+                && !md.contains("FAILED: not run yet"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -21,8 +21,8 @@ pub(crate) fn exclusions(a: &TaskAnswer) -> (Vec<&super::answer::Verdict>, Vec<&
         .iter()
         .filter(|v| v.standing == Standing::Excluded)
     {
-        // The answer's `failed: <cause>` of a run with no record yet.
-        if v.why.strip_prefix("failed: ") == Some(NOT_RUN_YET) {
+        // The answer's cause for a configuration with no record yet.
+        if v.why == NOT_RUN_YET {
             not_run.push(v.label.as_str());
         } else {
             excluded.push(v);
@@ -35,7 +35,7 @@ pub(crate) fn exclusions(a: &TaskAnswer) -> (Vec<&super::answer::Verdict>, Vec<&
 pub(crate) fn not_run_line(labels: &[&str], quote: impl Fn(&str) -> String) -> Option<String> {
     match labels {
         [] => None,
-        [one] => Some(format!("{} excluded: failed: {NOT_RUN_YET}", quote(one))),
+        [one] => Some(format!("{} excluded: {NOT_RUN_YET}", quote(one))),
         many => Some(format!(
             "{} configurations excluded: {NOT_RUN_YET} (`bench360 apply` runs them): {}",
             many.len(),
@@ -373,6 +373,9 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
                 a.heading()
             );
         }
+        if let Some(line) = partial_line(a, str::to_string) {
+            let _ = writeln!(out, "  note ({}): {line}", a.heading());
+        }
     }
     out
 }
@@ -458,7 +461,7 @@ mod tests {
         assert_eq!(not_run_line(&[], q), None);
         assert_eq!(
             not_run_line(&["a synth single"], q).unwrap(),
-            "`a synth single` excluded: failed: not run yet"
+            "`a synth single` excluded: not run yet"
         );
         assert_eq!(
             not_run_line(&["a synth single", "b synth single"], q).unwrap(),

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::super::build::not_run_yet;
+use super::super::build::no_record;
 use super::super::summary::Row;
 use super::machines;
 use crate::record::paired;
@@ -30,8 +30,9 @@ pub(crate) struct Group {
     pub deployment: String,
     pub task: String,
     pub rows: Vec<usize>,
-    /// Its repeats with no record yet, when other runs of it have one (those stay out of
-    /// `rows`: the configuration is judged on what ran).
+    /// Its repeats with no record yet (not run, or changed since they ran), when other runs
+    /// of it have one (those stay out of `rows`: the configuration is judged on what ran). The
+    /// count is the configuration's, whichever machine its repeats will run on.
     pub not_run: usize,
     pub items: Option<BTreeMap<String, f64>>,
     /// Per dataset item, the share of its requests answered correctly (as for J per correct
@@ -48,10 +49,11 @@ pub(super) fn finished(r: &Row) -> bool {
 pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
     let (machine, ms) = machines::machine_ids(rows);
     let task_of = |r: &Row| r.data.columns.as_ref().map(|c| c.task.clone());
-    // Configurations (base label, task) with at least one run that has a record.
+    // Configurations (base label, task) with at least one run that has a record under its
+    // planned key.
     let recorded: HashSet<(String, String)> = rows
         .iter()
-        .filter(|r| !not_run_yet(r))
+        .filter(|r| !no_record(r))
         .filter_map(|r| Some((base_label(&r.data.label).to_string(), task_of(r)?)))
         .collect();
     let mut later: Vec<(String, String)> = Vec::new();
@@ -62,7 +64,7 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
         };
         let base = base_label(&r.data.label).to_string();
         let key = (base, task);
-        if not_run_yet(r) && recorded.contains(&key) {
+        if no_record(r) && recorded.contains(&key) {
             later.push(key);
             continue;
         }

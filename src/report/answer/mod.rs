@@ -225,8 +225,8 @@ pub(crate) struct TaskAnswer {
     pub partial: Vec<Partial>,
 }
 
-/// A configuration with finished runs and repeats with no record yet: it stands on those that
-/// have one. (One whose runs all failed is excluded whatever is to come.)
+/// A configuration whose runs with a record all finished while others have none yet: it stands
+/// on those. (One with a failed run is excluded for it, whatever is to come.)
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Partial {
     pub label: String,
@@ -293,10 +293,13 @@ fn exclusion(rows: &[Row], slo: &Slo, g: &Group, vs: Option<&Paired>) -> Option<
     let rs: Vec<&Row> = g.rows.iter().map(|&i| &rows[i]).collect();
     if let Some(r) = rs.iter().find(|r| !finished(r)) {
         let cause = r.data.failure.as_deref().unwrap_or("no results");
-        return Some(format!(
-            "failed: {}",
-            crate::engine::failure_headline(cause)
-        ));
+        let headline = crate::engine::failure_headline(cause);
+        // Not run yet (or changed since it ran) is no failure.
+        return Some(if cause.starts_with(super::build::NOT_RUN_YET) {
+            headline
+        } else {
+            format!("failed: {headline}")
+        });
     }
     if let Some(r) = rs.iter().find(|r| r.meets_slo == Some(false)) {
         return Some(format!("misses the SLO: {}", r.slo_misses.join(", ")));
@@ -409,7 +412,7 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group], all: &[&Group
         machine: None,
         partial: gs
             .iter()
-            .filter(|g| g.not_run > 0 && g.rows.iter().any(|&i| finished(&rows[i])))
+            .filter(|g| g.not_run > 0 && g.rows.iter().all(|&i| finished(&rows[i])))
             .map(|g| Partial {
                 label: g.label.clone(),
                 recorded: g.rows.len(),
@@ -703,7 +706,7 @@ pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
     // A later repeat with no record yet, apart from its configuration (judged on the others).
     for r in rows
         .iter_mut()
-        .filter(|r| r.answer.is_none() && super::build::not_run_yet(r))
+        .filter(|r| r.answer.is_none() && super::build::no_record(r))
     {
         r.answer = Some(super::build::NOT_RUN_YET.into());
     }

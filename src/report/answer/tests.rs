@@ -479,8 +479,13 @@ fn machines_are_numbered_in_the_order_they_were_used() {
 
 /// `label`'s run with no record yet, as the report reads a partial sweep's rest.
 fn not_run(label: &str, s: &Slo) -> Row {
+    failed_with(label, crate::report::build::NOT_RUN_YET, s)
+}
+
+/// `label`'s run with no figures and `failure` for its cause.
+fn failed_with(label: &str, failure: &str, s: &Slo) -> Row {
     let data = RunData {
-        failure: Some(crate::report::build::NOT_RUN_YET.into()),
+        failure: Some(failure.into()),
         ..labelled(label)
     };
     derive(data, s, None)
@@ -488,8 +493,10 @@ fn not_run(label: &str, s: &Slo) -> Row {
 
 /// A configuration whose later repeats have no record yet (a partial sweep, or repeats run
 /// over several sessions) is judged on the repeats that have one, and the answer says how many
-/// are to come; one with no record at all is excluded as not run yet. With two machines, its
-/// later repeats do not make a configuration of their own.
+/// are to come (a repeat run as configured before counts as not run: it has no record under
+/// its planned key); one with no record at all is excluded as not run yet, one with a failed
+/// repeat as failed, and neither stands on anything. With two machines, its later repeats do
+/// not make a configuration of their own.
 #[test]
 fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet() {
     let s = slo(None, None);
@@ -502,6 +509,14 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
         not_run("small q4 #3", &s),
         not_run("tiny q4 #1", &s),
         not_run("tiny q4 #2", &s),
+        run("odd q2 #1", |i| i < 100, 100.0, 300.0, &s),
+        failed_with("odd q2 #2", "engine exited during startup", &s),
+        not_run("odd q2 #3", &s),
+        failed_with(
+            "small q4 #4",
+            "not run yet as the sweep now says; … (changed: seed: 1 → 2)",
+            &s,
+        ),
     ];
     let all = answers(&rows, &s);
     let a = &all[0];
@@ -510,7 +525,9 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
     assert_eq!(by["big q8"].standing, Standing::Qualifies);
     assert_eq!(by["small q4"].rows, [3, 4]);
     assert_eq!(by["tiny q4"].rows, [6, 7]);
-    assert_eq!(by["tiny q4"].why, "failed: not run yet");
+    assert_eq!(by["tiny q4"].why, "not run yet");
+    assert_eq!(by["odd q2"].rows, [8, 9]);
+    assert_eq!(by["odd q2"].why, "failed: engine exited during startup");
     assert_eq!(a.picks[0].label.as_deref(), Some("big q8"));
     assert_eq!(
         a.partial,
@@ -523,24 +540,28 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
             Partial {
                 label: "small q4".into(),
                 recorded: 2,
-                not_run: 1
+                not_run: 2
             }
         ]
     );
     let md = crate::report::text::answer_markdown(&all);
     assert!(
-        md.contains("\n2 configurations stand on the repeats recorded, others not run yet (`bench360 apply` runs them): `big q8` (1 recorded, 2 not yet), `small q4` (2 recorded, 1 not yet).\n"),
+        md.contains("\n2 configurations stand on the repeats recorded, others not run yet (`bench360 apply` runs them): `big q8` (1 recorded, 2 not yet), `small q4` (2 recorded, 2 not yet).\n"),
         "{md}"
     );
-    assert!(
-        md.contains("- `tiny q4` excluded: failed: not run yet\n"),
-        "{md}"
-    );
+    assert!(md.contains("- `tiny q4` excluded: not run yet\n"), "{md}");
     annotate(&mut rows, &all);
     let said: Vec<&str> = rows.iter().map(|r| r.answer.as_deref().unwrap()).collect();
     assert_eq!(said[1], "not run yet");
     assert_eq!(said[5], "not run yet");
-    assert_eq!(said[6], "excluded: failed: not run yet");
+    assert_eq!(said[6], "excluded: not run yet");
+    assert_eq!(said[11], "not run yet");
+    // The terminal's answer lines say it too.
+    assert!(
+        crate::report::text::answer_terminal(&all).contains("\n  note (mmlu): 2 configurations stand on the repeats recorded, others not run yet (`bench360 apply` runs them): big q8 (1 recorded, 2 not yet), small q4 (2 recorded, 2 not yet)\n"),
+        "{}",
+        crate::report::text::answer_terminal(&all)
+    );
     assert!(said[0].starts_with("qualifies"), "{}", said[0]);
 
     // Two machines: `big q8`'s third repeat is neither machine's, and no configuration; its
