@@ -480,9 +480,10 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
             ],
             None => {
                 // Its configuration changed since it ran: not a failure either.
-                let what = match r.data.failure.as_deref() {
-                    Some(f) if f.starts_with(build::NOT_RUN_YET) => "not run yet (changed)",
-                    _ => "FAILED",
+                let what = if build::no_record(r) {
+                    "not run yet (changed)"
+                } else {
+                    "FAILED"
                 };
                 let mut v = vec![r.data.label.clone(), what.into()];
                 v.resize(header.len(), String::new());

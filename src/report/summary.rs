@@ -378,13 +378,12 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 ("repeat", Cell::I64(c.as_ref().map(|c| c.repeat as i64))),
                 (
                     "status",
-                    str_(Some(match d.failure.as_deref() {
-                        None => "ok".into(),
-                        // No record under its planned key (not run yet, or changed since).
-                        Some(f) if s.is_none() && f.starts_with(super::build::NOT_RUN_YET) => {
-                            "not run".into()
-                        }
-                        Some(_) => "failed".into(),
+                    str_(Some(if d.failure.is_none() {
+                        "ok".into()
+                    } else if super::build::no_record(r) {
+                        "not run".into()
+                    } else {
+                        "failed".into()
                     })),
                 ),
                 ("failure", str_(d.failure.clone())),

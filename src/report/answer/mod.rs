@@ -295,7 +295,7 @@ fn exclusion(rows: &[Row], slo: &Slo, g: &Group, vs: Option<&Paired>) -> Option<
         let cause = r.data.failure.as_deref().unwrap_or("no results");
         let headline = crate::engine::failure_headline(cause);
         // Not run yet (or changed since it ran) is no failure.
-        return Some(if cause.starts_with(super::build::NOT_RUN_YET) {
+        return Some(if super::build::no_record(r) {
             headline
         } else {
             format!("failed: {headline}")
