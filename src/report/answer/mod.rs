@@ -33,7 +33,11 @@ use crate::record::paired::{self, Paired};
 use crate::record::stats::repeat_ci;
 use crate::spec::{Objective, Slo};
 
+/// The bootstrap seed of a pair: its two labels in name order, so B against A resamples the
+/// same items as A against B and its interval is the exact mirror (a verdict cannot depend on
+/// which of the two is read first).
 fn seed_of(a: &str, b: &str) -> u64 {
+    let (a, b) = if a <= b { (a, b) } else { (b, a) };
     super::summary::seed_of(&format!("{a}\u{0}{b}"))
 }
 
@@ -627,30 +631,30 @@ fn pick(rows: &[Row], o: Objective, eligible: &[&Group]) -> Pick {
     }
 }
 
-/// Paired comparisons to show: every pair of a small task, else each against the reference.
+/// Paired comparisons to show: each against the reference first (the reference as A, so a
+/// Δ reads the same whatever the task's size), then, for a small task, every other pair in
+/// configuration order.
 fn pairs(gs: &[&Group], reference: Option<&Group>) -> Vec<PairLine> {
-    let mut out = Vec::new();
+    let line = |a: &Group, b: &Group| {
+        pair(a, b).map(|p| PairLine {
+            a: a.label.clone(),
+            b: b.label.clone(),
+            paired: p,
+        })
+    };
+    let is_ref = |g: &Group| reference.is_some_and(|r| r.label == g.label);
+    let mut out: Vec<PairLine> = reference
+        .map(|r| {
+            gs.iter()
+                .filter(|g| !is_ref(g))
+                .filter_map(|g| line(r, g))
+                .collect()
+        })
+        .unwrap_or_default();
     if gs.len() <= ALL_PAIRS_UP_TO {
-        for (i, a) in gs.iter().enumerate() {
-            for b in &gs[i + 1..] {
-                if let Some(p) = pair(a, b) {
-                    out.push(PairLine {
-                        a: a.label.clone(),
-                        b: b.label.clone(),
-                        paired: p,
-                    });
-                }
-            }
-        }
-    } else if let Some(r) = reference {
-        for g in gs.iter().filter(|g| g.label != r.label) {
-            if let Some(p) = pair(r, g) {
-                out.push(PairLine {
-                    a: r.label.clone(),
-                    b: g.label.clone(),
-                    paired: p,
-                });
-            }
+        let others: Vec<&Group> = gs.iter().copied().filter(|g| !is_ref(g)).collect();
+        for (i, a) in others.iter().enumerate() {
+            out.extend(others[i + 1..].iter().filter_map(|b| line(a, b)));
         }
     }
     out

@@ -129,10 +129,35 @@ fn the_declared_rule_recommends_the_cheapest_non_inferior_configuration_and_says
     // A baseline by label; one that names nothing is said so, and nothing qualifies.
     let mut named = slo.clone();
     named.quality_baseline = Some("small q4".into());
+    let a = &answers(&rows, &named)[0];
+    assert_eq!(a.reference.as_deref(), Some("small q4"));
+    // The pairs: the reference as A against each first, then every other pair, each once.
+    let ab: Vec<(&str, &str)> = a
+        .pairs
+        .iter()
+        .map(|l| (l.a.as_str(), l.b.as_str()))
+        .collect();
     assert_eq!(
-        answers(&rows, &named)[0].reference.as_deref(),
-        Some("small q4")
+        ab,
+        [
+            ("small q4", "big q8"),
+            ("small q4", "tiny q4"),
+            ("small q4", "slow q8"),
+            ("big q8", "tiny q4"),
+            ("big q8", "slow q8"),
+            ("tiny q4", "slow q8"),
+        ]
     );
+    assert!(a.pairs[1].paired.delta < 0.0, "tiny q4 − small q4");
+    // Read the other way, a pair's interval is the exact mirror: the verdict cannot depend on
+    // which side is A.
+    let gs = groups(&rows);
+    for (x, y) in [(0, 1), (1, 2), (0, 2), (2, 3)] {
+        let (ab, ba) = (pair(&gs[x], &gs[y]).unwrap(), pair(&gs[y], &gs[x]).unwrap());
+        let ((lo, hi), (lo2, hi2)) = (ab.ci.unwrap(), ba.ci.unwrap());
+        assert_eq!((ab.delta, lo, hi), (-ba.delta, -hi2, -lo2), "{x} {y}");
+        assert_eq!(ab.detectable(), ba.detectable());
+    }
     named.quality_baseline = Some("nope".into());
     let a = &answers(&rows, &named)[0];
     assert!(a
