@@ -97,6 +97,15 @@ fn failed_run(mode: &str, after: u32, cause: &str) {
         .join(key)
         .join("requests.parquet")
         .is_file());
+    // And where it ran: the report places the failed repeat on its machine.
+    let run_json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cache.join("objects").join(key).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        run_json["provenance"]["host"]["cores"].as_u64().unwrap() > 0,
+        "{mode}: {run_json}"
+    );
     assert!(text(&out).contains(cause), "{mode}: {}", text(&out));
     let md = std::fs::read_to_string(cache.join("reports/faults/report.md")).unwrap();
     assert!(md.contains("FAILED") && md.contains(cause), "{mode}: {md}");

@@ -115,6 +115,13 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
         }) {
             data.stats = read_json(dir.join("stats.json"));
         }
+        // Where it ran, when its run.json says (a run failed over its error budget, or one
+        // whose other files were damaged): the failed repeat counts against the configuration
+        // on that machine only.
+        if rec.is_some() {
+            data.provenance = read_json::<serde_json::Value>(dir.join("run.json"))
+                .and_then(|v| serde_json::from_value(v.get("provenance")?.clone()).ok());
+        }
         return data;
     }
     data.stats = read_json(dir.join("stats.json"));

@@ -2,7 +2,9 @@
 //! runs recorded more than one machine, by machine), with their pooled item scores. A
 //! configuration with a record stands on the repeats that have one; its repeats with no record
 //! yet (a partial sweep, or repeats run over several sessions) are counted beside it instead
-//! of excluding it. Pure.
+//! of excluding it. A failed repeat belongs to its machine's configuration, or, when its
+//! machine is not known, to the configuration on every machine: one failed repeat excludes a
+//! configuration wherever it was measured. Pure.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -56,7 +58,16 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
         .filter(|r| !no_record(r))
         .filter_map(|r| Some((base_label(&r.data.label).to_string(), task_of(r)?)))
         .collect();
+    // Configurations with a run that has a machine or finished: a failed repeat whose machine
+    // is not known (it kept no trace) counts against the configuration on every machine.
+    let placed: HashSet<(String, String)> = rows
+        .iter()
+        .zip(&machine)
+        .filter(|(r, m)| m.is_some() || finished(r))
+        .filter_map(|(r, _)| Some((base_label(&r.data.label).to_string(), task_of(r)?)))
+        .collect();
     let mut later: Vec<(String, String)> = Vec::new();
+    let mut unplaced: Vec<(usize, (String, String))> = Vec::new();
     let mut out: Vec<Group> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         let Some(task) = task_of(r) else {
@@ -66,6 +77,10 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
         let key = (base, task);
         if no_record(r) && recorded.contains(&key) {
             later.push(key);
+            continue;
+        }
+        if !finished(r) && machine[i].is_none() && placed.contains(&key) {
+            unplaced.push((i, key));
             continue;
         }
         let (base, task) = key;
@@ -89,6 +104,12 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
                 items: None,
                 hits: None,
             }),
+        }
+    }
+    for (i, (base, task)) in unplaced {
+        for g in out.iter_mut().filter(|g| g.base == base && g.task == task) {
+            g.rows.push(i);
+            g.rows.sort_unstable();
         }
     }
     for g in &mut out {

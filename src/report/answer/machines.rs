@@ -14,13 +14,14 @@ fn fields(p: &Provenance) -> [(&'static str, String); 6] {
     [host, cpu, cores, memory, kernel, ("GPUs", p.gpu_line())]
 }
 
-/// Each row's machine, for the finished rows that recorded their provenance, and those
-/// machines — numbered in the order they were first used (by their runs' start times; rows
-/// without one after, in row order), so that M1 is the earliest whatever order the plan lists
-/// the runs in.
+/// Each row's machine, for the rows that recorded their provenance, and the machines of the
+/// finished ones — numbered in the order they were first used (by their runs' start times;
+/// rows without one after, in row order), so that M1 is the earliest whatever order the plan
+/// lists the runs in. A failed run (one that kept its trace) is placed on its machine when
+/// finished runs were measured there; it makes no machine of its own.
 pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>) {
     let mut ms: Vec<(&Provenance, f64)> = Vec::new();
-    let met: Vec<Option<usize>> = rows
+    let mut met: Vec<Option<usize>> = rows
         .iter()
         .map(|r| {
             let p = r.data.provenance.as_ref().filter(|_| finished(r))?;
@@ -37,6 +38,13 @@ pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>
             })
         })
         .collect();
+    for (m, r) in met.iter_mut().zip(rows).filter(|(_, r)| !finished(r)) {
+        *m = r
+            .data
+            .provenance
+            .as_ref()
+            .and_then(|p| ms.iter().position(|(q, _)| q.same_machine(p)));
+    }
     let mut order: Vec<usize> = (0..ms.len()).collect();
     order.sort_by(|&a, &b| ms[a].1.total_cmp(&ms[b].1).then(a.cmp(&b)));
     let mut rank = vec![0; ms.len()];

@@ -405,8 +405,8 @@ fn configurations_measured_on_different_machines_are_said_to_be() {
 
 /// Runs of two machines beside a repeat that failed (no machine recorded) and a run recorded
 /// before bench360 kept provenance: each machine gets its answer, the unrecorded run one of
-/// its own, the failed repeat is no quality reference (its finished namesakes are), and
-/// summary.parquet's rows say their machine.
+/// its own, the failed repeat excludes its configuration on both machines but is no quality
+/// reference (its finished namesakes are), and summary.parquet's rows say their machine.
 #[test]
 fn a_split_by_machine_survives_a_failed_repeat_and_an_unrecorded_run() {
     let s = Slo {
@@ -435,9 +435,11 @@ fn a_split_by_machine_survives_a_failed_repeat_and_an_unrecorded_run() {
         // never the failed repeat, so nothing is excluded for want of common items.
         assert_eq!(a.reference.as_deref(), Some("big q8"), "{}", a.heading());
         assert!(a.reference_problem.is_none());
-        let failed = a.verdicts.iter().find(|v| v.label == "big q8").unwrap();
-        assert_eq!(failed.standing, Standing::Excluded, "{}", a.heading());
-        for v in a.verdicts.iter().filter(|v| v.label != "big q8") {
+        for v in a.verdicts.iter().filter(|v| v.label.starts_with("big q8")) {
+            assert_eq!(v.standing, Standing::Excluded, "{}", a.heading());
+            assert_eq!(v.why, "failed: engine failed to start: out of memory");
+        }
+        for v in a.verdicts.iter().filter(|v| !v.label.starts_with("big q8")) {
             assert!(
                 !v.why.contains("common"),
                 "{}: {} {}",
@@ -450,8 +452,9 @@ fn a_split_by_machine_survives_a_failed_repeat_and_an_unrecorded_run() {
     }
     let labels =
         |a: &TaskAnswer| -> Vec<String> { a.verdicts.iter().map(|v| v.label.clone()).collect() };
-    assert_eq!(labels(&all[1]), ["big q8 on M2", "tiny q4 on M2", "big q8"]);
-    assert_eq!(labels(&all[2]), ["big q8", "old q4"]);
+    assert_eq!(labels(&all[0]), ["big q8 on M1", "small q4 on M1"]);
+    assert_eq!(labels(&all[1]), ["big q8 on M2", "tiny q4 on M2"]);
+    assert_eq!(labels(&all[2]), ["old q4"]);
     assert_eq!(all[2].recommended.as_deref(), Some("old q4"));
     // summary.parquet: each row's machine beside its answer.
     annotate(&mut rows, &all);
@@ -589,28 +592,31 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
     );
     assert!(said[0].starts_with("qualifies"), "{}", said[0]);
 
-    // Two machines: `big q8`'s third repeat is neither machine's, and no configuration; its
-    // failed fourth (no machine: listed under each) is no configuration to stand on anything.
-    let mut failed = run("big q8 #4", |i| i < 160, 1000.0, 500.0, &s);
-    failed.data.failure = Some("engine failed to start: out of memory".into());
-    failed.data.stats = None;
-    let rows = vec![
+    // Two machines: `big q8`'s third repeat is neither machine's, and no configuration.
+    let mut rows = vec![
         on_kernel(run("big q8 #1", |i| i < 160, 1000.0, 500.0, &s), "v973"),
         on_kernel(run("big q8 #2", |i| i < 160, 1000.0, 500.0, &s), "v1147"),
         not_run("big q8 #3", &s),
-        failed,
         on_kernel(run("small q4", |i| i < 150, 400.0, 400.0, &s), "v973"),
     ];
     let all = answers(&rows, &s);
-    let labels: Vec<Vec<&str>> = all
-        .iter()
-        .map(|a| a.verdicts.iter().map(|v| v.label.as_str()).collect())
-        .collect();
+    let labels = |all: &[TaskAnswer]| -> Vec<Vec<(String, Standing)>> {
+        all.iter()
+            .map(|a| {
+                a.verdicts
+                    .iter()
+                    .map(|v| (v.label.clone(), v.standing))
+                    .collect()
+            })
+            .collect()
+    };
+    let (m1, m2) = ("big q8 on M1".to_string(), "big q8 on M2".to_string());
+    let small = ("small q4 on M1".to_string(), Standing::Qualifies);
     assert_eq!(
-        labels,
+        labels(&all),
         [
-            vec!["big q8 on M1", "big q8", "small q4 on M1"],
-            vec!["big q8 on M2", "big q8"]
+            vec![(m1.clone(), Standing::Qualifies), small.clone()],
+            vec![(m2.clone(), Standing::Qualifies)]
         ]
     );
     let partial: Vec<Vec<&str>> = all
@@ -623,4 +629,46 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
         md.contains("\n`big q8 on M1` stands on the 1 repeat recorded; 1 not run yet (`bench360 apply` runs it).\n"),
         "{md}"
     );
+
+    // A failed fourth repeat that kept no trace (its machine unknown) excludes the
+    // configuration on both machines, as one failed repeat does on one: it is no
+    // configuration of its own, and nothing stands on the other repeats.
+    let mut failed = run("big q8 #4", |i| i < 160, 1000.0, 500.0, &s);
+    failed.data.failure = Some("engine failed to start: out of memory".into());
+    failed.data.stats = None;
+    rows.push(failed.clone());
+    let all = answers(&rows, &s);
+    assert_eq!(
+        labels(&all),
+        [
+            vec![(m1.clone(), Standing::Excluded), small.clone()],
+            vec![(m2.clone(), Standing::Excluded)]
+        ]
+    );
+    for a in &all {
+        assert!(a.partial.is_empty());
+        assert_eq!(
+            a.verdicts[0].why,
+            "failed: engine failed to start: out of memory"
+        );
+    }
+    let mut summary = rows.clone();
+    annotate(&mut summary, &all);
+    assert_eq!(
+        summary[4].answer.as_deref(),
+        Some("excluded: failed: engine failed to start: out of memory")
+    );
+    // One that kept its trace (failed over its error budget) recorded its machine: it
+    // excludes the configuration there only.
+    rows[4] = on_kernel(failed, "v1147");
+    let all = answers(&rows, &s);
+    assert_eq!(
+        labels(&all),
+        [
+            vec![(m1, Standing::Qualifies), small],
+            vec![(m2, Standing::Excluded)]
+        ]
+    );
+    assert_eq!(all[0].partial.len(), 1);
+    assert!(all[1].partial.is_empty());
 }
