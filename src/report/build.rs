@@ -225,6 +225,16 @@ fn request_series(
     (data.ttft_ms, data.ttft_group) = pick_grouped("ttft_ms");
     (data.tpot_ms, data.tpot_group) = pick_grouped("tpot_ms");
     (data.e2e_ms, data.e2e_group) = pick_grouped("e2e_ms");
+    let (ttft, e2e) = (col(req, "ttft_ms"), col(req, "e2e_ms"));
+    if ttft.len() == ok.len() && e2e.len() == ok.len() {
+        data.ok_latency = ttft
+            .into_iter()
+            .zip(e2e)
+            .zip(ok)
+            .filter(|(_, o)| **o == Some(1.0))
+            .map(|(p, _)| p)
+            .collect();
+    }
     let start = scheduled
         .iter()
         .flatten()

@@ -40,6 +40,9 @@ pub(crate) struct RunData {
     pub ttft_ms: Vec<f64>,
     pub tpot_ms: Vec<f64>,
     pub e2e_ms: Vec<f64>,
+    /// Per successful request, in request order: its TTFT and its E2E (ms), None where it has
+    /// none (a request that generated no token has no TTFT) — the pairs goodput judges.
+    pub ok_latency: Vec<(Option<f64>, Option<f64>)>,
     /// The scheduled instant (ns) of each value's request above, in the same order: requests
     /// scheduled together (a batch, an offline burst) are one observation of the server's
     /// state, resampled together by the latency intervals. Empty when not read (requests are
@@ -171,6 +174,19 @@ pub(crate) fn seed_of(key: &str) -> u64 {
 
 /// Cost per successful query: energy × price per kWh + hardware price per hour × window,
 /// divided by the successful requests.
+/// The successful requests within the SLO's per-request thresholds: TTFT ≤ `ttft-p95` and
+/// E2E ≤ `e2e-p95` (those declared). A request that generated no token has no TTFT: its
+/// (empty) answer reached the client at its E2E, which the TTFT threshold judges instead.
+fn good_requests(latency: &[(Option<f64>, Option<f64>)], slo: &Slo) -> usize {
+    let within = |v: Option<f64>, limit: Option<f64>| {
+        limit.is_none_or(|x| v.is_some_and(|v| v <= x * 1000.0))
+    };
+    latency
+        .iter()
+        .filter(|(t, e)| within(t.or(*e), slo.ttft_p95) && within(*e, slo.e2e_p95))
+        .count()
+}
+
 pub(crate) fn cost_per_query(
     cost: &Cost,
     energy_j: Option<f64>,
@@ -220,16 +236,13 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
         ..Default::default()
     };
     if let Some(s) = &data.stats {
-        // Goodput counts only requests within the per-request thresholds.
-        let good = data
-            .ttft_ms
-            .iter()
-            .zip(&data.e2e_ms)
-            .filter(|(t, e)| {
-                slo.ttft_p95.is_none_or(|x| **t <= x * 1000.0)
-                    && slo.e2e_p95.is_none_or(|x| **e <= x * 1000.0)
-            })
-            .count();
+        // Goodput counts only requests within the per-request thresholds, each judged on its
+        // own TTFT and E2E; all successful requests when none is declared.
+        let good = if slo.ttft_p95.is_none() && slo.e2e_p95.is_none() {
+            s.ok
+        } else {
+            good_requests(&data.ok_latency, slo)
+        };
         row.goodput_rps = (s.window_s > 0.0).then(|| good as f64 / s.window_s);
         row.cost_per_query = cost.and_then(|c| {
             cost_per_query(

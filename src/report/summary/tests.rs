@@ -45,6 +45,7 @@ fn row(task: &str, acc: f64, ttft_p95: f64, ok: bool) -> Row {
         metrics: BTreeMap::from([("quality".to_string(), acc)]),
         ttft_ms: vec![ttft_p95 / 2.0; 10],
         e2e_ms: vec![500.0; 10],
+        ok_latency: vec![(Some(ttft_p95 / 2.0), Some(500.0)); 10],
         ..Default::default()
     };
     derive(data, &slo(), None)
@@ -86,6 +87,38 @@ fn recommends_within_the_slo_only() {
     assert_eq!(why[0], "misses the SLO: TTFT p95 2500 ms > 2000 ms");
     assert_eq!(why[3], "failed: boom");
     assert_eq!(rows[1].goodput_rps, Some(1.0));
+}
+
+/// Goodput judges each request on its own TTFT and E2E: a request that generated no token
+/// (no TTFT) neither shifts the others' pairs nor escapes the TTFT threshold.
+#[test]
+fn goodput_judges_each_request_on_its_own_latencies() {
+    let slo = Slo {
+        ttft_p95: Some(1.0),
+        e2e_p95: Some(3.0),
+        ..Default::default()
+    };
+    let latency = [
+        (Some(100.0), Some(500.0)),   // good
+        (None, Some(50.0)),           // empty answer, at once: good
+        (Some(200.0), Some(3500.0)),  // too slow to end
+        (None, Some(1500.0)),         // empty answer after 1.5 s: over the TTFT threshold
+        (Some(1200.0), Some(1300.0)), // first token too late
+        (Some(300.0), Some(2900.0)),  // good
+    ];
+    assert_eq!(good_requests(&latency, &slo), 3);
+    // Before, the TTFTs without their empty answers were zipped with every E2E: the third
+    // TTFT (200 ms) met the fourth E2E (1500 ms), and so on.
+    let ttft_only = Slo {
+        e2e_p95: None,
+        ..slo.clone()
+    };
+    assert_eq!(good_requests(&latency, &ttft_only), 4);
+    let e2e_only = Slo {
+        ttft_p95: None,
+        ..slo
+    };
+    assert_eq!(good_requests(&latency, &e2e_only), 5);
 }
 
 #[test]
