@@ -51,7 +51,10 @@ fn param(r: &Row, key: &str) -> Option<f64> {
 /// Runs grouped by everything but one scenario parameter: one series per group.
 fn groups_by<'a>(rows: &'a [Row], kind: &str, axis: &str) -> BTreeMap<String, Vec<(f64, &'a Row)>> {
     let mut g: BTreeMap<String, Vec<(f64, &Row)>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.data.stats.is_some()) {
+    for r in rows
+        .iter()
+        .filter(|r| r.data.stats.is_some() && r.data.failure.is_none())
+    {
         let Some(c) = &r.data.columns else { continue };
         if c.scenario_kind != kind {
             continue;
@@ -398,6 +401,10 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
         notes.push("client CPU saturated".to_string());
     }
     let mut flags = Vec::new();
+    // A run failed over its error budget keeps its figures, beside its failure.
+    if let Some(f) = &d.failure {
+        flags.push(format!("FAILED: {}", crate::engine::failure_headline(f)));
+    }
     if let Some(why) = r.over_saturated() {
         flags.push(format!("over-saturated: {why}"));
     }
@@ -483,7 +490,7 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
 fn pareto(rows: &[Row]) -> Vec<ParetoChart> {
     let mut tasks: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
     for (r, m) in rows.iter().zip(answer::machine_labels(rows)) {
-        if let (Some(c), Some(_)) = (&r.data.columns, &r.data.stats) {
+        if let (Some(c), Some(_), None) = (&r.data.columns, &r.data.stats, &r.data.failure) {
             let key = m.map_or_else(|| c.task.clone(), |m| format!("{} on {m}", c.task));
             tasks.entry(key).or_default().push(r);
         }
@@ -732,12 +739,18 @@ mod tests {
                 ..Default::default()
             }
         };
+        // A fourth repeat failed over its error budget: its figures are shown beside its
+        // failure, and it is no repeat of the mean.
+        let mut failed = run("run m:q@e mmlu single #4", "v1147", 900.0);
+        failed.data.failure =
+            Some("3 of 10 requests failed (30.0%, over the 5.0% error budget)".into());
         let rows = vec![
             run("run m:q@e mmlu single #1", "v973", 28.0),
             run("run m:q@e mmlu single #2", "v1147", 45.0),
             run("run m:q@e mmlu single #3", "v1147", 50.0),
             run("run m:q@e cnn single #1", "v973", 30.0),
             run("run m:q@e cnn single #2", "v973", 31.0),
+            failed,
         ];
         let r = repeats(&rows);
         let count = |c: &str| {
@@ -750,6 +763,10 @@ mod tests {
         let html = page("s", &rows, &[], &Slo::default(), None, &[]);
         assert!(
             html.contains(r#"<span class="bad" title="its repeats ran on more than one machine"#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<span class="bad">⚠ FAILED: 3 of 10 requests failed (30.0%, over the 5.0% error budget)</span>"#),
             "{html}"
         );
     }

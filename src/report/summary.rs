@@ -711,7 +711,9 @@ pub(crate) fn across_repeats(
     metric: fn(&Row) -> Option<f64>,
 ) -> BTreeMap<String, (f64, f64, usize)> {
     let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for r in rows {
+    // A failed repeat (one that kept its figures) is no repeat of the mean: the answer
+    // excludes its configuration.
+    for r in rows.iter().filter(|r| r.data.failure.is_none()) {
         let base = r
             .data
             .label
