@@ -265,7 +265,8 @@ fn request_series(
     start
 }
 
-/// Inter-token latencies: gaps between content chunks of successful requests.
+/// Inter-token latencies: gaps between generated (content or reasoning) chunks of successful
+/// requests.
 fn itl(data: &mut RunData, req: &Columns, ok: &[Option<f64>], dir: &std::path::Path) {
     let ok_ids: std::collections::HashSet<i64> = col(req, "request_id")
         .iter()
@@ -285,7 +286,9 @@ fn itl(data: &mut RunData, req: &Columns, ok: &[Option<f64>], dir: &std::path::P
         let (Some(id), Some(t)) = (id.map(|x| x as i64), t) else {
             continue;
         };
-        if k.as_deref() != Some("content") || !ok_ids.contains(&id) {
+        // Generated chunks, the answer's and the reasoning's: ITL as stats.json and every
+        // table define it.
+        if !matches!(k.as_deref(), Some("content" | "reasoning")) || !ok_ids.contains(&id) {
             continue;
         }
         if let Some(prev) = last.insert(id, t) {
@@ -647,4 +650,47 @@ pub(crate) fn write_report_files(dir: &Path, files: &ReportFiles) -> std::io::Re
         let _ = std::fs::remove_file(&tc);
     }
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ChunkKind, ChunkRecord};
+
+    /// The HTML report's ITL histogram reads the gaps between generated chunks, the answer's
+    /// and the reasoning's, of successful requests: ITL as stats.json defines it.
+    #[test]
+    fn itl_gaps_span_reasoning_and_answer_chunks_of_successful_requests() {
+        let dir = tempfile::tempdir().unwrap();
+        let chunk = |request_id, index, ms: i64, kind| ChunkRecord {
+            request_id,
+            index,
+            t_ns: ms * 1_000_000,
+            kind,
+            chars: 4,
+            tokens: None,
+        };
+        let chunks = [
+            chunk(1, 0, 0, ChunkKind::Empty),
+            chunk(1, 1, 10, ChunkKind::Reasoning),
+            chunk(1, 2, 20, ChunkKind::Reasoning),
+            chunk(1, 3, 35, ChunkKind::Content),
+            chunk(1, 4, 40, ChunkKind::Content),
+            chunk(1, 5, 41, ChunkKind::Empty),
+            // A failed request's gaps are not the server's ITL.
+            chunk(2, 0, 0, ChunkKind::Content),
+            chunk(2, 1, 500, ChunkKind::Content),
+        ];
+        crate::trace::write_chunks(
+            &dir.path().join("chunks.parquet"),
+            "k",
+            &crate::record::Columns::default(),
+            &chunks,
+        )
+        .unwrap();
+        let req: Columns = [("request_id".to_string(), vec![Some(1.0), Some(2.0)])].into();
+        let mut data = RunData::default();
+        itl(&mut data, &req, &[Some(1.0), Some(0.0)], dir.path());
+        assert_eq!(data.itl_ms, [10.0, 15.0, 5.0]);
+    }
 }

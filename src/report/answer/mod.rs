@@ -372,7 +372,7 @@ fn tie_rule(o: Objective) -> &'static str {
     match o {
         Objective::Quality => "no detectable paired difference",
         Objective::TtftP95 | Objective::TpotP50 | Objective::E2eP95 => {
-            "95 % bootstrap intervals overlap"
+            "95 % intervals overlap: a bootstrap over requests for one run, Student t across repeats"
         }
         Objective::JPerCorrect | Objective::CostPerCorrect => {
             "the ratio's paired interval over the common items includes 1, or with repeats their intervals overlap"
