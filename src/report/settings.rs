@@ -71,19 +71,32 @@ fn with_ci(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
 
 /// The change of TPOT p50 from the first value's run, and whether it is beyond the noise:
 /// the two 95 % intervals apart (a conservative test: overlapping intervals can still hide a
-/// real difference, which `bench360 compare` tests directly).
+/// real difference, which `bench360 compare` tests directly). None against a failed first
+/// value, nor for a coarse stream (its TPOT times the delivery); measured on two machines, the
+/// change holds the machines' difference too, and says so.
 fn versus(first: &Row, r: &Row) -> String {
-    let p50 = |r: &Row| r.data.stats.as_ref().and_then(|s| s.tpot_ms.p50);
-    let (Some(a), Some(b)) = (p50(first), p50(r)) else {
+    if first.data.failure.is_some() {
+        return "– (the first value failed)".into();
+    }
+    if first.coarse_stream() || r.coarse_stream() {
+        return "– (coarse stream: its TPOT times the delivery)".into();
+    }
+    let (Some(a), Some(b)) = (first.decode_tpot_p50(), r.decode_tpot_p50()) else {
         return "–".into();
     };
     let change = format!("{:+.1} %", 100.0 * (b - a) / a);
-    match (first.tpot_p50_ci, r.tpot_p50_ci) {
+    let verdict = match (first.tpot_p50_ci, r.tpot_p50_ci) {
         (Some((alo, ahi)), Some((blo, bhi))) if bhi < alo || blo > ahi => {
             format!("{change}, beyond the noise")
         }
         (Some(_), Some(_)) => format!("{change}, inside the noise"),
         _ => format!("{change}, no interval"),
+    };
+    match (&first.data.provenance, &r.data.provenance) {
+        (Some(p), Some(q)) if !p.same_machine(q) => {
+            format!("{verdict}; on another machine, whose difference is in it too")
+        }
+        _ => verdict,
     }
 }
 
@@ -327,6 +340,44 @@ mod tests {
                 && md.contains("| FAILED: engine exited during startup |")
                 && !md.contains("FAILED: not run yet"),
             "{md}"
+        );
+    }
+
+    /// The change from the first value is claimed only where it means something: not
+    /// against a failed first value, not for a coarse stream's TPOT, and said to hold the
+    /// machines' difference when the two ran on different machines.
+    #[test]
+    fn the_change_from_the_first_value_says_what_it_rests_on() {
+        let one = |p: &str, tpot: f64, ci: (f64, f64)| {
+            row(&format!("e[parallel={p}]"), &[("parallel", p)], tpot, ci)
+        };
+        let (a, b) = (one("1", 10.0, (9.5, 10.5)), one("2", 12.0, (11.5, 12.5)));
+        assert_eq!(versus(&a, &b), "+20.0 %, beyond the noise");
+        let mut failed = a.clone();
+        failed.data.failure = Some("3 of 10 requests failed".into());
+        assert_eq!(versus(&failed, &b), "– (the first value failed)");
+        let mut coarse = b.clone();
+        coarse.data.stream = Some(crate::report::summary::StreamGrain {
+            tokens_per_event_p50: 16.0,
+            ..Default::default()
+        });
+        assert_eq!(
+            versus(&a, &coarse),
+            "– (coarse stream: its TPOT times the delivery)"
+        );
+        let on = |mut r: Row, kernel: &str| {
+            let mut p = crate::record::provenance::Provenance::default();
+            p.host.kernel = kernel.into();
+            r.data.provenance = Some(p);
+            r
+        };
+        assert_eq!(
+            versus(&on(a.clone(), "v973"), &on(b.clone(), "v1147")),
+            "+20.0 %, beyond the noise; on another machine, whose difference is in it too"
+        );
+        assert_eq!(
+            versus(&on(a, "v973"), &on(b, "v973")),
+            "+20.0 %, beyond the noise"
         );
     }
 
