@@ -353,9 +353,12 @@ pub(crate) enum Evidence {
 }
 
 pub(crate) fn evidence(p: &Paired, limit: f64) -> Evidence {
+    // Beyond, as a detectable difference: for pass/fail scores McNemar agrees at 5 % too (so
+    // the answer never calls worse what the pairs table calls no detectable difference).
+    let mcnemar_agrees = p.mcnemar.is_none_or(|m| m.p < 0.05);
     match p.ci {
         Some(_) if p.non_inferior(limit) => Evidence::Within,
-        Some((_, hi)) if hi < -limit => Evidence::Beyond,
+        Some((_, hi)) if hi < -limit && mcnemar_agrees => Evidence::Beyond,
         _ => Evidence::Inconclusive,
     }
 }

@@ -672,3 +672,33 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
     assert_eq!(all[0].partial.len(), 1);
     assert!(all[1].partial.is_empty());
 }
+
+/// "Worse than allowed" is a detectable difference: with `quality-drop 0`, 5 items only the
+/// reference got right give an interval below zero, but McNemar's p = 0.0625 — inconclusive,
+/// as the pairs table's "no detectable difference"; at 8 of 8 (p = 0.008), beyond.
+#[test]
+fn worse_than_allowed_needs_mcnemar_where_it_applies() {
+    let p = |only_a: u64| Paired {
+        items: 200,
+        a: 0.6,
+        b: 0.6 - only_a as f64 / 200.0,
+        delta: -(only_a as f64) / 200.0,
+        ci: Some((-(only_a as f64) / 100.0, -0.005)),
+        mcnemar: Some(paired::McNemar {
+            only_a,
+            only_b: 0,
+            p: paired::mcnemar_exact(only_a, 0),
+        }),
+        items_needed: None,
+    };
+    assert!(!p(5).detectable());
+    assert_eq!(evidence(&p(5), 0.0), Evidence::Inconclusive);
+    assert!(p(8).detectable());
+    assert_eq!(evidence(&p(8), 0.0), Evidence::Beyond);
+    // A graded metric has no McNemar test: the interval alone decides.
+    let graded = Paired {
+        mcnemar: None,
+        ..p(5)
+    };
+    assert_eq!(evidence(&graded, 0.0), Evidence::Beyond);
+}
