@@ -62,7 +62,7 @@ fn the_report_on_the_h200_data_gives_the_published_answer() {
         "{md}"
     );
     assert!(
-        md.contains("| 44.4% | 21.2% (21.2% / 0.0%) | 43.3% |"),
+        md.contains("| 44.4% [37.3, 51.2] | 21.2% (21.2% / 0.0%) | 43.3% |"),
         "unparsed split into cut / other, and the cut share"
     );
     let line = |label: &str| -> String {

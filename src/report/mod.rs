@@ -162,7 +162,7 @@ pub(crate) fn markdown(
         out.push_str(&format!("*Read from elsewhere:* {n}\n\n"));
     }
     out.push_str(&text::answer_markdown(answers));
-    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled.\n\n");
+    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled. Quality with its 95 % bootstrap interval over dataset items; requests sent together (batches) count once in a percentile's sample, and `ok` says how many batches there were.\n\n");
     out.push_str(&runs_section(rows));
     if text::any_thin(rows) {
         out.push_str(&format!("\n{}\n", text::thin_legend()));
@@ -214,7 +214,7 @@ fn runs_section(rows: &[Row]) -> String {
         .map(|r| match &r.data.stats {
             Some(s) => vec![
                 r.data.label.clone(),
-                format!("{}/{}", s.ok, s.requests),
+                ok_cell(s),
                 format!("{} ({})", s.failed, error_rate(s)),
                 triple(&s.ttft_ms),
                 triple(&s.tpot_ms),
@@ -222,7 +222,7 @@ fn runs_section(rows: &[Row]) -> String {
                 triple(&s.e2e_ms),
                 format!("{:.1}", s.output_tokens_per_s),
                 format!("{:.2}", s.requests_per_s),
-                pct(r.data.metrics.get("quality")),
+                quality_cell(r),
                 unparsed_split(r),
                 pct(r.data.truncation.and_then(|t| t.cut_share()).as_ref()),
                 match (&r.data.failure, s.client_behind, r.over_saturated()) {
@@ -269,7 +269,7 @@ fn runs_section(rows: &[Row]) -> String {
             "E2E ms",
             "out tok/s",
             "req/s",
-            "quality",
+            "quality [95 % CI]",
             "unparsed (cut / other)",
             "cut at max-tokens",
             "notes",
@@ -280,6 +280,31 @@ fn runs_section(rows: &[Row]) -> String {
         let _ = writeln!(out, "\n{line}.");
     }
     out
+}
+
+/// Successful of sent requests, and — when requests were sent together (batches, an offline
+/// burst) — the groups, the independent observations the percentiles rest on.
+fn ok_cell(s: &crate::record::stats::RunStats) -> String {
+    match s.ttft_ms.groups.or(s.e2e_ms.groups) {
+        Some(g) if g < s.ok => format!(
+            "{}/{} ({g} batch{})",
+            s.ok,
+            s.requests,
+            if g == 1 { "" } else { "es" }
+        ),
+        _ => format!("{}/{}", s.ok, s.requests),
+    }
+}
+
+/// The quality with its 95 % interval (over dataset items).
+fn quality_cell(r: &Row) -> String {
+    let q = pct(r.data.metrics.get("quality"));
+    match r.quality_ci {
+        Some((lo, hi)) if r.data.metrics.contains_key("quality") => {
+            format!("{q} [{:.1}, {:.1}]", lo * 100.0, hi * 100.0)
+        }
+        _ => q,
+    }
 }
 
 /// The unparsed share, split into answers cut by max-tokens and the others when known.
@@ -568,6 +593,28 @@ pub(crate) fn summary_json(rows: &[Vec<(&'static str, crate::trace::Cell)>]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// report.md's runs table says what a figure rests on: the batches a batch run's
+    /// percentiles count, and quality's interval over items.
+    #[test]
+    fn the_runs_table_says_batches_and_the_quality_interval() {
+        let mut s = crate::record::stats::RunStats {
+            requests: 48,
+            ok: 48,
+            ..Default::default()
+        };
+        assert_eq!(ok_cell(&s), "48/48");
+        s.ttft_ms.groups = Some(3);
+        assert_eq!(ok_cell(&s), "48/48 (3 batches)");
+        s.ttft_ms.groups = Some(1);
+        assert_eq!(ok_cell(&s), "48/48 (1 batch)");
+        let mut r = Row::default();
+        assert_eq!(quality_cell(&r), "–");
+        r.data.metrics.insert("quality".into(), 0.444);
+        assert_eq!(quality_cell(&r), "44.4%");
+        r.quality_ci = Some((0.373, 0.512));
+        assert_eq!(quality_cell(&r), "44.4% [37.3, 51.2]");
+    }
 
     /// report.md's Failures section: a run's failure with the engine's log lines as a block
     /// (a `~~~` in them cannot close it), its failed requests by cause, then the runs not run
