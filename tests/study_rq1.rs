@@ -81,7 +81,7 @@ fn the_report_on_the_rq1_data_keeps_to_the_memory_budget() {
     // one's quality, with the other quantizations tied; the smaller one's energy.
     let (terminal, _) = report(&cache, &["slo.gpu-memory=6"]);
     assert!(
-        terminal.contains("highest quality (mmlu): qwen2.5-coder-1.5b:fp8@vllm mmlu quality 0.421 (tied: qwen2.5-coder-1.5b:gguf@vllm-gguf mmlu quality, qwen2.5-coder-1.5b:q4_k_m@llama-cuda mmlu quality)"),
+        terminal.contains("highest quality (mmlu): qwen2.5-coder-1.5b:fp8@vllm mmlu quality 42.1% (tied: qwen2.5-coder-1.5b:gguf@vllm-gguf mmlu quality, qwen2.5-coder-1.5b:q4_k_m@llama-cuda mmlu quality)"),
         "{terminal}"
     );
     assert!(
@@ -114,7 +114,7 @@ fn the_rq1_repeats_keep_the_budget_over_every_start() {
         "{md}"
     );
     assert!(
-        terminal.contains("lowest J/token (synth on M2): qwen2.5-coder-1.5b:q4_k_m@llama-cuda synth single on M2 0.805"),
+        terminal.contains("lowest J/token (synth on M2): qwen2.5-coder-1.5b:q4_k_m@llama-cuda synth single on M2 0.805 J"),
         "{terminal}"
     );
     // Three failed starts of the bf16 1.5B, each with vLLM's own message.
@@ -171,7 +171,7 @@ fn the_rq1_repeats_keep_the_budget_over_every_start() {
     let (terminal, _) = report(&cache, &["slo.gpu-memory=6"]);
     for (m, j) in [("M1", "0.429"), ("M2", "0.455")] {
         assert!(
-            terminal.contains(&format!("lowest J/token (synth on {m}): qwen2.5-coder-0.5b:default@vllm synth single on {m} {j}")),
+            terminal.contains(&format!("lowest J/token (synth on {m}): qwen2.5-coder-0.5b:default@vllm synth single on {m} {j} J")),
             "{terminal}"
         );
     }

@@ -304,7 +304,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                 .map(|p| Pick {
                     objective: p.objective,
                     who: p.label.clone(),
-                    value: p.value.map_or("–".into(), sig3),
+                    value: p.shown(),
                     tied: if p.tied.is_empty() {
                         String::new()
                     } else {

@@ -244,7 +244,7 @@ pub(crate) fn answer_markdown(answers: &[TaskAnswer]) -> String {
                         p.label
                             .as_deref()
                             .unwrap_or("none meets the constraints or has this figure"),
-                        p.value.map_or("–".into(), sig3),
+                        p.shown(),
                         if p.tied.is_empty() {
                             "–".to_string()
                         } else {
@@ -356,7 +356,7 @@ pub(crate) fn answer_terminal(answers: &[TaskAnswer]) -> String {
                         p.objective,
                         a.heading(),
                         p.label.as_deref().unwrap_or(""),
-                        p.value.map_or("–".into(), sig3),
+                        p.shown(),
                         if p.tied.is_empty() {
                             String::new()
                         } else {

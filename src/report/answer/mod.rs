@@ -186,6 +186,10 @@ pub(crate) struct Pick {
     pub objective: &'static str,
     pub label: Option<String>,
     pub value: Option<f64>,
+    /// Whether the value is a share (quality), shown as a percentage.
+    pub share: bool,
+    /// The value's unit ("ms", "J", "req/s"…), empty for a share or a cost.
+    pub unit: &'static str,
     /// Configurations within noise of it, and how that was judged.
     pub tied: Vec<String>,
     pub tie_rule: &'static str,
@@ -238,6 +242,18 @@ pub(crate) struct Partial {
     pub recorded: usize,
     /// Its runs with none yet.
     pub not_run: usize,
+}
+
+impl Pick {
+    /// Its value with its unit: "22.2%", "44.1 ms", "0.805 J".
+    pub fn shown(&self) -> String {
+        match self.value {
+            None => "–".into(),
+            Some(v) if self.share => format!("{:.1}%", v * 100.0),
+            Some(v) if self.unit.is_empty() => sig3(v),
+            Some(v) => format!("{} {}", sig3(v), self.unit),
+        }
+    }
 }
 
 impl TaskAnswer {
@@ -629,6 +645,14 @@ fn pick(rows: &[Row], o: Objective, eligible: &[&Group]) -> Pick {
         objective: title(o),
         label: best.map(|b| b.0.label.clone()),
         value: best.map(|b| b.1),
+        share: o == Objective::Quality,
+        unit: match o {
+            Objective::Quality | Objective::CostPerCorrect => "",
+            Objective::JPerCorrect | Objective::JPerToken => "J",
+            Objective::TtftP95 | Objective::TpotP50 | Objective::E2eP95 => "ms",
+            Objective::Goodput => "req/s",
+            Objective::TokensPerS => "tok/s",
+        },
         tied: tied_with,
         tie_rule: tie_rule(o),
     }
