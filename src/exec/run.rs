@@ -122,13 +122,8 @@ impl Executor<'_> {
         run_stats.steady = load_of(&spec.config.instance).and_then(|load| {
             crate::record::steady::analyze(&outcome.requests, &outcome.chunks, load)
         });
-        let window = match (
-            outcome.requests.iter().map(|r| r.scheduled_ns).min(),
-            outcome.requests.iter().map(|r| r.end_ns).max(),
-        ) {
-            (Some(a), Some(b)) if b > a => (a, b),
-            _ => (idle_end, clock.ns(Instant::now())),
-        };
+        let window = stats::window(&outcome.requests)
+            .unwrap_or_else(|| (idle_end, clock.ns(Instant::now())));
         let model_bytes =
             plan::weights_path(self.sweep, self.plan.deployments[d].at).and_then(|p| bytes_of(&p));
         let mut tsum = telemetry::summarize(

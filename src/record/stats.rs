@@ -200,6 +200,21 @@ pub(crate) fn tokens_per_generated_chunk(
 /// Client lag (p99 of send − scheduled) above which a run is flagged as client-bound.
 pub(crate) const CLIENT_LAG_P99_MS: f64 = 50.0;
 
+/// A run's measured window (ns on its clock): from the first scheduled request to the last
+/// end of a successful one — a failed request that ends later (one that hung until its
+/// timeout) does not stretch the time its throughput and energy are divided by. With no
+/// successful request, to the last end of any. None when it has no length.
+pub(crate) fn window(requests: &[RequestRecord]) -> Option<(i64, i64)> {
+    let start = requests.iter().map(|r| r.scheduled_ns).min()?;
+    let end = requests
+        .iter()
+        .filter(|r| r.ok())
+        .map(|r| r.end_ns)
+        .max()
+        .or_else(|| requests.iter().map(|r| r.end_ns).max())?;
+    (end > start).then_some((start, end))
+}
+
 pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> RunStats {
     let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.ok()).collect();
     let mut failures = BTreeMap::new();
@@ -207,13 +222,7 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
         let cause: String = r.error.as_deref().unwrap_or("").chars().take(120).collect();
         *failures.entry(cause).or_insert(0) += 1;
     }
-    let window_ns = match (
-        requests.iter().map(|r| r.scheduled_ns).min(),
-        requests.iter().map(|r| r.end_ns).max(),
-    ) {
-        (Some(a), Some(b)) if b > a => b - a,
-        _ => 0,
-    };
+    let window_ns = window(requests).map_or(0, |(a, b)| b - a);
     let window_s = window_ns as f64 / 1e9;
     let ok_ids: std::collections::HashSet<u32> = ok.iter().map(|r| r.id).collect();
     let mut itl = Vec::new();

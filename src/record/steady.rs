@@ -5,8 +5,8 @@
 //!   flight): the steady part runs from the first time the target (at most the number of
 //!   requests) was in flight to the last send. Before it the loop was filling; after it, only
 //!   draining.
-//! - **Open loop** (server, rate, replay: arrivals on a schedule): from the first response to
-//!   the last send. Before the first response the engine had finished nothing.
+//! - **Open loop** (server, rate, replay: arrivals on a schedule): from the first successful
+//!   response to the last send. Before it the engine had finished nothing.
 //! - Throughput over it counts the output tokens streamed inside it (each content chunk's
 //!   tokens when the server reports them, else its request's completion tokens spread evenly
 //!   over its content chunks), divided by its length.
@@ -95,21 +95,16 @@ pub(crate) fn analyze(
                 format!("closed loop: from the first time {target} request(s) were in flight to the last send"),
             )
         }
+        // A request that failed at once (refused, 4xx) is no response of a running server.
         Load::Open => (
-            *ends.first()?,
-            "open loop: from the first response to the last send".to_string(),
+            requests.iter().filter(|r| r.ok()).map(|r| r.end_ns).min()?,
+            "open loop: from the first successful response to the last send".to_string(),
         ),
     };
     if last_send <= start {
         return None;
     }
-    let window = match (
-        requests.iter().map(|r| r.scheduled_ns).min(),
-        requests.iter().map(|r| r.end_ns).max(),
-    ) {
-        (Some(a), Some(b)) if b > a => (b - a) as f64,
-        _ => return None,
-    };
+    let window = super::stats::window(requests).map(|(a, b)| (b - a) as f64)?;
     let secs = (last_send - start) as f64 / 1e9;
     // Tokens per generated chunk (answer or reasoning) of each successful request (0 where
     // its usage is unknown).
@@ -301,5 +296,22 @@ mod tests {
         assert_eq!(s.start_ns, 50 * MS, "from the first response");
         let sat = s.saturation.unwrap();
         assert!(!sat.over_saturated, "{sat:?}");
+        // A first request refused at once is no response: the steady part starts at the first
+        // successful one, and a last request that hung until its timeout stretches no window.
+        let mut faulty = stable.clone();
+        faulty[0].end_ns = MS;
+        faulty[0].error = Some("connection refused".into());
+        faulty[99].end_ns = 120_000 * MS;
+        faulty[99].error = Some("timed out".into());
+        let s = analyze(&faulty, &[], Load::Open).unwrap();
+        assert_eq!(s.start_ns, 150 * MS, "from the first successful response");
+        let w = crate::record::stats::window(&faulty).unwrap();
+        assert_eq!(
+            w,
+            (0, 98 * 100 * MS + 50 * MS),
+            "to the last successful end"
+        );
+        let stats = crate::record::stats::run_stats(&faulty, &[]);
+        assert!((stats.window_s - 9.85).abs() < 1e-9, "{}", stats.window_s);
     }
 }

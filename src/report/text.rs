@@ -388,7 +388,7 @@ pub(crate) fn steady_markdown(rows: &[Row]) -> String {
         out.push_str("No run has a steady part (every request sent at once, or recorded before bench360 measured it).\n");
         return out;
     }
-    out.push_str("Throughput and energy over the steady part of each window (closed loop: from the first time the target was in flight to the last send; open loop: from the first response to the last send), beside the whole window's. Open loops are tested for over-saturation: TTFT or requests in flight rising through the steady part (least-squares slope positive at 95 % and a fitted rise above half the median).\n\n| run | rule | window excluded | tokens excluded | steady tok/s | whole tok/s | steady J/token | whole J/token | open loop |\n|---|---|---|---|---|---|---|---|---|\n");
+    out.push_str("Throughput and energy over the steady part of each window (closed loop: from the first time the target was in flight to the last send; open loop: from the first successful response to the last send), beside the whole window's. Open loops are tested for over-saturation: TTFT or requests in flight rising through the steady part (least-squares slope positive at 95 % and a fitted rise above half the median).\n\n| run | rule | window excluded | tokens excluded | steady tok/s | whole tok/s | steady J/token | whole J/token | open loop |\n|---|---|---|---|---|---|---|---|---|\n");
     for r in with {
         let st = r.steady().expect("filtered");
         let whole = r.data.stats.as_ref().map(|s| s.output_tokens_per_s);
