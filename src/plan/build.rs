@@ -221,6 +221,9 @@ fn coldstart_node(
                     "unreadable".into()
                 }
             };
+            // Absolute, so the key is the same from whichever folder bench360 runs (a
+            // relative path is the sweep folder's as the working folder reaches it).
+            let p = std::path::absolute(&p).unwrap_or(p);
             (Some(p.display().to_string()), Some(weights), None)
         }
         None => match &model.source {

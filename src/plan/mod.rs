@@ -214,6 +214,27 @@ matrix {
         assert_eq!(all.len(), a.graph.node_count(), "keys are unique");
     }
 
+    /// A model given by a relative path keys the same from whichever folder bench360 runs:
+    /// `apply sweeps/x.kdl` from the project and `apply x.kdl` from `sweeps/` (where `gc`
+    /// would otherwise delete the other folder's records).
+    #[test]
+    fn a_relative_model_path_keys_the_same_from_any_working_folder() {
+        let text = SWEEP.replace("/w/m1.gguf", "../w/m1.gguf");
+        let at = |base: &Path| {
+            let s = crate::sweep::parse("t.kdl", &text, base, &|_| None, &Default::default())
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            // The same files, whatever path reaches them.
+            let mut f = facts(&s);
+            for h in f.files.values_mut() {
+                *h = Ok("same-content".into());
+            }
+            build(&s, &f).unwrap()
+        };
+        let cwd = std::env::current_dir().unwrap();
+        let (relative, absolute) = (at(Path::new("sweeps")), at(&cwd.join("sweeps")));
+        assert_eq!(keys(&relative), keys(&absolute));
+    }
+
     #[test]
     fn a_scenario_parameter_changes_only_its_runs_scores_and_the_report() {
         let s = sweep(SWEEP);

@@ -565,14 +565,16 @@ pub(crate) fn run_scorer(
 }
 
 /// Files whose content a custom task's runs and scores depend on: the dataset, and the
-/// scorer's script when its command names a file.
+/// scorer's files its command names — a script given as an argument (`python3 score.py`), or
+/// the program itself when given as a path (`./score.sh`; a bare name is found on PATH).
 pub(crate) fn scorer_files(c: &CustomTask, base: &Path) -> Vec<PathBuf> {
     c.scorer
         .as_ref()
         .map(|cmd| {
             cmd.iter()
-                .skip(1)
-                .map(|a| base.join(a))
+                .enumerate()
+                .filter(|(i, a)| *i > 0 || a.contains('/'))
+                .map(|(_, a)| base.join(a))
                 .filter(|p| p.is_file())
                 .collect()
         })

@@ -749,4 +749,36 @@ pub(crate) mod tests {
         assert!(!s.contains(&2));
         assert_eq!(s, shot_indices(4, &all, 2, 3, 1, "x"), "seeded");
     }
+
+    /// A custom scorer's own files are keyed: a script given as an argument, or the program
+    /// when its command names it by a path; a bare program name (found on PATH) is not a file
+    /// of the sweep's, even when one of that name sits beside it.
+    #[test]
+    fn a_custom_scorer_given_by_a_path_is_keyed_by_its_content() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["score.sh", "score.py", "python3"] {
+            std::fs::write(dir.path().join(f), "#!/bin/sh\n").unwrap();
+        }
+        let files = |cmd: &[&str]| -> Vec<PathBuf> {
+            let c = crate::spec::CustomTask {
+                template: Spanned::new("{{ q }}".into(), (0..0).into()),
+                reference: Spanned::new("answer".into(), (0..0).into()),
+                id_field: None,
+                metrics: Vec::new(),
+                extract: None,
+                scorer: Some(cmd.iter().map(|s| s.to_string()).collect()),
+                scorer_timeout_s: 10.0,
+                database: None,
+                group_by: Vec::new(),
+                choices: Vec::new(),
+            };
+            custom::scorer_files(&c, dir.path())
+        };
+        assert_eq!(files(&["./score.sh"]), [dir.path().join("./score.sh")]);
+        assert_eq!(
+            files(&["python3", "score.py"]),
+            [dir.path().join("score.py")]
+        );
+        assert!(files(&["python3"]).is_empty());
+    }
 }
