@@ -49,6 +49,20 @@ pub(crate) fn server_schedule(
 /// Arrival schedule of the rate scenario: one stream at `rate` requests/s in total (linearly
 /// ramped from `ramp_from` when given), gaps gamma-distributed with shape `burstiness`
 /// (1 = Poisson), for `duration_s`; prompts in one seeded order.
+/// The time t at which a rate rising linearly from `r0` to `r1` over `d` seconds has brought
+/// `u` expected arrivals: Λ(t) = r0·t + (r1 − r0)·t²/(2d) = u, solved in its stable form;
+/// infinity when it never does.
+fn ramp_time(u: f64, r0: f64, r1: f64, d: f64) -> f64 {
+    let a = (r1 - r0) / d;
+    let disc = r0 * r0 + 2.0 * a * u;
+    let den = r0 + disc.max(0.0).sqrt();
+    if disc < 0.0 || den <= 0.0 {
+        f64::INFINITY
+    } else {
+        2.0 * u / den
+    }
+}
+
 pub(crate) fn rate_schedule(
     rate: f64,
     burstiness: f64,
@@ -61,15 +75,19 @@ pub(crate) fn rate_schedule(
     let mut order: Vec<usize> = (0..n_samples).collect();
     SplitMix64::derive(seed, "rate/order").shuffle(&mut order);
     let mut out = Vec::new();
-    let mut t = 0.0;
+    let (mut t, mut u) = (0.0, 0.0);
     loop {
-        let now_rate = match ramp_from {
-            Some(r0) => r0 + (rate - r0) * (t / duration_s).min(1.0),
-            None => rate,
+        match ramp_from {
+            // Gamma(k, 1/(k·λ)) has mean 1/λ and coefficient of variation 1/√k.
+            None => t += r.gamma(burstiness, 1.0 / (burstiness * rate)),
+            // A ramp by time rescaling: gaps of mean 1 in expected arrivals (u), mapped to the
+            // time by which the ramp's rate has brought that many. (Drawing each gap at the
+            // rate of its start left a ramp from 0 waiting ~1000 gaps of the full rate first.)
+            Some(r0) => {
+                u += r.gamma(burstiness, 1.0 / burstiness);
+                t = ramp_time(u, r0, rate, duration_s);
+            }
         }
-        .max(rate * 1e-3);
-        // Gamma(k, 1/(k·λ)) has mean 1/λ and coefficient of variation 1/√k.
-        t += r.gamma(burstiness, 1.0 / (burstiness * now_rate));
         if t >= duration_s {
             break;
         }

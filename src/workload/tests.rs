@@ -100,6 +100,25 @@ fn rate_schedule_has_the_asked_rate_burstiness_and_ramp() {
         rate_schedule(20.0, 1.0, 100.0, Some(0.0), 10, 9),
         "seeded"
     );
+    // From 0, the first arrival comes when the ramp has brought one: at √(2u/a), about 2.8 s
+    // on average here, whatever the seed — never an empty or half-empty run.
+    let firsts: Vec<f64> = (0..200)
+        .map(|seed| rate_schedule(20.0, 1.0, 100.0, Some(0.0), 10, seed))
+        .map(|p| {
+            assert!(p.len() > 800, "{}", p.len());
+            p[0].at.as_secs_f64()
+        })
+        .collect();
+    let mean = firsts.iter().sum::<f64>() / firsts.len() as f64;
+    assert!((2.3..3.3).contains(&mean), "{mean}");
+    // A ramp down, 20/s → 0: as many arrivals, three quarters in the first half.
+    let down = rate_schedule(0.0, 1.0, 100.0, Some(20.0), 10, 9);
+    assert!((down.len() as f64 - 1000.0).abs() < 100.0, "{}", down.len());
+    let early = down
+        .iter()
+        .filter(|x| x.at < Duration::from_secs(50))
+        .count() as f64;
+    assert!((early / down.len() as f64 - 0.75).abs() < 0.05);
 }
 
 /// A test double counting how many requests are in flight at once.
