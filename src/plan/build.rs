@@ -123,6 +123,10 @@ struct RunKey<'a> {
     /// Precision-based stopping; left out when unset, so older keys stay valid.
     #[serde(rename = "scenario.target-margin")]
     target_margin: Option<String>,
+    /// How a ramped rate's arrivals are drawn (since 2026-12-05: by time rescaling); left out
+    /// of flat schedules, whose keys stay valid.
+    #[serde(rename = "scenario.arrivals")]
+    arrivals: Option<&'static str>,
     /// `scenario.PARAM`: the scenario instance's parameters.
     #[serde(flatten)]
     scenario: BTreeMap<String, String>,
@@ -427,6 +431,14 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
         scenario_kind: cfg.instance.kind(),
         trace_content,
         target_margin: sweep.scenarios[cfg.scenario].stop.as_ref().map(json),
+        arrivals: matches!(
+            cfg.instance,
+            ScenarioInstance::Rate {
+                ramp_from: Some(_),
+                ..
+            }
+        )
+        .then_some("time-rescaled"),
         scenario: cfg
             .instance
             .params()

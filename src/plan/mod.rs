@@ -235,6 +235,36 @@ matrix {
         assert_eq!(keys(&relative), keys(&absolute));
     }
 
+    /// A ramped rate's runs say how their arrivals are drawn (a ramp changed how on
+    /// 2026-12-05: those runs run again); a flat rate's keys are as before.
+    #[test]
+    fn a_ramped_rate_keys_its_arrivals() {
+        let text = SWEEP
+            .replace(
+                r#"scenario "b" { kind "batch"; batch-size 2 4; batches 1; }"#,
+                r#"scenario "b" { kind "rate"; rate 4; duration 5; ramp-from 0; }
+scenario "f" { kind "rate"; rate 4; duration 5; }"#,
+            )
+            .replace(r#"scenario "one" "b""#, r#"scenario "b" "f""#)
+            .replace(
+                r#"    exclude model="m2" quantization="q8_0" scenario="b""#,
+                "",
+            );
+        let s = sweep(&text);
+        let plan = build(&s, &facts(&s)).unwrap();
+        let arrivals: Vec<(String, Option<String>)> = plan
+            .graph
+            .node_weights()
+            .filter(|n| n.kind == NodeKind::Run)
+            .map(|n| (n.label.clone(), n.inputs.get("scenario.arrivals").cloned()))
+            .collect();
+        assert!(!arrivals.is_empty());
+        for (label, a) in arrivals {
+            let ramped = label.contains(" b");
+            assert_eq!(a.is_some(), ramped, "{label}: {a:?}");
+        }
+    }
+
     #[test]
     fn a_scenario_parameter_changes_only_its_runs_scores_and_the_report() {
         let s = sweep(SWEEP);
