@@ -355,6 +355,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                         .chain(summary::truncation_note(r))
                         .chain(summary::prompt_length_note(r))
                         .chain(summary::stream_note(r))
+                        .chain(summary::usage_note(r))
                         .chain(summary::prefix_cache_note(r))
                         .chain(summary::scoring_note(r))
                         .chain(summary::reasoning_note(r))

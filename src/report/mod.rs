@@ -177,12 +177,13 @@ pub(crate) fn markdown(
         .chain(rows.iter().filter_map(summary::truncation_note))
         .chain(rows.iter().filter_map(summary::prompt_length_note))
         .chain(rows.iter().filter_map(summary::stream_note))
+        .chain(rows.iter().filter_map(summary::usage_note))
         .chain(rows.iter().filter_map(summary::prefix_cache_note))
         .chain(rows.iter().filter_map(summary::scoring_note))
         .collect();
     if !format_notes.is_empty() {
         out.push_str(
-            "\n## Format failures, truncation, prompt lengths, streaming and prefix caches\n\n",
+            "\n## Format failures, truncation, prompt lengths, streaming, token usage and prefix caches\n\n",
         );
         for n in format_notes {
             let _ = writeln!(out, "- {n}");
@@ -559,6 +560,9 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
         }
         if let Some(note) = summary::stream_note(r) {
             out.push_str(&format!("stream: {note}\n"));
+        }
+        if let Some(note) = summary::usage_note(r) {
+            out.push_str(&format!("usage: {note}\n"));
         }
         if let Some(note) = summary::prefix_cache_note(r) {
             out.push_str(&format!("prefix cache: {note}\n"));

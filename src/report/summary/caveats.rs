@@ -76,6 +76,18 @@ pub(crate) fn prompt_length_note(r: &Row) -> Option<String> {
     })
 }
 
+/// The warning of a run whose engine reported no token usage for some successful requests:
+/// their output tokens count as none in its tokens/s and J/token, and they have no TPOT.
+pub(crate) fn usage_note(r: &Row) -> Option<String> {
+    let s = r.data.stats.as_ref()?;
+    (s.usage_missing > 0).then(|| {
+        format!(
+            "{}: {} of {} successful requests came without the engine's token usage (usage.completion_tokens) — its output tokens/s and J/token count none of their tokens, and they have no TPOT.",
+            r.data.label, s.usage_missing, s.ok
+        )
+    })
+}
+
 /// How coarsely a run's engine streamed: over its successful requests of two tokens or more
 /// without reasoning, the median of completion tokens per stream event that carried them, and
 /// how many came whole in a single event.
@@ -315,5 +327,24 @@ mod tests {
         );
         // Its TPOT ranks nothing: no objective value, no point on the TPOT front.
         assert_eq!(r.decode_tpot_p50(), None);
+    }
+
+    #[test]
+    fn requests_without_token_usage_are_said() {
+        let mut r = Row::default();
+        r.data.label = "m:q@e mmlu single".into();
+        assert_eq!(usage_note(&r), None);
+        let mut stats = crate::record::stats::RunStats {
+            ok: 40,
+            ..Default::default()
+        };
+        r.data.stats = Some(stats.clone());
+        assert_eq!(usage_note(&r), None);
+        stats.usage_missing = 3;
+        r.data.stats = Some(stats);
+        assert_eq!(
+            usage_note(&r).unwrap(),
+            "m:q@e mmlu single: 3 of 40 successful requests came without the engine's token usage (usage.completion_tokens) — its output tokens/s and J/token count none of their tokens, and they have no TPOT."
+        );
     }
 }
