@@ -1,15 +1,16 @@
 //! Metric math over a run's request records. Pure.
 //!
 //! Definitions (docs/metrics.md says the same):
-//! - TTFT = first content token − send.
-//! - TPOT = (last content token − first content token) / (completion tokens − 1), with the
-//!   completion tokens from the server's `usage`; undefined for fewer than 2 tokens.
-//! - ITL = every gap between consecutive content chunks of a request.
+//! - TTFT = first generated chunk (content or reasoning) − send.
+//! - TPOT = (last generated chunk − first generated chunk) / (completion tokens − 1), with the
+//!   completion tokens from the server's `usage`; undefined for fewer than 2 tokens, and where
+//!   the whole output arrived at one instant.
+//! - ITL = every gap between consecutive generated (content or reasoning) chunks of a request.
 //! - ITL per token = each such gap / the tokens its later chunk carried: the server's
-//!   per-chunk count when it reports one, else the request's completion tokens / content
+//!   per-chunk count when it reports one, else the request's completion tokens / generated
 //!   chunks (engines that send several tokens per chunk, like LMDeploy under load, then do not
 //!   look slower per token than they are).
-//! - E2E = last content token (or end of stream when none) − scheduled time.
+//! - E2E = last generated token (or end of stream when none) − scheduled time.
 //! - queue (client lag) = send − scheduled.
 //! - Percentiles interpolate linearly between closest ranks (numpy's default).
 

@@ -1,4 +1,6 @@
-//! Arrival schedules: server (closed-loop users) and rate (Poisson or constant) (see the parent module).
+//! Arrival schedules: server (users, each on its own seeded schedule at a rate per minute: an
+//! open loop) and rate (gamma gaps, Poisson at burstiness 1; a linear ramp by time rescaling)
+//! (see the parent module).
 
 use super::*;
 
