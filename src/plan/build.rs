@@ -5,7 +5,7 @@
 //! `plan` diffs.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
@@ -227,7 +227,7 @@ fn coldstart_node(
             };
             // Absolute, so the key is the same from whichever folder bench360 runs (a
             // relative path is the sweep folder's as the working folder reaches it).
-            let p = std::path::absolute(&p).unwrap_or(p);
+            let p = lexical_absolute(&p);
             (Some(p.display().to_string()), Some(weights), None)
         }
         None => match &model.source {
@@ -641,6 +641,24 @@ pub(crate) fn build(sweep: &Sweep, facts: &Facts) -> Result<Plan, PlanError> {
         &deps,
     );
     b.seal(sweep.name.clone(), deployments, runs, report)
+}
+
+/// `p` made absolute against the working folder, its `.` and `..` folded away by name (not
+/// through the filesystem: a symlink stays as named), so that one file reached from two
+/// working folders keys the same.
+fn lexical_absolute(p: &Path) -> PathBuf {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

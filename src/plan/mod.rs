@@ -233,6 +233,8 @@ matrix {
         let cwd = std::env::current_dir().unwrap();
         let (relative, absolute) = (at(Path::new("sweeps")), at(&cwd.join("sweeps")));
         assert_eq!(keys(&relative), keys(&absolute));
+        // From a sibling folder: `apply ../proj/sweeps/x.kdl`.
+        assert_eq!(keys(&at(Path::new("x/../sweeps"))), keys(&absolute));
     }
 
     /// A ramped rate's runs say how their arrivals are drawn (a ramp changed how on

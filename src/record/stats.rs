@@ -143,7 +143,7 @@ pub(crate) struct RunStats {
     pub failed: usize,
     /// Failure causes (first 120 characters) and how often each occurred.
     pub failures: BTreeMap<String, usize>,
-    /// First scheduled time → last request end, seconds.
+    /// First scheduled time → last end of a successful request ([`window`]), seconds.
     pub window_s: f64,
     pub ttft_ms: Dist,
     pub tpot_ms: Dist,

@@ -40,7 +40,8 @@ pub(crate) struct Steady {
     pub end_ns: i64,
     /// The rule that chose it, in words.
     pub rule: String,
-    /// Of the whole window (first scheduled → last end), the share outside the steady part.
+    /// Of the whole window (first scheduled → last successful end), the share outside the
+    /// steady part.
     pub excluded_share: f64,
     /// Output tokens streamed inside it, and the share of all output tokens that were not.
     pub output_tokens: f64,
@@ -82,7 +83,10 @@ pub(crate) fn analyze(
         .map(|r| r.end_ns)
         .collect();
     ends.sort_unstable();
-    let last_send = *sends.last()?;
+    // The steady part ends at the last send, inside the run's window (which ends at the last
+    // successful response: requests sent last that all failed are no steady load).
+    let (_, window_end) = super::stats::window(requests)?;
+    let last_send = (*sends.last()?).min(window_end);
     let inflight_at = |t: i64| -> usize {
         sends.partition_point(|&s| s <= t) - ends.partition_point(|&e| e <= t)
     };
@@ -305,6 +309,8 @@ mod tests {
         faulty[99].error = Some("timed out".into());
         let s = analyze(&faulty, &[], Load::Open).unwrap();
         assert_eq!(s.start_ns, 150 * MS, "from the first successful response");
+        // The hung last request's send is past the window's end: the steady part stops there.
+        assert_eq!(s.end_ns, 98 * 100 * MS + 50 * MS);
         let w = crate::record::stats::window(&faulty).unwrap();
         assert_eq!(
             w,

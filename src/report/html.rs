@@ -462,7 +462,7 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
         let mut seen: Vec<&crate::record::provenance::Provenance> = Vec::new();
         for r in rows
             .iter()
-            .filter(|r| answer::base_label(&r.data.label) == k)
+            .filter(|r| answer::base_label(&r.data.label) == k && r.data.failure.is_none())
         {
             if let Some(p) = &r.data.provenance {
                 if !seen.iter().any(|q| q.same_machine(p)) {

@@ -359,7 +359,7 @@ fn energy_section(rows: &[Row]) -> String {
         out.push_str("No telemetry recorded.\n");
         return out;
     }
-    out.push_str("Energy over the measurement window (first scheduled request → last response), from the device's energy counter where it has one, else the integral of power samples; idle power measured just before the window with the engine loaded. `–` means not measured, never zero.\n\n");
+    out.push_str("Energy over the measurement window (first scheduled request → last successful response), from the device's energy counter where it has one, else the integral of power samples; idle power measured just before the window with the engine loaded. `–` means not measured, never zero.\n\n");
     let body: Vec<Vec<String>> = with
         .iter()
         .map(|(r, t)| {

@@ -172,8 +172,6 @@ pub(crate) fn seed_of(key: &str) -> u64 {
     )
 }
 
-/// Cost per successful query: energy × price per kWh + hardware price per hour × window,
-/// divided by the successful requests.
 /// The successful requests within the SLO's per-request thresholds: TTFT ≤ `ttft-p95` and
 /// E2E ≤ `e2e-p95` (those declared). A request that generated no token has no TTFT: its
 /// (empty) answer reached the client at its E2E, which the TTFT threshold judges instead.
@@ -187,6 +185,8 @@ fn good_requests(latency: &[(Option<f64>, Option<f64>)], slo: &Slo) -> usize {
         .count()
 }
 
+/// Cost per successful query: energy × price per kWh + hardware price per hour × window,
+/// divided by the successful requests.
 pub(crate) fn cost_per_query(
     cost: &Cost,
     energy_j: Option<f64>,
@@ -239,11 +239,14 @@ pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
         // Goodput counts only requests within the per-request thresholds, each judged on its
         // own TTFT and E2E; all successful requests when none is declared.
         let good = if slo.ttft_p95.is_none() && slo.e2e_p95.is_none() {
-            s.ok
+            Some(s.ok)
         } else {
-            good_requests(&data.ok_latency, slo)
+            // Unknown, not 0, when the requests' latencies could not be read.
+            (data.ok_latency.len() == s.ok).then(|| good_requests(&data.ok_latency, slo))
         };
-        row.goodput_rps = (s.window_s > 0.0).then(|| good as f64 / s.window_s);
+        row.goodput_rps = good
+            .filter(|_| s.window_s > 0.0)
+            .map(|g| g as f64 / s.window_s);
         row.cost_per_query = cost.and_then(|c| {
             cost_per_query(
                 c,

@@ -86,16 +86,15 @@ pub(crate) fn judge_probe(
     } else {
         (reqs.len() - ok.len()) as f64 / reqs.len() as f64
     };
-    let window_s = {
-        let start = reqs.iter().map(|r| r.scheduled_ns).min().unwrap_or(0);
-        let end = reqs.iter().map(|r| r.end_ns).max().unwrap_or(0);
-        (end - start) as f64 / 1e9
-    };
+    // As a run's: to the last successful end, and a request with no token judged on its E2E
+    // for the TTFT threshold.
+    let window_s = stats::window(reqs).map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
     let good = ok
         .iter()
         .filter(|r| {
-            ttft_p95_s.is_none_or(|x| stats::ttft_ms(r).is_some_and(|t| t <= x * 1000.0))
-                && e2e_p95_s.is_none_or(|x| stats::e2e_ms(r) <= x * 1000.0)
+            let e2e = stats::e2e_ms(r);
+            ttft_p95_s.is_none_or(|x| stats::ttft_ms(r).unwrap_or(e2e) <= x * 1000.0)
+                && e2e_p95_s.is_none_or(|x| e2e <= x * 1000.0)
         })
         .count();
     let mut missed = Vec::new();

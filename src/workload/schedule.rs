@@ -48,9 +48,6 @@ pub(crate) fn server_schedule(
     out
 }
 
-/// Arrival schedule of the rate scenario: one stream at `rate` requests/s in total (linearly
-/// ramped from `ramp_from` when given), gaps gamma-distributed with shape `burstiness`
-/// (1 = Poisson), for `duration_s`; prompts in one seeded order.
 /// The time t at which a rate rising linearly from `r0` to `r1` over `d` seconds has brought
 /// `u` expected arrivals: Λ(t) = r0·t + (r1 − r0)·t²/(2d) = u, solved in its stable form;
 /// infinity when it never does.
@@ -65,6 +62,9 @@ fn ramp_time(u: f64, r0: f64, r1: f64, d: f64) -> f64 {
     }
 }
 
+/// Arrival schedule of the rate scenario: one stream at `rate` requests/s in total (linearly
+/// ramped from `ramp_from` when given), gaps gamma-distributed with shape `burstiness`
+/// (1 = Poisson), for `duration_s`; prompts in one seeded order.
 pub(crate) fn rate_schedule(
     rate: f64,
     burstiness: f64,

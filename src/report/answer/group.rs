@@ -2,9 +2,9 @@
 //! runs recorded more than one machine, by machine), with their pooled item scores. A
 //! configuration with a record stands on the repeats that have one; its repeats with no record
 //! yet (a partial sweep, or repeats run over several sessions) are counted beside it instead
-//! of excluding it. A failed repeat belongs to its machine's configuration, or, when its
-//! machine is not known, to the configuration on every machine: one failed repeat excludes a
-//! configuration wherever it was measured. Pure.
+//! of excluding it. A failed repeat belongs to its machine's configuration, or, when it
+//! recorded no machine, to the configuration on every machine: one failed repeat excludes a
+//! configuration wherever it may have run. Pure.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -79,7 +79,13 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
             later.push(key);
             continue;
         }
-        if !finished(r) && machine[i].is_none() && placed.contains(&key) {
+        // (One that recorded a machine where nothing finished stays a configuration of its
+        // own: its failure is that machine's, not the others'.)
+        if !finished(r)
+            && machine[i].is_none()
+            && r.data.provenance.is_none()
+            && placed.contains(&key)
+        {
             unplaced.push((i, key));
             continue;
         }

@@ -340,6 +340,18 @@ fn exclusion(rows: &[Row], slo: &Slo, g: &Group, vs: Option<&Paired>) -> Option<
                     describe(p)
                 )),
                 Evidence::Inconclusive if slo.quality_not_worse => None,
+                // The interval is past the limit, but McNemar's test does not find the
+                // difference on the items only one side got right.
+                Evidence::Inconclusive
+                    if p.ci.is_some_and(|(_, hi)| hi < -drop) && p.mcnemar.is_some() =>
+                {
+                    Some(format!(
+                        "{INCONCLUSIVE}: its interval is more than {} below the reference ({}), but McNemar's exact test does not find the difference (p = {})",
+                        fmt_delta(drop),
+                        describe(p),
+                        p.mcnemar.map_or("–".into(), |m| fmt_p(m.p))
+                    ))
+                }
                 Evidence::Inconclusive => Some(format!(
                     "{INCONCLUSIVE}: these items cannot show its quality within {} of the reference ({}){}",
                     fmt_delta(drop),
@@ -719,9 +731,23 @@ pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
     for (r, m) in rows.iter_mut().zip(labels) {
         r.machine = m;
     }
+    // A failed repeat with no machine belongs to its configuration on every machine: no one
+    // machine's comparison is its own.
+    let mut shared = vec![0usize; rows.len()];
+    for i in answers
+        .iter()
+        .flat_map(|a| a.verdicts.iter().flat_map(|v| v.rows.iter()))
+    {
+        shared[*i] += 1;
+    }
     for a in answers {
         for v in &a.verdicts {
             for &i in &v.rows {
+                if shared[i] > 1 {
+                    // (Its configurations are all excluded by it, for its failure.)
+                    rows[i].answer = Some(format!("excluded: {}", v.why));
+                    continue;
+                }
                 rows[i].vs_reference = v.vs_reference.clone();
                 rows[i].quality_reference = a.reference.clone();
                 rows[i].answer = Some(match v.standing {

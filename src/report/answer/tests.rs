@@ -658,6 +658,26 @@ fn a_configuration_stands_on_its_recorded_repeats_while_others_are_not_run_yet()
         summary[4].answer.as_deref(),
         Some("excluded: failed: engine failed to start: out of memory")
     );
+    // It is no one machine's: no machine's comparison is its own.
+    assert!(summary[4].vs_reference.is_none() && summary[4].quality_reference.is_none());
+    // One that recorded a machine where nothing finished (a smaller GPU, say) is that
+    // machine's failure: a configuration of its own, excluding neither M1's nor M2's.
+    rows[4] = on_kernel(failed.clone(), "v2000");
+    let all = answers(&rows, &s);
+    assert_eq!(
+        labels(&all),
+        [
+            vec![
+                (m1.clone(), Standing::Qualifies),
+                small.clone(),
+                ("big q8".to_string(), Standing::Excluded)
+            ],
+            vec![
+                (m2.clone(), Standing::Qualifies),
+                ("big q8".to_string(), Standing::Excluded)
+            ]
+        ]
+    );
     // One that kept its trace (failed over its error budget) recorded its machine: it
     // excludes the configuration there only.
     rows[4] = on_kernel(failed, "v1147");
