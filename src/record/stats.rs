@@ -201,6 +201,22 @@ pub(crate) fn tokens_per_generated_chunk(
 /// Client lag (p99 of send − scheduled) above which a run is flagged as client-bound.
 pub(crate) const CLIENT_LAG_P99_MS: f64 = 50.0;
 
+/// Whether one successful request is within per-request thresholds (seconds; those given):
+/// TTFT ≤ `ttft_s` and E2E ≤ `e2e_s`, latencies in ms. A request that generated no token has
+/// no TTFT: its (empty) answer reached the client at its E2E, which the TTFT threshold judges
+/// instead. Goodput counts these, a run's and a saturation probe's alike.
+pub(crate) fn within_thresholds(
+    ttft_ms: Option<f64>,
+    e2e_ms: Option<f64>,
+    ttft_s: Option<f64>,
+    e2e_s: Option<f64>,
+) -> bool {
+    let within = |v: Option<f64>, limit: Option<f64>| {
+        limit.is_none_or(|x| v.is_some_and(|v| v <= x * 1000.0))
+    };
+    within(ttft_ms.or(e2e_ms), ttft_s) && within(e2e_ms, e2e_s)
+}
+
 /// A run's measured window (ns on its clock): from the first scheduled request to the last
 /// end of a successful one — a failed request that ends later (one that hung until its
 /// timeout) does not stretch the time its throughput and energy are divided by. With no

@@ -85,7 +85,7 @@ pub(crate) fn analyze(
     ends.sort_unstable();
     // The steady part ends at the last send, inside the run's window (which ends at the last
     // successful response: requests sent last that all failed are no steady load).
-    let (_, window_end) = super::stats::window(requests)?;
+    let (window_start, window_end) = super::stats::window(requests)?;
     let last_send = (*sends.last()?).min(window_end);
     let inflight_at = |t: i64| -> usize {
         sends.partition_point(|&s| s <= t) - ends.partition_point(|&e| e <= t)
@@ -108,7 +108,7 @@ pub(crate) fn analyze(
     if last_send <= start {
         return None;
     }
-    let window = super::stats::window(requests).map(|(a, b)| (b - a) as f64)?;
+    let window = (window_end - window_start) as f64;
     let secs = (last_send - start) as f64 / 1e9;
     // Tokens per generated chunk (answer or reasoning) of each successful request (0 where
     // its usage is unknown).

@@ -105,6 +105,14 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
         ),
         ..Default::default()
     };
+    // Where it ran, as its run.json says — a failed run's too (over its error budget, or with
+    // damaged files), whose repeat then counts against the configuration on that machine only.
+    // Runs recorded before provenance was kept have none (shown as not recorded).
+    let run_json = rec
+        .as_ref()
+        .and_then(|_| read_json::<serde_json::Value>(dir.join("run.json")));
+    let field = |name: &str| run_json.as_ref().and_then(|v| v.get(name)).cloned();
+    data.provenance = field("provenance").and_then(|v| serde_json::from_value(v).ok());
     if !finished {
         // A run failed over its error budget kept its trace: show its numbers beside the
         // failure.
@@ -115,22 +123,11 @@ fn run_data(store: &Store, plan: &Plan, spec: &crate::plan::RunSpec, read: &[Rea
         }) {
             data.stats = read_json(dir.join("stats.json"));
         }
-        // Where it ran, when its run.json says (a run failed over its error budget, or one
-        // whose other files were damaged): the failed repeat counts against the configuration
-        // on that machine only.
-        if rec.is_some() {
-            data.provenance = read_json::<serde_json::Value>(dir.join("run.json"))
-                .and_then(|v| serde_json::from_value(v.get("provenance")?.clone()).ok());
-        }
         return data;
     }
     data.stats = read_json(dir.join("stats.json"));
     data.telemetry = read_json(dir.join("telemetry.json"));
-    let run_json = read_json::<serde_json::Value>(dir.join("run.json"));
-    let field = |name: &str| run_json.as_ref().and_then(|v| v.get(name)).cloned();
     data.stopped = field("stopped_at_margin").and_then(|v| serde_json::from_value(v).ok());
-    // Runs recorded before provenance was kept have none (shown as not recorded).
-    data.provenance = field("provenance").and_then(|v| serde_json::from_value(v).ok());
     data.engine_start = field("engine_start").and_then(|v| serde_json::from_value(v).ok());
     let score_rec = store.record(&score_key);
     data.metrics = score_rec

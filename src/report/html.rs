@@ -51,10 +51,7 @@ fn param(r: &Row, key: &str) -> Option<f64> {
 /// Runs grouped by everything but one scenario parameter: one series per group.
 fn groups_by<'a>(rows: &'a [Row], kind: &str, axis: &str) -> BTreeMap<String, Vec<(f64, &'a Row)>> {
     let mut g: BTreeMap<String, Vec<(f64, &Row)>> = BTreeMap::new();
-    for r in rows
-        .iter()
-        .filter(|r| r.data.stats.is_some() && r.data.failure.is_none())
-    {
+    for r in rows.iter().filter(|r| r.finished()) {
         let Some(c) = &r.data.columns else { continue };
         if c.scenario_kind != kind {
             continue;
@@ -462,7 +459,7 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
         let mut seen: Vec<&crate::record::provenance::Provenance> = Vec::new();
         for r in rows
             .iter()
-            .filter(|r| answer::base_label(&r.data.label) == k && r.data.failure.is_none())
+            .filter(|r| answer::base_label(&r.data.label) == k && r.finished())
         {
             if let Some(p) = &r.data.provenance {
                 if !seen.iter().any(|q| q.same_machine(p)) {
@@ -491,7 +488,7 @@ fn repeats(rows: &[Row]) -> Vec<RepeatRow> {
 fn pareto(rows: &[Row]) -> Vec<ParetoChart> {
     let mut tasks: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
     for (r, m) in rows.iter().zip(answer::machine_labels(rows)) {
-        if let (Some(c), Some(_), None) = (&r.data.columns, &r.data.stats, &r.data.failure) {
+        if let (Some(c), true) = (&r.data.columns, r.finished()) {
             let key = m.map_or_else(|| c.task.clone(), |m| format!("{} on {m}", c.task));
             tasks.entry(key).or_default().push(r);
         }

@@ -136,6 +136,12 @@ pub(crate) struct Row {
 pub(crate) const CORRECT_AT: f64 = 0.5;
 
 impl Row {
+    /// Finished: not failed, with its request statistics. A failed run that kept its figures
+    /// (over its error budget, its scoring failed) is shown, never counted among these.
+    pub fn finished(&self) -> bool {
+        self.data.failure.is_none() && self.data.stats.is_some()
+    }
+
     /// The run's steady-state analysis, when recorded.
     pub fn steady(&self) -> Option<&crate::record::steady::Steady> {
         self.data.stats.as_ref()?.steady.as_ref()
@@ -172,16 +178,12 @@ pub(crate) fn seed_of(key: &str) -> u64 {
     )
 }
 
-/// The successful requests within the SLO's per-request thresholds: TTFT ≤ `ttft-p95` and
-/// E2E ≤ `e2e-p95` (those declared). A request that generated no token has no TTFT: its
-/// (empty) answer reached the client at its E2E, which the TTFT threshold judges instead.
+/// The successful requests within the SLO's per-request thresholds
+/// ([`stats::within_thresholds`]).
 fn good_requests(latency: &[(Option<f64>, Option<f64>)], slo: &Slo) -> usize {
-    let within = |v: Option<f64>, limit: Option<f64>| {
-        limit.is_none_or(|x| v.is_some_and(|v| v <= x * 1000.0))
-    };
     latency
         .iter()
-        .filter(|(t, e)| within(t.or(*e), slo.ttft_p95) && within(*e, slo.e2e_p95))
+        .filter(|(t, e)| stats::within_thresholds(*t, *e, slo.ttft_p95, slo.e2e_p95))
         .count()
 }
 
@@ -716,7 +718,7 @@ pub(crate) fn across_repeats(
     let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     // A failed repeat (one that kept its figures) is no repeat of the mean: the answer
     // excludes its configuration.
-    for r in rows.iter().filter(|r| r.data.failure.is_none()) {
+    for r in rows.iter().filter(|r| r.finished()) {
         let base = r
             .data
             .label

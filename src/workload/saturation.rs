@@ -86,15 +86,17 @@ pub(crate) fn judge_probe(
     } else {
         (reqs.len() - ok.len()) as f64 / reqs.len() as f64
     };
-    // As a run's: to the last successful end, and a request with no token judged on its E2E
-    // for the TTFT threshold.
+    // As a run's window and goodput.
     let window_s = stats::window(reqs).map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
     let good = ok
         .iter()
         .filter(|r| {
-            let e2e = stats::e2e_ms(r);
-            ttft_p95_s.is_none_or(|x| stats::ttft_ms(r).unwrap_or(e2e) <= x * 1000.0)
-                && e2e_p95_s.is_none_or(|x| e2e <= x * 1000.0)
+            stats::within_thresholds(
+                stats::ttft_ms(r),
+                Some(stats::e2e_ms(r)),
+                ttft_p95_s,
+                e2e_p95_s,
+            )
         })
         .count();
     let mut missed = Vec::new();

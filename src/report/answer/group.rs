@@ -42,11 +42,6 @@ pub(crate) struct Group {
     pub hits: Option<BTreeMap<String, f64>>,
 }
 
-/// Finished rows: not failed, with their request statistics.
-pub(super) fn finished(r: &Row) -> bool {
-    r.data.failure.is_none() && r.data.stats.is_some()
-}
-
 /// The configurations of the rows, in the rows' order.
 pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
     let (machine, ms) = machines::machine_ids(rows);
@@ -63,7 +58,7 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
     let placed: HashSet<(String, String)> = rows
         .iter()
         .zip(&machine)
-        .filter(|(r, m)| m.is_some() || finished(r))
+        .filter(|(r, m)| m.is_some() || r.finished())
         .filter_map(|(r, _)| Some((base_label(&r.data.label).to_string(), task_of(r)?)))
         .collect();
     let mut later: Vec<(String, String)> = Vec::new();
@@ -81,7 +76,7 @@ pub(crate) fn groups(rows: &[Row]) -> Vec<Group> {
         }
         // (One that recorded a machine where nothing finished stays a configuration of its
         // own: its failure is that machine's, not the others'.)
-        if !finished(r)
+        if !r.finished()
             && machine[i].is_none()
             && r.data.provenance.is_none()
             && placed.contains(&key)
@@ -137,7 +132,7 @@ pub(super) fn pooled_items(
     hits: bool,
 ) -> Option<BTreeMap<String, f64>> {
     let (mut scores, mut items) = (Vec::new(), Vec::new());
-    for &i in idx.iter().filter(|&&i| finished(&rows[i])) {
+    for &i in idx.iter().filter(|&&i| rows[i].finished()) {
         let d = &rows[i].data;
         if d.score_samples.len() != d.scores.len() {
             return None;

@@ -24,7 +24,7 @@ pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>
     let mut met: Vec<Option<usize>> = rows
         .iter()
         .map(|r| {
-            let p = r.data.provenance.as_ref().filter(|_| finished(r))?;
+            let p = r.data.provenance.as_ref().filter(|_| r.finished())?;
             let at = r.data.ran.map_or(f64::INFINITY, |(start, _)| start);
             Some(match ms.iter().position(|(q, _)| q.same_machine(p)) {
                 Some(m) => {
@@ -38,7 +38,7 @@ pub(super) fn machine_ids(rows: &[Row]) -> (Vec<Option<usize>>, Vec<&Provenance>
             })
         })
         .collect();
-    for (m, r) in met.iter_mut().zip(rows).filter(|(_, r)| !finished(r)) {
+    for (m, r) in met.iter_mut().zip(rows).filter(|(_, r)| !r.finished()) {
         *m = r
             .data
             .provenance
@@ -97,7 +97,7 @@ pub(super) fn per_machine<'g>(
         }
         g.rows
             .iter()
-            .any(|&i| finished(&rows[i]))
+            .any(|&i| rows[i].finished())
             .then_some(Place::Unrecorded)
     };
     let mut places: Vec<Place> = gs.iter().filter_map(|g| place(g)).collect();

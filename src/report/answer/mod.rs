@@ -95,7 +95,7 @@ fn value(rows: &[Row], g: &Group, o: Objective) -> Option<Figure> {
         .rows
         .iter()
         .map(|&i| &rows[i])
-        .filter(|r| finished(r))
+        .filter(|r| r.finished())
         .collect();
     match done.as_slice() {
         [] => None,
@@ -311,7 +311,7 @@ pub(crate) fn answers(rows: &[Row], slo: &Slo) -> Vec<TaskAnswer> {
 /// Why a configuration cannot be recommended, before the objective is looked at.
 fn exclusion(rows: &[Row], slo: &Slo, g: &Group, vs: Option<&Paired>) -> Option<String> {
     let rs: Vec<&Row> = g.rows.iter().map(|&i| &rows[i]).collect();
-    if let Some(r) = rs.iter().find(|r| !finished(r)) {
+    if let Some(r) = rs.iter().find(|r| !r.finished()) {
         let cause = r.data.failure.as_deref().unwrap_or("no results");
         let headline = crate::engine::failure_headline(cause);
         // Not run yet (or changed since it ran) is no failure.
@@ -447,7 +447,7 @@ fn task_answer(rows: &[Row], slo: &Slo, task: &str, gs: &[&Group], all: &[&Group
         machine: None,
         partial: gs
             .iter()
-            .filter(|g| g.not_run > 0 && g.rows.iter().all(|&i| finished(&rows[i])))
+            .filter(|g| g.not_run > 0 && g.rows.iter().all(|&i| rows[i].finished()))
             .map(|g| Partial {
                 label: g.label.clone(),
                 recorded: g.rows.len(),
@@ -772,8 +772,8 @@ pub(crate) fn annotate(rows: &mut [Row], answers: &[TaskAnswer]) {
 mod group;
 mod machines;
 mod reference;
+use group::pooled_items;
 pub(crate) use group::{base_label, groups, Group};
-use group::{finished, pooled_items};
 pub(crate) use machines::machine_labels;
 use reference::reference;
 mod noise;

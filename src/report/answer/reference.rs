@@ -27,12 +27,12 @@ pub(super) fn reference(
             // is no reference: the pooled match below reads the finished ones of its name.
             let exact = gs
                 .iter()
-                .find(|g| &g.label == b && g.rows.iter().any(|&i| finished(&rows[i])))
+                .find(|g| &g.label == b && g.rows.iter().any(|&i| rows[i].finished()))
                 .map(|g| (*g).clone());
             let of = gs
                 .iter()
                 .filter(|g| &g.deployment == b || &g.base == b)
-                .flat_map(|g| g.rows.iter().copied().filter(|&i| finished(&rows[i])))
+                .flat_map(|g| g.rows.iter().copied().filter(|&i| rows[i].finished()))
                 .collect();
             (exact, of)
         };
