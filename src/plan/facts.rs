@@ -211,8 +211,23 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
             continue;
         }
         let artifact = match &e.launch {
-            Launch::Process { binary } => resolve_binary(binary)
-                .and_then(|p| store.content_hash(&p).map(|h| format!("binary:{h}"))),
+            Launch::Process { binary } => resolve_binary(binary).and_then(|p| {
+                let h = store.content_hash(&p)?;
+                // A Python engine's version is keyed beside its interpreter (`python`).
+                let python = e
+                    .catalog
+                    .python_distribution
+                    .zip(super::python::interpreter(&p));
+                match python {
+                    None => Ok(format!("binary:{h}")),
+                    Some((dist, py)) => match super::python::installed(&py, dist, &e.env)? {
+                        super::python::Installed::Version(v) => {
+                            Ok(format!("binary:{h} {dist}=={v}"))
+                        }
+                        super::python::Installed::Absent => Ok(format!("binary:{h}")),
+                    },
+                }
+            }),
             Launch::Endpoint { url, .. } => Ok(format!("endpoint:{url}")),
             Launch::Docker { image, tag, .. } => {
                 docker_artifact(&crate::engine::docker::reference(image, tag))
@@ -249,5 +264,57 @@ mod tests {
             .unwrap_err()
             .0
             .contains("cannot read"));
+    }
+
+    /// A Python engine's installed version enters its artifact (so its pull key); a change of
+    /// it alone — the interpreter's hash the same — changes the artifact.
+    #[test]
+    fn a_python_engines_version_enters_its_artifact() {
+        let python = resolve_binary("python3").expect("python3 on PATH");
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("cache")).unwrap();
+        let site = dir.path().join("site");
+        let artifact = |version: &str| {
+            let _ = fs::remove_dir_all(&site);
+            let info = site.join(format!("vllm-{version}.dist-info"));
+            fs::create_dir_all(&info).unwrap();
+            fs::write(
+                info.join("METADATA"),
+                format!("Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"),
+            )
+            .unwrap();
+            let text = format!(
+                r#"
+sweep "t" {{ seed 7; }}
+model "m" {{ path "/w/m"; quantization "fp8"; }}
+engine "v" {{ kind "vllm"; binary "{}"; env PYTHONPATH="{}"; }}
+task "mmlu" {{ kind "mmlu"; dataset "/d/mmlu"; samples 10; }}
+scenario "one" {{ kind "single"; requests 4; }}
+"#,
+                python.display(),
+                site.display()
+            );
+            let sweep = crate::sweep::parse(
+                "t.kdl",
+                &text,
+                Path::new("/"),
+                &|_| None,
+                &Default::default(),
+            )
+            .unwrap_or_else(|e| panic!("{e:?}"));
+            gather(&store, &sweep).artifacts["v"]
+                .as_ref()
+                .map_err(|e| e.0.clone())
+                .unwrap()
+                .clone()
+        };
+        let a = artifact("0.26.0");
+        assert!(
+            a.starts_with("binary:") && a.ends_with(" vllm==0.26.0"),
+            "{a}"
+        );
+        let b = artifact("0.27.0");
+        assert!(b.ends_with(" vllm==0.27.0"), "{b}");
+        assert_eq!(a.split(' ').next(), b.split(' ').next());
     }
 }

@@ -5,6 +5,7 @@
 mod build;
 pub(crate) mod facts;
 mod graph;
+mod python;
 pub(crate) mod render;
 mod status;
 

@@ -63,13 +63,16 @@ fn ms(v: Option<f64>) -> String {
     }
 }
 
-/// p50 / p90 / p99, each thin one marked (`text::THIN`).
-fn triple(d: &Dist) -> String {
+/// p50 / p90 / p95 / p99 (p95 is what the answer ranks on), each thin one marked
+/// (`text::THIN`).
+fn percentiles(d: &Dist) -> String {
     format!(
-        "{} / {}{} / {}{}",
+        "{} / {}{} / {}{} / {}{}",
         ms(d.p50),
         ms(d.p90),
         text::thin(d, 90.0),
+        ms(d.p95),
+        text::thin(d, 95.0),
         ms(d.p99),
         text::thin(d, 99.0)
     )
@@ -162,7 +165,7 @@ pub(crate) fn markdown(
         out.push_str(&format!("*Read from elsewhere:* {n}\n\n"));
     }
     out.push_str(&text::answer_markdown(answers));
-    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled. Quality with its 95 % bootstrap interval over dataset items; requests sent together (batches) count once in a percentile's sample, and `ok` says how many batches there were.\n\n");
+    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p95 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled. Quality with its 95 % bootstrap interval over dataset items; requests sent together (batches) count once in a percentile's sample, and `ok` says how many batches there were.\n\n");
     out.push_str(&runs_section(rows));
     if text::any_thin(rows) {
         out.push_str(&format!("\n{}\n", text::thin_legend()));
@@ -206,7 +209,7 @@ pub(crate) fn markdown(
     out
 }
 
-/// One row per run: requests, errors, latency triples, throughput, quality, notes.
+/// One row per run: requests, errors, latency percentiles, throughput, quality, notes.
 fn runs_section(rows: &[Row]) -> String {
     // A partial sweep's runs with no record yet: counted under the table, not a row each.
     let body: Vec<Vec<String>> = rows
@@ -217,10 +220,10 @@ fn runs_section(rows: &[Row]) -> String {
                 r.data.label.clone(),
                 ok_cell(s),
                 format!("{} ({})", s.failed, error_rate(s)),
-                triple(&s.ttft_ms),
-                triple(&s.tpot_ms),
-                triple(&s.itl_ms),
-                triple(&s.e2e_ms),
+                percentiles(&s.ttft_ms),
+                percentiles(&s.tpot_ms),
+                percentiles(&s.itl_ms),
+                percentiles(&s.e2e_ms),
                 format!("{:.1}", s.output_tokens_per_s),
                 format!("{:.2}", s.requests_per_s),
                 quality_cell(r),

@@ -53,6 +53,11 @@ pub(crate) struct CatalogEntry {
     pub metrics_path: Option<&'static str>,
     /// Arguments that make the binary print its version (pull node of a process engine).
     pub version_args: &'static [&'static str],
+    /// The Python distribution that is the engine, when it runs from a Python environment
+    /// (its binary an interpreter, or a console script of one): its installed version is
+    /// keyed beside the binary's hash (`plan::python`), since upgrading it leaves both the
+    /// same.
+    pub python_distribution: Option<&'static str>,
     /// The request field that makes the engine ignore end-of-sequence, if it has one.
     pub ignore_eos_field: Option<&'static str>,
     /// The request field for a minimum number of generated tokens, if it has one.
@@ -317,6 +322,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        python_distribution: None,
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: None,
         quantizations: GGUF_TYPES,
@@ -343,6 +349,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["-c", "import vllm; print('vllm', vllm.__version__)"],
+        python_distribution: Some("vllm"),
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_tokens"),
         quantizations: &[
@@ -381,6 +388,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["-c", "import sglang; print('sglang', sglang.__version__)"],
+        python_distribution: Some("sglang"),
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_tokens"),
         quantizations: &[
@@ -418,6 +426,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        python_distribution: None,
         ignore_eos_field: None,
         min_tokens_field: None,
         quantizations: &[
@@ -454,6 +463,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/health",
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        python_distribution: Some("lmdeploy"),
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_new_tokens"),
         quantizations: &["awq", "gptq", "fp8"],
@@ -484,6 +494,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         health_path: "/api/version",
         metrics_path: None,
         version_args: &["--version"],
+        python_distribution: None,
         ignore_eos_field: None,
         min_tokens_field: None,
         quantizations: &[],
@@ -504,6 +515,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         // vLLM, SGLang and TGI serve /metrics; a server without one is noted, not an error.
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
+        python_distribution: None,
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_tokens"),
         quantizations: &[],
