@@ -149,6 +149,7 @@ def runs_of(cache, sweep, seen):
             continue
         row = describe(key, d, c, rec, scored.get(key))
         row["machine"] = machine_of(run)
+        row["started_at"] = rec.get("started_at") or ""
         row["engine_start"] = engine_start_of(run)
         row["deployment_key"] = (rec.get("inputs") or {}).get("deployment")
         runs.append(row)
@@ -177,7 +178,7 @@ def machine_of(run):
             f" ×{h.get('cores')}, driver {g.get('driver')}")
 
 
-MACHINES = []  # the machines met, in order: M1, M2, …
+MACHINES = []  # the machines, in the order of their first run: M1, M2, …
 
 
 def machine_name(m):
@@ -398,9 +399,12 @@ def main():
             r["task"] += " (stops at EOS)"
     # Runs of several machines are never pooled: a configuration is also its machine, shown as
     # "engine on M2" everywhere (tables, figures, answers) once there is more than one.
+    # Machines are named in the order of their first run (M1 the earliest), so that a later
+    # hold's records (whose keys may sort first) never rename the machines met before.
+    for r in sorted(runs, key=lambda r: r["started_at"]):
+        machine_name(r["machine"])
     for r in runs:
         r["engine_name"] = r["engine"]
-        machine_name(r["machine"])
     # A cold start ran where the runs it served ran (their `deployment` input is its key): their
     # run.json has the whole machine, GPUs and driver included, where coldstart.json's `host`
     # (since 2026-12-03) has the host only, and would name the same machine another.

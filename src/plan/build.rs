@@ -153,6 +153,10 @@ struct RunKey<'a> {
     telemetry_interval: String,
     #[serde(rename = "telemetry.idle")]
     telemetry_idle: String,
+    /// The engine metrics' scrape interval, left out when it is `telemetry.interval` (as
+    /// every run before 2026-12-05 was scraped), so those keys stay valid.
+    #[serde(rename = "telemetry.metrics-interval")]
+    telemetry_metrics_interval: Option<String>,
     seed: u64,
     repeat: u32,
 }
@@ -456,6 +460,8 @@ fn run_node(sweep: &Sweep, facts: &Facts, cfg: &Config, t: &TaskFacts, at: &RunP
         connections: sweep.defaults.reuse_connections.then_some("reuse"),
         telemetry_interval: sweep.telemetry.interval.as_secs_f64().to_string(),
         telemetry_idle: sweep.telemetry.idle.as_secs_f64().to_string(),
+        telemetry_metrics_interval: (sweep.telemetry.metrics_every() != sweep.telemetry.interval)
+            .then(|| sweep.telemetry.metrics_every().as_secs_f64().to_string()),
         seed: sweep.seed,
         repeat: cfg.repeat,
     });

@@ -240,6 +240,37 @@ matrix {
 
     /// A ramped rate's runs say how their arrivals are drawn (a ramp changed how on
     /// 2026-12-05: those runs run again); a flat rate's keys are as before.
+    /// The metrics scrape interval enters run keys only where it differs from the sampling
+    /// interval (every run recorded before it existed was scraped at that interval).
+    #[test]
+    fn the_metrics_interval_is_keyed_only_where_it_differs_from_the_interval() {
+        let keys = |telemetry: &str| {
+            let s = sweep(&format!("{SWEEP}\ntelemetry {{ {telemetry} }}"));
+            let p = build(&s, &facts(&s)).unwrap();
+            p.order
+                .iter()
+                .map(|&i| (p.graph[i].label.clone(), p.graph[i].key.clone()))
+                .collect::<Vec<_>>()
+        };
+        let old = keys("interval 0.1; metrics-interval 0.1");
+        assert_eq!(keys("interval 0.1; idle 2; metrics-interval 0.1"), old);
+        // The default (1 s) differs from 0.1: every run, score and the report move.
+        let default = keys("interval 0.1");
+        let moved = |other: &[(String, String)]| {
+            old.iter()
+                .zip(other)
+                .filter(|(a, b)| a.1 != b.1)
+                .map(|(a, _)| a.0.split(' ').next().unwrap().to_string())
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        assert_eq!(
+            moved(&default),
+            ["report", "run", "score"].map(String::from).into()
+        );
+        // A sampling interval of 1 s scrapes at 1 s by default: nothing to key.
+        assert_eq!(keys("interval 1"), keys("interval 1; metrics-interval 1"));
+    }
+
     #[test]
     fn a_ramped_rate_keys_its_arrivals() {
         let text = SWEEP

@@ -160,6 +160,8 @@ where
 /// What the sampler threads share while [`Collector::start`] sets them up.
 struct Samplers {
     interval: Duration,
+    /// The engine metrics' scrape interval ([`Config::metrics_every`]).
+    metrics_interval: Duration,
     clock: RunClock,
     stop: Arc<AtomicBool>,
     notes: Arc<Mutex<Vec<String>>>,
@@ -175,9 +177,18 @@ impl Samplers {
     }
 
     fn spawn<F: FnMut(i64, &mut Output) + Send + 'static>(&mut self, name: &str, f: F) {
+        self.spawn_every(name, self.interval, f);
+    }
+
+    fn spawn_every<F: FnMut(i64, &mut Output) + Send + 'static>(
+        &mut self,
+        name: &str,
+        interval: Duration,
+        f: F,
+    ) {
         self.threads.push(periodic(
             name,
-            self.interval,
+            interval,
             self.clock,
             self.stop.clone(),
             self.started.clone(),
@@ -304,12 +315,14 @@ impl Samplers {
                 let notes2 = self.notes.clone();
                 let mut first_error = None::<Unavailable>;
                 let timeout = self
-                    .interval
+                    .metrics_interval
                     .max(Duration::from_millis(500))
                     .min(Duration::from_secs(2));
                 let scraper = Scraper::new(timeout, auth);
-                self.spawn("metrics", move |t, out| {
-                    match scraper
+                self.spawn_every(
+                    "metrics",
+                    self.metrics_interval,
+                    move |t, out| match scraper
                         .as_ref()
                         .map_err(|e| e.clone())
                         .and_then(|s| s.get(&url))
@@ -338,8 +351,8 @@ impl Samplers {
                                     .push(format!("engine metrics {url}: {e}"));
                             }
                         }
-                    }
-                });
+                    },
+                );
             }
             None => {
                 self.note("engine metrics not scraped: the engine has no metrics endpoint".into())
@@ -353,6 +366,7 @@ impl Collector {
         let (started, first_samples) = std::sync::mpsc::channel();
         let mut s = Samplers {
             interval: cfg.interval,
+            metrics_interval: cfg.metrics_every(),
             clock,
             stop: Arc::new(AtomicBool::new(false)),
             notes: Arc::new(Mutex::new(Vec::new())),
@@ -544,6 +558,7 @@ mod tests {
         let cfg = Config {
             interval: Duration::from_millis(100),
             idle: Duration::from_secs(2),
+            metrics_interval: None,
         };
         let reqs: Vec<RequestRecord> = (0..4)
             .map(|i| RequestRecord {
@@ -586,6 +601,7 @@ mod tests {
         let cfg = Config {
             interval: Duration::from_millis(100),
             idle: Duration::ZERO,
+            metrics_interval: None,
         };
         let s = summarize(&c, &cfg, None, (0, 1000 * MS), &[], None);
         assert_eq!(s.energy_source, "none");
@@ -614,6 +630,67 @@ mod tests {
         assert!(summarize(&c, &cfg, None, (0, 1000 * MS), &[], None).client_cpu_saturated);
     }
 
+    /// A local `/metrics` endpoint answering every GET with one gauge, until the test ends.
+    fn metrics_server() -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                loop {
+                    let mut l = String::new();
+                    if reader.read_line(&mut l).unwrap_or(0) == 0 || l == "\r\n" {
+                        break;
+                    }
+                }
+                let body = "vllm:num_requests_running 1\n";
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        format!("http://{addr}/metrics")
+    }
+
+    /// The engine's metrics are scraped at `metrics_every` (1 s unless the sweep says), not at
+    /// the sampling interval: over 300 ms the default scrapes at its first tick and at the stop
+    /// (never more), while `metrics-interval 0.02` scrapes along with the other samplers.
+    #[test]
+    fn the_engine_metrics_keep_their_own_interval() {
+        let url = metrics_server();
+        let scrapes = |metrics_interval: Option<Duration>| {
+            let cfg = Config {
+                interval: Duration::from_millis(20),
+                idle: Duration::ZERO,
+                metrics_interval,
+            };
+            let targets = Targets {
+                engine_pid: None,
+                gpus: None,
+                metrics_url: Some(url.clone()),
+                metrics_auth: None,
+            };
+            let col = Collector::start(&cfg, RunClock::start(), &targets);
+            std::thread::sleep(Duration::from_millis(300));
+            let c = col.stop();
+            c.samples
+                .iter()
+                .filter(|s| s.source == Source::Engine)
+                .count()
+        };
+        let default = scrapes(None);
+        assert!(
+            (1..=2).contains(&default),
+            "{default} scrapes at the default"
+        );
+        let fast = scrapes(Some(Duration::from_millis(20)));
+        assert!(fast >= 3, "{fast} scrapes every 20 ms");
+    }
+
     #[test]
     fn collects_procfs_samples_of_a_real_process_for_real() {
         let mut child = std::process::Command::new("sleep")
@@ -624,6 +701,7 @@ mod tests {
         let cfg = Config {
             interval: Duration::from_millis(20),
             idle: Duration::ZERO,
+            metrics_interval: None,
         };
         let targets = Targets {
             engine_pid: Some(child.id()),

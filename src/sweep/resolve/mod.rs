@@ -56,7 +56,7 @@ const SLO_FIELDS: &[&str] = &[
     "over-saturated",
 ];
 const COST_FIELDS: &[&str] = &["energy-price", "hardware-per-hour", "currency"];
-const TELEMETRY_FIELDS: &[&str] = &["interval", "idle"];
+const TELEMETRY_FIELDS: &[&str] = &["interval", "idle", "metrics-interval"];
 const SLURM_FIELDS: &[&str] = &[
     "partition",
     "account",

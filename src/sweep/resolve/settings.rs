@@ -230,5 +230,8 @@ pub(super) fn resolve_telemetry(ctx: &mut Ctx, node: &RawNode) -> crate::spec::T
     if let Some(s) = Ctx::first(&f, "idle").and_then(|n| ctx.one_num(n, 0.0, 3600.0)) {
         t.idle = std::time::Duration::from_secs_f64(s);
     }
+    if let Some(s) = Ctx::first(&f, "metrics-interval").and_then(|n| ctx.one_num(n, 0.01, 60.0)) {
+        t.metrics_interval = Some(std::time::Duration::from_secs_f64(s));
+    }
     t
 }
