@@ -130,3 +130,36 @@ fn the_seed_tables_rank_per_machine_and_pooled_with_the_spread_of_the_runs() {
         "later start 2026-12-04T13:06:36.983Z"
     );
 }
+
+/// `docs/study/scrape-stalls.py` on the sixteenth hold (vLLM's and SGLang's fifth runs on one
+/// machine): a chunk gap that held a 100 ms scrape is longer than chance by more on SGLang
+/// than on vLLM in every single-stream run — what made 1 s the default scrape interval
+/// (docs/telemetry.md).
+#[test]
+fn a_scrape_holds_sglangs_stream_up_more_than_vllms() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = unpack_results("h200-seed-13", dir.path());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/scrape-stalls.py");
+    let run = Command::new(python())
+        .arg(&script)
+        .arg(&cache)
+        .args(["--sweep", "gpu-seed", "--scenario", "single"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    let out = String::from_utf8_lossy(&run.stdout).to_string();
+    // Table rows: | engine | quantization | task | repeat | gaps | ticks | ITL | held | biased | excess | share |
+    let excess = |engine: &str| -> Vec<f64> {
+        out.lines()
+            .filter(|l| l.starts_with(&format!("| {engine} |")))
+            .map(|l| l.split('|').nth(10).unwrap().trim().parse::<f64>().unwrap())
+            .collect()
+    };
+    let (sglang, vllm) = (excess("sglang"), excess("vllm"));
+    // The five tasks' single streams of each engine.
+    assert_eq!((sglang.len(), vllm.len()), (5, 5), "{out}");
+    let sglang_least = sglang.iter().cloned().fold(f64::INFINITY, f64::min);
+    let vllm_most = vllm.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    assert!(sglang_least > 3.0 * vllm_most, "{out}");
+    assert!(vllm_most < 2.0, "{out}");
+}
