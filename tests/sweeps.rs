@@ -297,3 +297,53 @@ fn sweep_flags_are_offered_only_where_a_sweep_is_read() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("this command reads none"));
 }
+
+/// `gc` with a sweep whose engine binary this machine lacks deletes nothing: the keys below
+/// the blocked pull are provisional, so every record of the real ones would look unused.
+/// With the binary there, the same record (used by no plan) is collected.
+#[test]
+fn gc_keeps_every_record_while_a_sweeps_inputs_are_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(cache.join("records")).unwrap();
+    let key = "0123456789abcdef0123456789abcdef";
+    let record = cache.join("records").join(format!("{key}.json"));
+    std::fs::write(
+        &record,
+        format!(
+            r#"{{"format": 1, "key": "{key}", "kind": "run", "label": "run of another binary", "sweep": "quickstart", "status": "finished", "host": "h", "pid": 1, "started_at": "2026-12-05T00:00:00Z", "finished_at": null, "duration_s": null, "cause": null, "inputs": {{}}, "outputs": null}}"#
+        ),
+    )
+    .unwrap();
+    let gc = |server: &str| {
+        Command::cargo_bin("bench360")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .env("BENCH360_LLAMA_SERVER", server)
+            .env("BENCH360_SMOLLM2_GGUF", "/etc/hostname")
+            .args([
+                "--cache",
+                cache.to_str().unwrap(),
+                "gc",
+                "sweeps/quickstart.kdl",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = gc("/nonexistent/llama-server");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("nothing deleted") && err.contains("/nonexistent/llama-server"),
+        "{err}"
+    );
+    assert!(record.exists());
+    let out = gc("/bin/true");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!record.exists());
+}

@@ -9,8 +9,10 @@ scrapes (`engine` samples in telemetry.parquet). A tick falls more often in a lo
 a short one, so the expected length of a gap that holds a tick, if ticks did nothing, is the
 length-biased mean E[g²]/E[g], not the mean; `excess` is the mean gap that held a tick minus
 that. `share` = excess × ticks that fell in a gap / the time spanned by the gaps: the part of
-the streams' time the ticks account for. Gaps as long as the tick interval are left out: they
-hold a tick whatever ticks do. Runs without chunk traces or scrapes are skipped.
+the streams' time the ticks account for (of the gaps read). Gaps as long as the tick interval
+(at most 100 ms) are left out: they hold a tick whatever ticks do. `--ticks gpu` reads NVML's
+samples as the ticks instead: with `metrics-interval` apart from `interval`, the two tell the
+scrape's cost from NVML's. Runs without chunk traces or ticks are skipped.
 """
 import argparse
 import json
@@ -21,10 +23,13 @@ import numpy as np
 import pyarrow.parquet as pq
 
 
-def run_stalls(d):
+def run_stalls(d, source):
     c = pq.read_table(os.path.join(d, "chunks.parquet"), columns=["request_id", "t_ns"]).to_pydict()
     t = pq.read_table(os.path.join(d, "telemetry.parquet"), columns=["t_ns", "source"]).to_pydict()
-    ticks = np.array(sorted(x for x, s in zip(t["t_ns"], t["source"]) if s == "engine"), dtype=float)
+    ticks = np.array(sorted(x for x, s in zip(t["t_ns"], t["source"]) if s == source), dtype=float)
+    # One tick per instant: NVML's energy and fast-field threads each write a row per tick.
+    if len(ticks):
+        ticks = ticks[np.concatenate(([True], np.diff(ticks) > 5e6))]
     rid = np.array(c["request_id"])
     tt = np.array(c["t_ns"], dtype=float)
     order = np.lexsort((tt, rid))
@@ -35,8 +40,9 @@ def run_stalls(d):
     if len(g) < 100 or len(ticks) < 10:
         return None
     # A gap as long as the tick interval holds a tick whatever ticks do: only shorter gaps
-    # can tell (and a rare long stall would otherwise weigh on the length-biased mean).
-    interval = float(np.median(np.diff(ticks))) / 1e6
+    # can tell (and a rare long stall would otherwise weigh on the length-biased mean); at
+    # most 100 ms, so that a run scraped once a second is read on the same gaps.
+    interval = min(float(np.median(np.diff(ticks))) / 1e6, 100.0)
     short = g < interval
     start, end, g = start[short], end[short], g[short]
     j = np.searchsorted(ticks, end) - 1
@@ -55,6 +61,9 @@ def main():
     ap.add_argument("cache")
     ap.add_argument("--sweep")
     ap.add_argument("--scenario", default="single", help="scenario kind to read (default single)")
+    ap.add_argument("--ticks", default="engine", choices=["engine", "gpu", "process"],
+                    help="whose samples are the ticks: the engine's scrapes (default), NVML's or "
+                         "procfs's — the same instants when the sweep samples all at one interval")
     a = ap.parse_args()
     objects = os.path.join(a.cache, "objects")
     rows = []
@@ -65,7 +74,7 @@ def main():
         cols = json.load(open(os.path.join(d, "run.json")))["columns"]
         if (a.sweep and cols.get("sweep") != a.sweep) or cols.get("scenario_kind") != a.scenario:
             continue
-        s = run_stalls(d)
+        s = run_stalls(d, a.ticks)
         if s:
             rows.append((cols.get("engine", "?"), cols.get("quantization", "?"), cols.get("task", "?"),
                          int(cols.get("repeat", 0)), s))

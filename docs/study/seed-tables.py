@@ -401,7 +401,8 @@ def main():
     # "engine on M2" everywhere (tables, figures, answers) once there is more than one.
     # Machines are named in the order of their first run (M1 the earliest), so that a later
     # hold's records (whose keys may sort first) never rename the machines met before.
-    for r in sorted(runs, key=lambda r: r["started_at"]):
+    # (a run that recorded no start time comes after every dated one).
+    for r in sorted(runs, key=lambda r: (r["started_at"] == "", r["started_at"])):
         machine_name(r["machine"])
     for r in runs:
         r["engine_name"] = r["engine"]

@@ -23,9 +23,26 @@ pub(crate) fn run(ctx: &Ctx, sweeps: &[PathBuf], dry_run: bool) -> anyhow::Resul
     let mut keep = BTreeSet::new();
     for p in sweeps {
         // What this machine would run, and what the sweep's Slurm jobs ran elsewhere.
+        let mut blocked = Vec::new();
         for view in [View::Local, View::ClusterIfRan] {
             let (_, plan) = load_plan_as(&store, p, view, &ctx.overrides)?;
             keep.extend(plan.graph.node_weights().map(|n| n.key.clone()));
+            blocked.push(
+                plan.graph
+                    .node_weights()
+                    .filter_map(|n| n.blocked_by.as_ref().map(|b| format!("{}: {b}", n.label)))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        // Below a blocked node (an engine binary, an engine's version or a dataset this
+        // machine cannot read) the keys are provisional, so the records of the real ones
+        // would look unused: keep everything.
+        if blocked.iter().all(|b| !b.is_empty()) {
+            anyhow::bail!(
+                "{}: cannot tell which records the sweep uses while inputs are unavailable (nothing deleted): {}",
+                p.display(),
+                blocked[0].join("; ")
+            );
         }
     }
     let mut out = Collected {

@@ -205,40 +205,62 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
         let h = store.content_hash(&f);
         facts.files.insert(f, h);
     }
-    // One artifact per engine block (its setting combinations share the binary or image).
+    // One artifact per engine block (its setting combinations share the binary or image). A
+    // Python engine's variants are each asked for their package's version (their `env` may
+    // differ: another `PYTHONPATH` is another engine), once per distinct `env`, and must agree.
+    let mut probed = std::collections::HashMap::new();
     for e in &sweep.engines {
-        if facts.artifacts.contains_key(&e.base.value) {
-            continue;
+        let python =
+            matches!(e.launch, Launch::Process { .. }) && e.catalog.python_distribution.is_some();
+        match facts.artifacts.get(&e.base.value) {
+            Some(Err(_)) => continue,
+            Some(Ok(_)) if !python => continue,
+            _ => {}
         }
         let artifact = match &e.launch {
-            Launch::Process { binary } => resolve_binary(binary).and_then(|p| {
-                let h = store.content_hash(&p)?;
-                // A Python engine's version is keyed beside its interpreter (`python`).
-                let python = e
-                    .catalog
-                    .python_distribution
-                    .zip(super::python::interpreter(&p));
-                match python {
-                    None => Ok(format!("binary:{h}")),
-                    Some((dist, py)) => match super::python::installed(&py, dist, &e.env)? {
-                        super::python::Installed::Version(v) => {
-                            Ok(format!("binary:{h} {dist}=={v}"))
-                        }
-                        super::python::Installed::Absent => Ok(format!("binary:{h}")),
-                    },
-                }
-            }),
+            Launch::Process { binary } => probed
+                .entry((e.base.value.clone(), e.env.clone()))
+                .or_insert_with(|| process_artifact(store, binary, e))
+                .clone(),
             Launch::Endpoint { url, .. } => Ok(format!("endpoint:{url}")),
             Launch::Docker { image, tag, .. } => {
                 docker_artifact(&crate::engine::docker::reference(image, tag))
             }
         };
-        facts
-            .artifacts
-            .entry(e.base.value.clone())
-            .or_insert(artifact);
+        let merged = match (facts.artifacts.get(&e.base.value), artifact) {
+            (Some(Ok(a)), Ok(b)) if *a != b => Err(format!(
+                "the setting combinations of engine `{}` run different engines ({a}; {b}): their `env` differ; give each its own engine block",
+                e.base.value
+            )
+            .into()),
+            (Some(Ok(a)), Ok(_)) => Ok(a.clone()),
+            (_, artifact) => artifact,
+        };
+        facts.artifacts.insert(e.base.value.clone(), merged);
     }
     facts
+}
+
+/// A process engine's binary by content, and a Python engine's installed version beside it
+/// (`python`): upgrading the package under one interpreter changes no file's hash.
+fn process_artifact(
+    store: &Store,
+    binary: &str,
+    e: &crate::spec::Engine,
+) -> Result<String, Unavailable> {
+    let p = resolve_binary(binary)?;
+    let h = store.content_hash(&p)?;
+    let python = e
+        .catalog
+        .python_distribution
+        .zip(super::python::interpreter(&p));
+    Ok(match python {
+        None => format!("binary:{h}"),
+        Some((dist, py)) => match super::python::installed(&py, dist, &e.env)? {
+            super::python::Installed::Version(v) => format!("binary:{h} {dist}=={v}"),
+            super::python::Installed::Absent => format!("binary:{h}"),
+        },
+    })
 }
 
 #[cfg(test)]
@@ -316,5 +338,66 @@ scenario "one" {{ kind "single"; requests 4; }}
         let b = artifact("0.27.0");
         assert!(b.ends_with(" vllm==0.27.0"), "{b}");
         assert_eq!(a.split(' ').next(), b.split(' ').next());
+    }
+
+    /// Two variants of one Python engine block that import different versions (their own
+    /// `PYTHONPATH`) block the engine with a cause, rather than share the first one's key.
+    #[test]
+    fn variants_of_a_python_engine_that_import_different_versions_are_an_error() {
+        let python = resolve_binary("python3").expect("python3 on PATH");
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("cache")).unwrap();
+        let site = |v: &str| {
+            let s = dir.path().join(format!("site-{v}"));
+            let info = s.join(format!("vllm-{v}.dist-info"));
+            fs::create_dir_all(&info).unwrap();
+            fs::write(
+                info.join("METADATA"),
+                format!("Metadata-Version: 2.1\nName: vllm\nVersion: {v}\n"),
+            )
+            .unwrap();
+            s.display().to_string()
+        };
+        let (a, b) = (site("0.26.0"), site("0.27.0"));
+        let sweep_with = |second: &str| {
+            let text = format!(
+                r#"
+sweep "t" {{ seed 7; }}
+model "m" {{ path "/w/m"; quantization "fp8"; }}
+engine "v" {{
+    kind "vllm"
+    binary "{}"
+    variant "one" {{ env PYTHONPATH="{a}"; }}
+    variant "two" {{ args "--enforce-eager"; env PYTHONPATH="{second}"; }}
+}}
+task "mmlu" {{ kind "mmlu"; dataset "/d/mmlu"; samples 10; }}
+scenario "one" {{ kind "single"; requests 4; }}
+"#,
+                python.display()
+            );
+            crate::sweep::parse(
+                "t.kdl",
+                &text,
+                Path::new("/"),
+                &|_| None,
+                &Default::default(),
+            )
+            .unwrap_or_else(|e| panic!("{e:?}"))
+        };
+        let same = gather(&store, &sweep_with(&a));
+        assert!(
+            same.artifacts["v"]
+                .as_ref()
+                .unwrap()
+                .ends_with(" vllm==0.26.0"),
+            "{:?}",
+            same.artifacts["v"]
+        );
+        let differ = gather(&store, &sweep_with(&b));
+        let e = differ.artifacts["v"].as_ref().unwrap_err().0.clone();
+        assert!(
+            e.contains("run different engines") && e.contains("vllm==0.27.0"),
+            "{e}"
+        );
     }
 }

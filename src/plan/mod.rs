@@ -238,8 +238,6 @@ matrix {
         assert_eq!(keys(&at(Path::new("x/../sweeps"))), keys(&absolute));
     }
 
-    /// A ramped rate's runs say how their arrivals are drawn (a ramp changed how on
-    /// 2026-12-05: those runs run again); a flat rate's keys are as before.
     /// The metrics scrape interval enters run keys only where it differs from the sampling
     /// interval (every run recorded before it existed was scraped at that interval).
     #[test]
@@ -271,6 +269,8 @@ matrix {
         assert_eq!(keys("interval 1"), keys("interval 1; metrics-interval 1"));
     }
 
+    /// A ramped rate's runs say how their arrivals are drawn (a ramp changed how on
+    /// 2026-12-05: those runs run again); a flat rate's keys are as before.
     #[test]
     fn a_ramped_rate_keys_its_arrivals() {
         let text = SWEEP

@@ -23,33 +23,63 @@ pub(crate) enum Installed {
 
 /// The Python interpreter behind `binary`: the binary itself when its name (or the name it
 /// links to) starts with `python`, or the interpreter of its `#!` line (through `env`).
-pub(crate) fn interpreter(binary: &Path) -> Option<PathBuf> {
+pub(crate) fn interpreter(binary: &Path) -> Option<Interpreter> {
     let named_python = |p: &Path| {
         p.file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with("python"))
     };
     if named_python(binary) || std::fs::canonicalize(binary).is_ok_and(|p| named_python(&p)) {
-        return Some(binary.to_path_buf());
+        return Some(Interpreter {
+            path: binary.to_path_buf(),
+            flags: Vec::new(),
+        });
     }
-    let mut head = [0u8; 256];
+    let mut head = [0u8; 1024];
     let n = {
         use std::io::Read;
         let mut f = std::fs::File::open(binary).ok()?;
         f.read(&mut head).ok()?
     };
-    let line = head[..n].strip_prefix(b"#!")?;
-    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
-    let line = std::str::from_utf8(line).ok()?;
+    let text = String::from_utf8_lossy(&head[..n]);
+    let mut lines = text.lines();
+    let line = lines.next()?.strip_prefix("#!")?;
     let mut words = line.split_whitespace();
     let first = PathBuf::from(words.next()?);
-    let program = if first.file_name().is_some_and(|n| n == "env") {
-        let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
-        super::facts::resolve_binary(name).ok()?
+    let (program, flags): (PathBuf, Vec<String>) = if first.file_name().is_some_and(|n| n == "env")
+    {
+        // `env [-S] [-u NAME] [VAR=value] python3 [flags]`
+        let mut name = None;
+        while let Some(w) = words.next() {
+            if w == "-u" {
+                words.next();
+            } else if !w.starts_with('-') && !w.contains('=') {
+                name = Some(w);
+                break;
+            }
+        }
+        let program = super::facts::resolve_binary(name?).ok()?;
+        (program, words.map(String::from).collect())
+    } else if first.file_name().is_some_and(|n| n == "sh") {
+        // pip's launcher for a long interpreter path: `#!/bin/sh`, then
+        // `'''exec' "PYTHON" "$0" "$@"` on the next line.
+        let exec = lines.next()?.strip_prefix("'''exec' \"")?;
+        (PathBuf::from(&exec[..exec.find('"')?]), Vec::new())
     } else {
-        first
+        (first, words.map(String::from).collect())
     };
-    named_python(&program).then_some(program)
+    named_python(&program).then_some(Interpreter {
+        path: program,
+        flags,
+    })
+}
+
+/// A Python interpreter and the flags its `#!` line gives it (`-E`, `-s`, `-I` change what it
+/// imports, so the probe runs with them too).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Interpreter {
+    pub path: PathBuf,
+    pub flags: Vec<String>,
 }
 
 const PROBE: &str = "import importlib.metadata as m, sys\ntry:\n    print('version', m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    print('absent')";
@@ -58,7 +88,7 @@ const PROBE: &str = "import importlib.metadata as m, sys\ntry:\n    print('versi
 /// environment. An error (the interpreter does not run, or answers nothing readable within
 /// 20 s) blocks the engine's nodes rather than giving it a key that flips with the next try.
 pub(crate) fn installed(
-    python: &Path,
+    python: &Interpreter,
     distribution: &str,
     env: &[(String, String)],
 ) -> Result<Installed, super::Unavailable> {
@@ -69,7 +99,8 @@ pub(crate) fn installed(
     let out = rt.block_on(async {
         tokio::time::timeout(
             Duration::from_secs(20),
-            tokio::process::Command::new(python)
+            tokio::process::Command::new(&python.path)
+                .args(&python.flags)
                 .args(["-c", PROBE, distribution])
                 .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .stdin(std::process::Stdio::null())
@@ -81,7 +112,7 @@ pub(crate) fn installed(
     let why = |cause: String| {
         format!(
             "could not read the installed version of `{distribution}` with {}: {cause}",
-            python.display()
+            python.path.display()
         )
     };
     let out = match out {
@@ -89,9 +120,15 @@ pub(crate) fn installed(
         Ok(Err(e)) => return Err(why(e.to_string()).into()),
         Ok(Ok(o)) => o,
     };
+    // The probe prints last: a `.pth` file or `sitecustomize` may print before it.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout.trim().split_once(' ') {
-        _ if stdout.trim() == "absent" => Ok(Installed::Absent),
+    let last = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    match last.trim().split_once(' ') {
+        _ if last.trim() == "absent" => Ok(Installed::Absent),
         Some(("version", v)) if out.status.success() && !v.trim().is_empty() => {
             Ok(Installed::Version(v.trim().to_string()))
         }
@@ -120,21 +157,39 @@ mod tests {
         p
     }
 
+    fn at(path: &Path, flags: &[&str]) -> Option<Interpreter> {
+        Some(Interpreter {
+            path: path.to_path_buf(),
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+        })
+    }
+
     #[test]
     fn interpreter_of_a_python_a_console_script_and_not_of_a_shell_wrapper() {
         let d = tempfile::tempdir().unwrap();
         let py = script(d.path(), "python3.12", "");
-        assert_eq!(interpreter(&py), Some(py.clone()));
+        assert_eq!(interpreter(&py), at(&py, &[]));
         // A link named otherwise to a Python (`/usr/bin/python3` → `python3.12`).
         let link = d.path().join("py");
         std::os::unix::fs::symlink(&py, &link).unwrap();
-        assert_eq!(interpreter(&link), Some(link.clone()));
+        assert_eq!(interpreter(&link), at(&link, &[]));
+        // A console script, its interpreter's flags kept (they change what it imports).
         let cli = script(
             d.path(),
             "lmdeploy",
             &format!("#!{} -E\nimport sys\n", py.display()),
         );
-        assert_eq!(interpreter(&cli), Some(py.clone()));
+        assert_eq!(interpreter(&cli), at(&py, &["-E"]));
+        // pip's launcher for an interpreter path too long for `#!`.
+        let long = script(
+            d.path(),
+            "sglang",
+            &format!(
+                "#!/bin/sh\n'''exec' \"{}\" \"$0\" \"$@\"\n' '''\nimport sys\n",
+                py.display()
+            ),
+        );
+        assert_eq!(interpreter(&long), at(&py, &[]));
         let wrapper = script(d.path(), "vllm-python", "#!/bin/sh\nexec python3 \"$@\"\n");
         assert_eq!(interpreter(&wrapper), None);
         let elf = d.path().join("llama-server");
@@ -147,8 +202,12 @@ mod tests {
     /// one: the engine install builds llama.cpp from a Python sdist).
     #[test]
     fn installed_version_follows_the_metadata_on_the_engines_path() {
-        let Ok(python) = super::super::facts::resolve_binary("python3") else {
+        let Ok(path) = super::super::facts::resolve_binary("python3") else {
             panic!("python3 is not on PATH");
+        };
+        let python = Interpreter {
+            path,
+            flags: Vec::new(),
         };
         let d = tempfile::tempdir().unwrap();
         let site = d.path().join("site");
@@ -178,8 +237,31 @@ mod tests {
             Installed::Absent
         );
         // An interpreter that does not run is an error, not an absent package.
-        let broken = script(d.path(), "python-broken", "#!/bin/sh\nexit 3\n");
+        // What a `sitecustomize` prints before the probe's answer is not the answer.
+        std::fs::write(
+            site.join("sitecustomize.py"),
+            "print('hello from sitecustomize')\n",
+        )
+        .unwrap();
+        assert_eq!(
+            installed(&python, "fake-engine", &env).unwrap(),
+            Installed::Version("0.27.1".into())
+        );
+        // `-E` (from a `#!` line) ignores PYTHONPATH, as the engine would.
+        let isolated = Interpreter {
+            path: python.path.clone(),
+            flags: vec!["-E".into()],
+        };
+        assert_eq!(
+            installed(&isolated, "fake-engine", &env).unwrap(),
+            Installed::Absent
+        );
+        let broken = Interpreter {
+            path: script(d.path(), "python-broken", "#!/bin/sh\nexit 3\n"),
+            flags: Vec::new(),
+        };
         let e = installed(&broken, "fake-engine", &env).unwrap_err().0;
+        let _ = std::fs::remove_file(site.join("sitecustomize.py"));
         assert!(
             e.contains("could not read the installed version of `fake-engine`"),
             "{e}"

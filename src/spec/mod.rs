@@ -761,8 +761,10 @@ impl Default for TelemetryConfig {
 impl TelemetryConfig {
     /// The engine's metrics endpoint is scraped at most once a second unless the sweep asks
     /// for more: a scrape is served by the engine's own HTTP server, between the chunks it
-    /// streams (on the H200 at 10 scrapes a second, 6–12 % of SGLang's streaming time, 2–4 %
-    /// of LMDeploy's, ~1 % of vLLM's: docs/telemetry.md). NVML and procfs keep `interval`.
+    /// streams. On the H200, a 100 ms sampling tick (scrape, NVML and procfs at one instant)
+    /// cost 6–12 % of SGLang's streaming time, 2–4 % of LMDeploy's, ~1 % of vLLM's and none
+    /// of llama.cpp's: the scrape is the likely cause, not isolated (docs/telemetry.md).
+    /// NVML and procfs keep `interval`.
     pub fn metrics_every(&self) -> Duration {
         self.metrics_interval
             .unwrap_or_else(|| self.interval.max(Duration::from_secs(1)))

@@ -25,6 +25,10 @@ pub(crate) struct DeviceEnergy {
 pub(crate) struct Summary {
     pub notes: Vec<String>,
     pub interval_s: f64,
+    /// How often the engine's metrics were scraped (`metrics-interval`); absent in summaries
+    /// recorded before it had its own interval, when it was `interval_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_interval_s: Option<f64>,
     pub idle_window_s: f64,
     pub window_s: f64,
     pub devices: Vec<DeviceEnergy>,
@@ -159,6 +163,7 @@ pub(crate) fn summarize(
     let mut out = Summary {
         notes: c.notes.clone(),
         interval_s: cfg.interval.as_secs_f64(),
+        metrics_interval_s: Some(cfg.metrics_every().as_secs_f64()),
         idle_window_s: idle.map(|(a, b)| (b - a) as f64 / 1e9).unwrap_or(0.0),
         window_s: (window.1 - window.0) as f64 / 1e9,
         sampler_costs: c.costs.clone(),

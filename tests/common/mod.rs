@@ -128,6 +128,11 @@ defaults {{
     warmup 1
     request-timeout 60
 }}
+// Requests of a few tokens last well under a second: the engine's gauges are scraped with
+// every sample, so that a run's peaks see them (the default is once a second).
+telemetry {{
+    metrics-interval 0.1
+}}
 {blocks}
 {extra_engine}
 task "mmlu" {{
