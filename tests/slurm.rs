@@ -24,6 +24,7 @@ const SECOND: &str = r#"engine "llama4" {
 }
 telemetry {
     idle 0.3
+    metrics-interval 0.1
 }"#;
 
 /// Fails (never skips) without a cluster, saying how to get one.

@@ -128,12 +128,7 @@ defaults {{
     warmup 1
     request-timeout 60
 }}
-// Requests of a few tokens last well under a second: the engine's gauges are scraped with
-// every sample, so that a run's peaks see them (the default is once a second).
-telemetry {{
-    metrics-interval 0.1
-}}
-{blocks}
+{telemetry}{blocks}
 {extra_engine}
 task "mmlu" {{
     kind "mmlu"
@@ -147,6 +142,14 @@ matrix {{
 "#,
         blocks = llama_blocks(e, 2),
         datasets = datasets().display(),
+        // Requests of a few tokens last well under a second: the engine's gauges are scraped
+        // with every sample, so that a run's peaks see them (the default is once a second).
+        // A test that brings its own `telemetry` block says it there.
+        telemetry = if extra_engine.contains("telemetry {") {
+            ""
+        } else {
+            "telemetry {\n    metrics-interval 0.1\n}\n"
+        },
     )
 }
 
