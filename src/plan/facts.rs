@@ -288,6 +288,18 @@ mod tests {
             .contains("cannot read"));
     }
 
+    /// `vllm` VERSION as installed in the folder `site` (its metadata only: what
+    /// `importlib.metadata` reads).
+    fn installed_vllm(site: &Path, version: &str) {
+        let info = site.join(format!("vllm-{version}.dist-info"));
+        fs::create_dir_all(&info).unwrap();
+        fs::write(
+            info.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"),
+        )
+        .unwrap();
+    }
+
     /// A Python engine's installed version enters its artifact (so its pull key); a change of
     /// it alone — the interpreter's hash the same — changes the artifact.
     #[test]
@@ -298,13 +310,7 @@ mod tests {
         let site = dir.path().join("site");
         let artifact = |version: &str| {
             let _ = fs::remove_dir_all(&site);
-            let info = site.join(format!("vllm-{version}.dist-info"));
-            fs::create_dir_all(&info).unwrap();
-            fs::write(
-                info.join("METADATA"),
-                format!("Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"),
-            )
-            .unwrap();
+            installed_vllm(&site, version);
             let text = format!(
                 r#"
 sweep "t" {{ seed 7; }}
@@ -349,13 +355,7 @@ scenario "one" {{ kind "single"; requests 4; }}
         let store = Store::open(&dir.path().join("cache")).unwrap();
         let site = |v: &str| {
             let s = dir.path().join(format!("site-{v}"));
-            let info = s.join(format!("vllm-{v}.dist-info"));
-            fs::create_dir_all(&info).unwrap();
-            fs::write(
-                info.join("METADATA"),
-                format!("Metadata-Version: 2.1\nName: vllm\nVersion: {v}\n"),
-            )
-            .unwrap();
+            installed_vllm(&s, v);
             s.display().to_string()
         };
         let (a, b) = (site("0.26.0"), site("0.27.0"));
