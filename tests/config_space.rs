@@ -427,3 +427,73 @@ fn an_endpoint_engine_records_the_version_its_server_reports() {
         format!("endpoint:http://127.0.0.1:{port}")
     );
 }
+
+/// Two applies of one sweep into different caches, started at once on one machine: the
+/// machine-wide device lock makes the second wait for the first's engine to stop, it says
+/// who holds the machine, and the two engines' lifetimes do not overlap.
+#[test]
+fn applies_into_different_caches_take_turns_on_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = write(
+        dir.path(),
+        "turns",
+        &sweep_text("turns", &llama("llama", "parallel 2"), ""),
+    );
+    let locks = dir.path().join("device-locks");
+    let apply = |cache: std::path::PathBuf| {
+        let (sweep, locks) = (sweep.clone(), locks.clone());
+        std::thread::spawn(move || {
+            let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+                .env("NO_COLOR", "1")
+                .env("BENCH360_DEVICE_LOCKS", &locks)
+                .arg("--cache")
+                .arg(&cache)
+                .arg("apply")
+                .arg(&sweep)
+                .output()
+                .unwrap();
+            (cache, o)
+        })
+    };
+    let (a, b) = (
+        apply(dir.path().join("cache-a")),
+        apply(dir.path().join("cache-b")),
+    );
+    let done = [a.join().unwrap(), b.join().unwrap()];
+    for (_, o) in &done {
+        assert!(o.status.success(), "{}", text(o));
+    }
+    let errs: Vec<String> = done
+        .iter()
+        .map(|(_, o)| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    let waited: Vec<&String> = errs
+        .iter()
+        .filter(|e| e.contains("waits for the whole machine, held by pid"))
+        .collect();
+    assert_eq!(waited.len(), 1, "exactly one apply waited: {errs:?}");
+    assert!(
+        waited[0].contains("deployment llama of sweep turns (cache ")
+            && waited[0].contains("its devices are free after"),
+        "{}",
+        waited[0]
+    );
+    // Each cache's engine lifetime: its cold start's start to its run's end.
+    let lifetime = |cache: &Path| {
+        let rs: Vec<serde_json::Value> = records(cache)
+            .into_iter()
+            .filter(|r| r["kind"] == "coldstart" || r["kind"] == "run")
+            .collect();
+        assert_eq!(rs.len(), 2, "{rs:?}");
+        let spans: Vec<_> = rs.iter().map(interval).collect();
+        (
+            spans.iter().map(|s| s.0).min().unwrap(),
+            spans.iter().map(|s| s.1).max().unwrap(),
+        )
+    };
+    let (x, y) = (lifetime(&done[0].0), lifetime(&done[1].0));
+    assert!(
+        x.1 <= y.0 || y.1 <= x.0,
+        "the two engines ran at once: {x:?} {y:?}"
+    );
+}

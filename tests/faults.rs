@@ -15,6 +15,10 @@ fn fault_engine() -> PathBuf {
 fn bench(cache: &Path, args: &[&str]) -> Output {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
         .env("NO_COLOR", "1")
+        .env(
+            "BENCH360_DEVICE_LOCKS",
+            cache.with_file_name("device-locks"),
+        )
         .arg("--cache")
         .arg(cache)
         .args(args)
@@ -228,6 +232,10 @@ fn a_failed_write_fails_the_node_cleanly_and_the_next_apply_completes() {
     let out = std::process::Command::new("bash")
         .args(["-c", &script])
         .env("NO_COLOR", "1")
+        .env(
+            "BENCH360_DEVICE_LOCKS",
+            cache.with_file_name("device-locks"),
+        )
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

@@ -24,6 +24,10 @@ fn quickstart(e: &Engine, cache: &Path, args: &[&str], one_core: bool) -> Output
         Command::new(bin)
     };
     cmd.env("NO_COLOR", "1")
+        .env(
+            "BENCH360_DEVICE_LOCKS",
+            cache.with_file_name("device-locks"),
+        )
         .env("BENCH360_LLAMA_SERVER", &e.server)
         .env("BENCH360_SMOLLM2_GGUF", &e.gguf)
         .arg("--cache")

@@ -18,6 +18,10 @@ fn the_analysis_notebook_runs_over_a_quickstart_cache() {
     let out = assert_cmd::Command::cargo_bin("bench360")
         .unwrap()
         .current_dir(root)
+        .env(
+            "BENCH360_DEVICE_LOCKS",
+            cache.with_file_name("device-locks"),
+        )
         .env("BENCH360_LLAMA_SERVER", &e.server)
         .env("BENCH360_SMOLLM2_GGUF", &e.gguf)
         .arg("--cache")

@@ -18,6 +18,10 @@ fn logprobs_scoring_chooses_what_the_server_finds_most_likely() {
     let apply = |extra: &[&str]| {
         Command::new(assert_cmd::cargo::cargo_bin("bench360"))
             .env("NO_COLOR", "1")
+            .env(
+                "BENCH360_DEVICE_LOCKS",
+                cache.with_file_name("device-locks"),
+            )
             .env("BENCH360_LLAMA_SERVER", &e.server)
             .env("BENCH360_SMOLLM2_GGUF", &e.gguf)
             .arg("--cache")

@@ -376,6 +376,10 @@ fn two_submitters_at_once_submit_each_deployment_once() {
     let (_dir, cache, sweep) = two_deployments("sl-race", scenario);
     let spawn = || {
         std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+            .env(
+                "BENCH360_DEVICE_LOCKS",
+                cache.with_file_name("device-locks"),
+            )
             .args([
                 "--cache",
                 cache.to_str().unwrap(),

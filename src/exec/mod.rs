@@ -5,6 +5,7 @@
 //! dependents. It alone writes run state (records, objects); progress is reported as lines
 //! and bars.
 
+mod devices;
 mod journal;
 mod node;
 pub(crate) mod parallel;
@@ -337,6 +338,10 @@ impl<'a> Executor<'a> {
                 }
             }
         } else if need_cold || !runs.is_empty() {
+            // Held until the engine has stopped; cancelled while waiting: nothing ran.
+            let Some(_devices) = self.claim_devices(d).await else {
+                return;
+            };
             let engine = &self.sweep.engines[dep.at.engine];
             match &engine.launch {
                 Launch::Process { .. } => {

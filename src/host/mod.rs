@@ -1,6 +1,7 @@
 //! Host helpers: what this machine and process are (hostname, process liveness, wall-clock
 //! stamps, the GPUs this process was given). The lowest layer: imports nothing of the crate.
 
+pub(crate) mod devlock;
 pub(crate) mod gpus;
 
 use std::fs;

@@ -238,6 +238,10 @@ pub(crate) struct TelemetrySample {
     pub throttle_reasons: Option<u64>,
     /// GPU memory of the engine's processes on this device.
     pub proc_mem_mb: Option<f64>,
+    /// Compute processes on this device that are neither the engine's nor bench360's, and
+    /// their GPU memory; None when the engine is not a local process (nothing to tell apart).
+    pub other_procs: Option<f64>,
+    pub other_mem_mb: Option<f64>,
     pub cpu_pct: Option<f64>,
     pub rss_mb: Option<f64>,
     pub running: Option<f64>,

@@ -356,6 +356,7 @@ fn answers(rows: &[Row], answers: &[answer::TaskAnswer]) -> Vec<TaskAnswer> {
                         .chain(summary::prefix_cache_note(r))
                         .chain(summary::scoring_note(r))
                         .chain(summary::reasoning_note(r))
+                        .chain(super::overlap::shared_gpu_note(r))
                 })
                 .collect(),
         })
@@ -405,6 +406,14 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
     }
     if let Some(why) = r.over_saturated() {
         flags.push(format!("over-saturated: {why}"));
+    }
+    if let Some(n) = d
+        .telemetry
+        .as_ref()
+        .and_then(|t| t.gpu_other_procs_peak)
+        .filter(|&n| n > 0.0)
+    {
+        flags.push(format!("shared GPU: {n:.0} other process(es) on it"));
     }
     let stop = r.stop_note();
     let currency = cost.map(|c| c.currency.as_str()).unwrap_or_default();

@@ -570,6 +570,9 @@ pub(crate) fn terminal(rows: &[Row], answers: &[answer::TaskAnswer]) -> String {
         if let Some(note) = summary::prefix_cache_note(r) {
             out.push_str(&format!("prefix cache: {note}\n"));
         }
+        if let Some(note) = overlap::shared_gpu_note(r) {
+            out.push_str(&format!("shared GPU: {note}\n"));
+        }
     }
     out.push_str(&text::answer_terminal(answers));
     out

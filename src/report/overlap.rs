@@ -1,6 +1,7 @@
 //! `## Runs at the same time`: runs of different deployments whose nodes ran at once (an
-//! apply with deployments in parallel), with how long they overlapped and the host's CPU
-//! and memory during each: the numbers of a run that shared the host rest on that.
+//! apply with deployments in parallel), with how long they overlapped, and runs whose GPUs
+//! served processes outside the sweep, with the host's CPU and memory during each: the
+//! numbers of a run that shared the host or its devices rest on that.
 
 use super::summary::Row;
 
@@ -28,27 +29,47 @@ pub(crate) fn overlaps(rows: &[Row]) -> Vec<(usize, Vec<(usize, f64)>)> {
     out
 }
 
-const HEADER: [&str; 5] = [
+const HEADER: [&str; 6] = [
     "run",
     "beside (overlap s)",
+    "other processes on its GPUs (MB)",
     "host CPU mean %",
     "host memory peak MB",
     "engine CPU mean %",
 ];
 
+/// Other processes on a run's GPUs during its window: (how many at most, their GPU memory).
+fn shared_gpus(r: &Row) -> Option<(f64, f64)> {
+    let t = r.data.telemetry.as_ref()?;
+    let n = t.gpu_other_procs_peak.filter(|&n| n > 0.0)?;
+    Some((n, t.gpu_other_mem_peak_mb.unwrap_or(0.0)))
+}
+
 fn body(rows: &[Row]) -> Vec<Vec<String>> {
     let num = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.0}"));
-    overlaps(rows)
+    let mut beside: Vec<(usize, Vec<(usize, f64)>)> = overlaps(rows);
+    for (i, r) in rows.iter().enumerate() {
+        if shared_gpus(r).is_some() && !beside.iter().any(|(j, _)| *j == i) {
+            beside.push((i, Vec::new()));
+        }
+    }
+    beside.sort_by_key(|(i, _)| *i);
+    beside
         .into_iter()
         .map(|(i, beside)| {
             let t = rows[i].data.telemetry.as_ref();
             vec![
                 rows[i].data.label.clone(),
-                beside
-                    .iter()
-                    .map(|(j, s)| format!("{} ({s:.0})", rows[*j].data.label))
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                if beside.is_empty() {
+                    "–".into()
+                } else {
+                    beside
+                        .iter()
+                        .map(|(j, s)| format!("{} ({s:.0})", rows[*j].data.label))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                },
+                shared_gpus(&rows[i]).map_or("–".into(), |(n, mb)| format!("{n:.0} ({mb:.0})")),
                 num(t.and_then(|t| t.host_cpu_mean_pct)),
                 num(t.and_then(|t| t.host_mem_peak_mb)),
                 num(t.and_then(|t| t.engine_cpu_mean_pct)),
@@ -57,9 +78,19 @@ fn body(rows: &[Row]) -> Vec<Vec<String>> {
         .collect()
 }
 
-const INTRO: &str = "These runs ran while runs of another deployment did (deployments applied in parallel on disjoint `gpus`/`cpus`): they shared the host's memory bandwidth, caches and the load generator. The host's CPU and memory are over each run's window.";
+/// The note of a run whose GPUs served other processes during its window, said beside its
+/// figures and the answer.
+pub(crate) fn shared_gpu_note(r: &Row) -> Option<String> {
+    let (n, mb) = shared_gpus(r)?;
+    Some(format!(
+        "{}: {n:.0} other process{} used its GPUs during the run ({mb:.0} MB of GPU memory at most; pids and names in its telemetry notes) — its latency, throughput and GPU energy (NVML counts the whole device) were measured on a shared device: run it again with the device to itself.",
+        r.data.label,
+        if n == 1.0 { "" } else { "es" }
+    ))
+}
 
-/// `## Runs at the same time` of report.md; empty when no runs overlapped.
+const INTRO: &str = "These runs did not have their devices to themselves: runs of another deployment ran at the same time (deployments applied in parallel on disjoint `gpus`/`cpus`: they shared the host's memory bandwidth, caches and the load generator), or processes outside the sweep used their GPUs (NVML's list of compute processes: how many at most at once, with their GPU memory). The host's CPU and memory are over each run's window.";
+
 pub(crate) fn markdown(rows: &[Row]) -> String {
     super::table_section("Runs at the same time", INTRO, &HEADER, body(rows))
 }
@@ -109,5 +140,30 @@ mod tests {
         assert!(md.contains("| b1 | a1 (5); a2 (2) |"), "{md}");
         assert!(!md.contains("c1"), "{md}");
         assert_eq!(markdown(&rows[3..]), "");
+    }
+
+    #[test]
+    fn a_run_whose_gpus_served_other_processes_is_listed_and_said() {
+        let mut shared = row("c1", "c", (30.0, 40.0));
+        shared.data.telemetry = Some(crate::telemetry::Summary {
+            gpu_other_procs_peak: Some(2.0),
+            gpu_other_mem_peak_mb: Some(3072.4),
+            ..Default::default()
+        });
+        let mut alone = row("d1", "d", (50.0, 60.0));
+        alone.data.telemetry = Some(crate::telemetry::Summary {
+            gpu_other_procs_peak: Some(0.0),
+            ..Default::default()
+        });
+        let rows = vec![row("a1", "a", (0.0, 10.0)), shared, alone];
+        let md = markdown(&rows);
+        assert!(md.contains("| c1 | – | 2 (3072) |"), "{md}");
+        assert!(!md.contains("a1") && !md.contains("d1"), "{md}");
+        let note = shared_gpu_note(&rows[1]).unwrap();
+        assert!(
+            note.starts_with("c1: 2 other processes used its GPUs during the run (3072 MB"),
+            "{note}"
+        );
+        assert_eq!(shared_gpu_note(&rows[2]), None);
     }
 }

@@ -552,6 +552,14 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 ),
                 ("gpu_util_mean_pct", f(t.and_then(|t| t.gpu_util_mean_pct))),
                 (
+                    "gpu_other_procs_peak",
+                    f(t.and_then(|t| t.gpu_other_procs_peak)),
+                ),
+                (
+                    "gpu_other_mem_peak_mb",
+                    f(t.and_then(|t| t.gpu_other_mem_peak_mb)),
+                ),
+                (
                     "engine_cpu_mean_pct",
                     f(t.and_then(|t| t.engine_cpu_mean_pct)),
                 ),

@@ -110,14 +110,69 @@ fn instant_power(
     Some(mw / 1000.0)
 }
 
-/// Everything but energy, per device. `engine_pids` selects the processes whose GPU memory
-/// counts as the engine's. Returns the samples and whether power came from the averaged query.
+/// The engine's processes, as the GPU sampler tells them from others on its devices.
+pub(crate) struct EngineProcs<'a> {
+    /// Those the procfs sampler last found.
+    pub known: &'a [u32],
+    /// The engine's own process; None when it is not a local process.
+    pub root: Option<u32>,
+}
+
+/// A compute process on a device: (pid, GPU memory in bytes when NVML reports it).
+pub(crate) type GpuProc = (u32, Option<u64>);
+
+/// Whether `pid` is the engine's: among its known processes, or descended from its root (a
+/// child started since the procfs sampler last looked). `parent` reads a process's parent.
+pub(crate) fn is_engines(pid: u32, e: &EngineProcs, parent: &dyn Fn(u32) -> Option<u32>) -> bool {
+    if e.known.contains(&pid) {
+        return true;
+    }
+    let Some(root) = e.root else { return false };
+    let mut p = pid;
+    for _ in 0..64 {
+        if p == root {
+            return true;
+        }
+        match parent(p) {
+            Some(q) if q > 1 && q != p => p = q,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Of a device's compute processes: the engine's memory (MB), and the others (neither the
+/// engine's nor `me`) as (pid, MB). The others are None when the engine is not a local
+/// process: nothing tells them apart.
+pub(crate) fn split_procs(
+    procs: &[GpuProc],
+    e: &EngineProcs,
+    me: u32,
+    parent: &dyn Fn(u32) -> Option<u32>,
+) -> (f64, Option<Vec<(u32, f64)>>) {
+    let mb = |b: Option<u64>| b.map_or(0.0, |b| b as f64 / 1e6);
+    let mut engine = 0.0;
+    let mut others = Vec::new();
+    for &(pid, bytes) in procs {
+        if is_engines(pid, e, parent) {
+            engine += mb(bytes);
+        } else if pid != me {
+            others.push((pid, mb(bytes)));
+        }
+    }
+    (engine, e.root.map(|_| others))
+}
+
+/// Everything but energy, per device, and the other processes found on each device
+/// (device, pid, MB). `engine` tells the engine's processes (whose GPU memory counts as the
+/// engine's) from the others. Returns also whether power came from the averaged query.
 pub(crate) fn fast_sample(
     nvml: &Nvml,
     indices: &[u32],
-    engine_pids: &[u32],
+    engine: &EngineProcs,
     t_ns: i64,
-) -> (Vec<Sample>, bool) {
+) -> (Vec<Sample>, bool, Vec<(String, u32, f64)>) {
+    let mut found = Vec::new();
     let mut averaged = false;
     let mut out = Vec::new();
     for &i in indices {
@@ -137,15 +192,21 @@ pub(crate) fn fast_sample(
         };
         let mem = d.memory_info().ok();
         let util = d.utilization_rates().ok();
-        let proc_mem: Option<f64> = d.running_compute_processes().ok().map(|ps| {
-            ps.iter()
-                .filter(|p| engine_pids.contains(&p.pid))
+        let split = d.running_compute_processes().ok().map(|ps| {
+            let procs: Vec<GpuProc> = ps
+                .iter()
                 .map(|p| match p.used_gpu_memory {
-                    UsedGpuMemory::Used(b) => b as f64 / 1e6,
-                    UsedGpuMemory::Unavailable => 0.0,
+                    UsedGpuMemory::Used(b) => (p.pid, Some(b)),
+                    UsedGpuMemory::Unavailable => (p.pid, None),
                 })
-                .sum()
+                .collect();
+            split_procs(&procs, engine, std::process::id(), &super::procfs::parent)
         });
+        let proc_mem = split.as_ref().map(|s| s.0);
+        let others = split.and_then(|s| s.1);
+        for &(pid, mb) in others.iter().flatten() {
+            found.push((device_name(i), pid, mb));
+        }
         out.push(Sample {
             t_ns,
             source: Source::Gpu,
@@ -160,10 +221,12 @@ pub(crate) fn fast_sample(
             temp_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
             throttle_reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
             proc_mem_mb: proc_mem,
+            other_procs: others.as_ref().map(|o| o.len() as f64),
+            other_mem_mb: others.as_ref().map(|o| o.iter().map(|p| p.1).sum()),
             ..Default::default()
         });
     }
-    (out, averaged)
+    (out, averaged, found)
 }
 
 /// The given devices (all when None) as NVML describes them, with the driver and CUDA
@@ -237,5 +300,43 @@ mod tests {
                 assert!(s.iter().all(|x| x.energy_mj.is_some()));
             }
         }
+    }
+
+    #[test]
+    fn the_engines_processes_are_told_from_others_on_the_device() {
+        // 10 is the engine; 11 its child found by procfs; 12 a child started since (its
+        // parent 11); 20 another user's job; 30 bench360 itself.
+        let parents = |p: u32| match p {
+            11 | 13 => Some(10),
+            12 => Some(11),
+            20 => Some(7),
+            7 => Some(1),
+            _ => None,
+        };
+        let e = EngineProcs {
+            known: &[10, 11],
+            root: Some(10),
+        };
+        assert!(is_engines(12, &e, &parents));
+        assert!(!is_engines(20, &e, &parents));
+        let procs: Vec<GpuProc> = vec![
+            (11, Some(3_000_000_000)),
+            (12, Some(1_000_000_000)),
+            (20, Some(2_500_000_000)),
+            (30, None),
+            (21, None),
+        ];
+        let (engine, others) = split_procs(&procs, &e, 30, &parents);
+        assert_eq!(engine, 4000.0);
+        assert_eq!(others, Some(vec![(20, 2500.0), (21, 0.0)]));
+        // An engine that is not a local process: its memory unknown, the others not told.
+        let remote = EngineProcs {
+            known: &[],
+            root: None,
+        };
+        assert_eq!(split_procs(&procs, &remote, 30, &parents), (0.0, None));
+        // A cycle in what /proc says (a pid reused mid-walk) ends the walk.
+        let cyclic = |p: u32| Some(if p == 40 { 41 } else { 40 });
+        assert!(!is_engines(40, &e, &cyclic));
     }
 }

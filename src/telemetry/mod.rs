@@ -197,8 +197,10 @@ impl Samplers {
     }
 
     /// NVML: the energy counter in its own thread (a read costs ~4 ms on an H200), the fast
-    /// fields in another; or a note saying why there is no GPU.
-    fn gpu(&mut self, gpus: Option<&[u32]>) {
+    /// fields in another; or a note saying why there is no GPU. `engine_root`: the engine's
+    /// process, to tell other processes on the devices from its own (each other process is
+    /// noted once, by pid and name).
+    fn gpu(&mut self, gpus: Option<&[u32]>, engine_root: Option<u32>) {
         match gpu::nvml().and_then(|n| gpu::devices(&n, gpus).map(|d| (n, d))) {
             Ok((nvml, devs)) => {
                 self.note(format!(
@@ -216,9 +218,25 @@ impl Samplers {
                 let pids = self.engine_pids.clone();
                 let notes2 = self.notes.clone();
                 let mut warned = false;
+                if engine_root.is_none() {
+                    self.note("other processes on the GPUs not told apart from the engine's: the engine is not a local process".into());
+                }
+                let mut seen = std::collections::BTreeSet::new();
                 self.spawn("gpu", move |t, out| {
                     let p = pids.lock().expect("pids lock").clone();
-                    let (s, averaged) = gpu::fast_sample(&nvml, &idx, &p, t);
+                    let engine = gpu::EngineProcs {
+                        known: &p,
+                        root: engine_root,
+                    };
+                    let (s, averaged, others) = gpu::fast_sample(&nvml, &idx, &engine, t);
+                    for (dev, pid, mb) in others {
+                        if seen.insert((dev.clone(), pid)) {
+                            let name = procfs::comm(pid).unwrap_or_else(|| "?".into());
+                            notes2.lock().expect("notes lock").push(format!(
+                                "{dev}: another process used the device beside the engine: pid {pid} ({name}), {mb:.0} MB of GPU memory when first seen"
+                            ));
+                        }
+                    }
                     if averaged && !warned {
                         warned = true;
                         notes2.lock().expect("notes lock").push(
@@ -374,7 +392,7 @@ impl Collector {
             threads: Vec::new(),
             engine_pids: Arc::new(Mutex::new(Vec::new())),
         };
-        s.gpu(targets.gpus.as_deref());
+        s.gpu(targets.gpus.as_deref(), targets.engine_pid);
         let wraps = s.procfs(targets.engine_pid);
         s.metrics(targets.metrics_url.as_deref(), targets.metrics_auth.clone());
         // Return once every sampler has its first sample, so that a window starting now is

@@ -24,6 +24,24 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// The parent of a process.
+pub(crate) fn parent(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// A process's name as the kernel keeps it (`comm`, at most 15 bytes): never its arguments,
+/// which may hold secrets.
+pub(crate) fn comm(pid: u32) -> Option<String> {
+    let c = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(c.trim().to_string())
+}
+
 /// Resident memory of a process, bytes.
 pub(crate) fn rss_bytes(pid: u32) -> Option<f64> {
     let statm = fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;

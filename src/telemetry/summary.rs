@@ -52,6 +52,14 @@ pub(crate) struct Summary {
     pub gpu_util_mean_pct: Option<f64>,
     pub gpu_util_peak_pct: Option<f64>,
     pub engine_gpu_mem_peak_mb: Option<f64>,
+    /// Compute processes on the sampled GPUs that were neither the engine's nor bench360's,
+    /// at most at once during the window (summed over devices), and their GPU memory at its
+    /// peak: the run shared its devices. Absent when not told apart (no NVML, or an engine
+    /// that is not a local process) and in summaries recorded before they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_other_procs_peak: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_other_mem_peak_mb: Option<f64>,
     pub engine_cpu_mean_pct: Option<f64>,
     pub engine_cpu_peak_pct: Option<f64>,
     pub engine_rss_peak_mb: Option<f64>,
@@ -228,7 +236,14 @@ pub(crate) fn summarize(
         let mut mem_peak = 0.0;
         let mut util: Vec<(f64, f64)> = Vec::new();
         let mut proc_peak: Option<f64> = None;
+        let (mut other_procs, mut other_mem) = (None::<f64>, None::<f64>);
         for g in &gpus {
+            if let Some((_, p)) = mean_peak(s, Source::Gpu, g, |x| x.other_procs, window) {
+                *other_procs.get_or_insert(0.0) += p;
+            }
+            if let Some((_, p)) = mean_peak(s, Source::Gpu, g, |x| x.other_mem_mb, window) {
+                *other_mem.get_or_insert(0.0) += p;
+            }
             if let Some((m, p)) = mean_peak(s, Source::Gpu, g, |x| x.mem_used_mb, window) {
                 mem_mean += m;
                 mem_peak += p;
@@ -246,6 +261,8 @@ pub(crate) fn summarize(
             out.gpu_util_peak_pct = util.iter().map(|u| u.1).reduce(f64::max);
         }
         out.engine_gpu_mem_peak_mb = proc_peak;
+        out.gpu_other_procs_peak = other_procs;
+        out.gpu_other_mem_peak_mb = other_mem;
     }
     let mp =
         |src: Source, dev: &str, f: fn(&Sample) -> Option<f64>| mean_peak(s, src, dev, f, window);
@@ -300,4 +317,56 @@ pub(crate) fn energy_between(
             device_energy(&c.samples, source, d, wrap, None, w, max_gap).map(|e| e.energy_j)
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    #[test]
+    fn other_processes_on_the_gpus_are_counted_over_the_window_only() {
+        // gpu0: another process with 2 GB from 0.5 s, a second one (3 GB in all) at 0.8 s,
+        // both gone by 1.2 s; gpu1 alone; a third process on gpu1 after the window.
+        let mut samples = Vec::new();
+        for i in 0..=15 {
+            let t = i * 100 * MS;
+            let (n0, mb0) = match t {
+                t if t >= 1200 * MS => (0.0, 0.0),
+                t if t >= 800 * MS => (2.0, 3000.0),
+                t if t >= 500 * MS => (1.0, 2000.0),
+                _ => (0.0, 0.0),
+            };
+            let n1 = if t > 1000 * MS { 1.0 } else { 0.0 };
+            for (dev, n, mb) in [("gpu0", n0, mb0), ("gpu1", n1, 100.0 * n1)] {
+                samples.push(Sample {
+                    t_ns: t,
+                    source: Source::Gpu,
+                    device: dev.into(),
+                    mem_used_mb: Some(1000.0),
+                    other_procs: Some(n),
+                    other_mem_mb: Some(mb),
+                    ..Default::default()
+                });
+            }
+        }
+        let c = Collected {
+            samples,
+            ..Default::default()
+        };
+        let cfg = Config {
+            interval: Duration::from_millis(100),
+            idle: Duration::ZERO,
+            metrics_interval: None,
+        };
+        let s = summarize(&c, &cfg, None, (0, 1000 * MS), &[], None);
+        assert_eq!(s.gpu_other_procs_peak, Some(2.0));
+        assert_eq!(s.gpu_other_mem_peak_mb, Some(3000.0));
+        let alone = summarize(&c, &cfg, None, (0, 400 * MS), &[], None);
+        assert_eq!(alone.gpu_other_procs_peak, Some(0.0));
+        // Summaries recorded before other processes were counted still read.
+        let old: Summary = serde_json::from_str(r#"{"notes": [], "interval_s": 0.1, "idle_window_s": 0, "window_s": 1, "devices": [], "energy_source": "none", "energy_j": null, "energy_above_idle_j": null, "energy_wh": null, "j_per_output_token": null, "j_per_request": null, "j_per_sentence": null, "output_tokens_per_j": null, "gpu_mem_mean_mb": null, "gpu_mem_peak_mb": null, "gpu_mem_overhead_mb": null, "gpu_util_mean_pct": null, "gpu_util_peak_pct": null, "engine_gpu_mem_peak_mb": null, "engine_cpu_mean_pct": null, "engine_cpu_peak_pct": null, "engine_rss_peak_mb": null, "host_cpu_mean_pct": null, "host_mem_peak_mb": null, "bench360_cpu_mean_pct": null, "running_peak": null, "waiting_peak": null, "kv_cache_peak_pct": null, "sampler_costs": []}"#).unwrap();
+        assert_eq!(old.gpu_other_procs_peak, None);
+    }
 }

@@ -428,8 +428,10 @@ pub(crate) fn write_telemetry(
             .collect(),
         true,
     );
-    let after: [(&str, Get); 6] = [
+    let after: [(&str, Get); 8] = [
         ("proc_gpu_mem_mb", |x| x.proc_mem_mb),
+        ("other_gpu_procs", |x| x.other_procs),
+        ("other_gpu_mem_mb", |x| x.other_mem_mb),
         ("cpu_pct", |x| x.cpu_pct),
         ("rss_mb", |x| x.rss_mb),
         ("running", |x| x.running),

@@ -173,6 +173,12 @@ pub fn bench(cache: &Path, args: &[&str]) -> Output {
     Command::cargo_bin("bench360")
         .unwrap()
         .env("NO_COLOR", "1")
+        // Each test's applies take their own device locks: tests share the machine, and one
+        // waiting for another's engine would only make the suite slower.
+        .env(
+            "BENCH360_DEVICE_LOCKS",
+            cache.with_file_name("device-locks"),
+        )
         .arg("--cache")
         .arg(cache)
         .args(args)
@@ -238,6 +244,10 @@ pub fn setup(
 /// `bench360 apply` in the background (to be killed or interrupted by the test).
 pub fn spawn_apply(cache: &Path, sweep: &Path) -> std::process::Child {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+        .env(
+            "BENCH360_DEVICE_LOCKS",
+            cache.with_file_name("device-locks"),
+        )
         .arg("--cache")
         .arg(cache)
         .arg("apply")
@@ -410,6 +420,10 @@ pub fn start_llama_server(e: &Engine, port: u16, args: &[&str]) -> ServerGuard {
 pub fn apply_sweep(cache: &Path, sweep: &Path) -> Output {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
         .env("NO_COLOR", "1")
+        .env(
+            "BENCH360_DEVICE_LOCKS",
+            cache.with_file_name("device-locks"),
+        )
         .arg("--cache")
         .arg(cache)
         .arg("apply")

@@ -20,7 +20,7 @@ REQUESTS = CONFIG + ["run_start_utc_ns", "request_id", "user", "sample_id", "sch
 CHUNKS = CONFIG + ["request_id", "chunk_index", "t_ns", "kind", "chars", "tokens"]
 TELEMETRY = CONFIG + ["t_ns", "source", "device", "power_w", "energy_mj", "mem_used_mb", "mem_total_mb",
                       "util_pct", "mem_util_pct", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "throttle_reasons",
-                      "proc_gpu_mem_mb", "cpu_pct", "rss_mb", "running", "waiting", "kv_cache_pct"]
+                      "proc_gpu_mem_mb", "other_gpu_procs", "other_gpu_mem_mb", "cpu_pct", "rss_mb", "running", "waiting", "kv_cache_pct"]
 ENGINE_METRICS = CONFIG + ["t_ns", "metric", "labels", "value"]
 # Fixed columns; then one float64 column per metric and one `group_<name>` column per grouping.
 SCORES = CONFIG + ["run_key", "request_id", "sample_id", "reference", "extracted", "score", "correct",

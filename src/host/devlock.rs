@@ -1,0 +1,324 @@
+//! Machine-wide locks on the devices a deployment measures on, so that two applies on one
+//! machine — with different caches, different sweeps, or Slurm jobs sharing a node — never
+//! run their engines on one device at once and both record their numbers as if alone.
+//!
+//! Each claim is an `flock` on a file of one folder of the machine (`BENCH360_DEVICE_LOCKS`,
+//! by default `bench360-devices` in the system's temporary folder): a deployment that takes
+//! the whole machine holds `machine.lock` exclusively; one that names its devices holds it
+//! shared and each of its `gpu-<id>.lock` and `cpu-<n>.lock` exclusively; a deployment served
+//! by an endpoint holds `endpoint-<hash of its URL>.lock`, so two load tests never meet on one
+//! server. Claims are taken all or nothing (a set partly held is let go at once), so two
+//! appliers never hold halves of each other's sets. The kernel lets go of a lock when its
+//! process dies, however it dies.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// One device (or server) a deployment measures on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Claim {
+    /// The whole machine (a deployment that names no devices).
+    Machine,
+    /// A GPU, as the node numbers it (an index or a UUID).
+    Gpu(String),
+    /// A CPU, as the kernel numbers it.
+    Cpu(u32),
+    /// A server bench360 does not start, by its URL.
+    Endpoint(String),
+}
+
+impl Claim {
+    fn file_name(&self) -> String {
+        match self {
+            Claim::Machine => "machine.lock".into(),
+            Claim::Gpu(id) => format!("gpu-{}.lock", safe(id)),
+            Claim::Cpu(n) => format!("cpu-{n}.lock"),
+            Claim::Endpoint(url) => format!(
+                "endpoint-{}.lock",
+                &blake3::hash(url.as_bytes()).to_hex()[..16]
+            ),
+        }
+    }
+
+    /// How a person names it.
+    pub fn describe(&self) -> String {
+        match self {
+            Claim::Machine => "the whole machine".into(),
+            Claim::Gpu(id) => format!("GPU {id}"),
+            Claim::Cpu(n) => format!("CPU {n}"),
+            Claim::Endpoint(url) => format!("endpoint {url}"),
+        }
+    }
+}
+
+/// A name made of characters safe in a file name.
+fn safe(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The claims of a deployment: exclusive ones, and `machine.lock` shared beside devices.
+/// `gpus`: the node's ids of its GPUs; `cpus`: its CPUs; `endpoint`: the URL it is served at.
+/// Nothing named: the whole machine.
+pub(crate) fn claims(
+    gpus: Option<&[String]>,
+    cpus: Option<&[u32]>,
+    endpoint: Option<&str>,
+) -> Vec<Claim> {
+    let mut out: Vec<Claim> = gpus
+        .unwrap_or_default()
+        .iter()
+        .map(|g| Claim::Gpu(g.clone()))
+        .chain(cpus.unwrap_or_default().iter().map(|&c| Claim::Cpu(c)))
+        .chain(endpoint.map(|u| Claim::Endpoint(u.to_string())))
+        .collect();
+    if gpus.is_none() && cpus.is_none() && endpoint.is_none() {
+        out.push(Claim::Machine);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The folder of the machine's device locks; None when `BENCH360_DEVICE_LOCKS=off`.
+pub(crate) fn folder() -> Option<PathBuf> {
+    match std::env::var_os("BENCH360_DEVICE_LOCKS") {
+        Some(v) if v == "off" => None,
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => Some(std::env::temp_dir().join("bench360-devices")),
+    }
+}
+
+/// The locks a deployment holds while its engine runs; dropped, they are let go.
+#[derive(Debug)]
+pub(crate) struct Held {
+    _files: Vec<File>,
+}
+
+/// What trying a set of claims found.
+#[derive(Debug)]
+pub(crate) enum Attempt {
+    Held(Held),
+    /// Another process holds one of them: which, and who (pid, host, since when, what).
+    Busy {
+        claim: Claim,
+        holder: String,
+    },
+}
+
+/// Why the locks could not be used at all (a folder that cannot be made, a filesystem
+/// without `flock`).
+#[derive(Debug, thiserror::Error)]
+#[error("device lock {}: {source}", path.display())]
+pub(crate) struct LockUnusable {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Makes the folder, open to every user of the machine (sticky, as /tmp is): another user's
+/// apply must be able to take the same locks.
+fn make_folder(dir: &Path) -> Result<(), LockUnusable> {
+    let unusable = |source| LockUnusable {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o1777)
+        .create(dir)
+    {
+        Ok(()) => {
+            // The umask narrowed the mode.
+            let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o1777));
+            Ok(())
+        }
+        Err(_) if dir.is_dir() => Ok(()),
+        Err(e) => Err(unusable(e)),
+    }
+}
+
+/// Opens a lock file for writing its holder, or for reading only when another user made it
+/// (`flock` needs no write access).
+fn open(path: &Path) -> std::io::Result<(File, bool)> {
+    let rw = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o666)
+        .open(path);
+    match rw {
+        Ok(f) => {
+            let _ = f.set_permissions(fs::Permissions::from_mode(0o666));
+            Ok((f, true))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            File::open(path).map(|f| (f, false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Tries to take every claim at once, without waiting: all of them held, or none and who
+/// holds the first one taken. `holder` is written into each lock held exclusively, for whoever
+/// finds it taken.
+pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Attempt, LockUnusable> {
+    make_folder(dir)?;
+    let devices = claims
+        .iter()
+        .any(|c| matches!(c, Claim::Gpu(_) | Claim::Cpu(_)));
+    let mut wanted: Vec<(Claim, bool)> = claims.iter().map(|c| (c.clone(), true)).collect();
+    if devices {
+        // A set of devices shares the machine with other sets, never with the whole of it.
+        wanted.insert(0, (Claim::Machine, false));
+    }
+    let mut files = Vec::new();
+    for (claim, exclusive) in wanted {
+        let path = dir.join(claim.file_name());
+        let unusable = |source| LockUnusable {
+            path: path.clone(),
+            source,
+        };
+        let (file, writable) = open(&path).map_err(unusable)?;
+        let got = if exclusive {
+            file.try_lock()
+        } else {
+            file.try_lock_shared()
+        };
+        match got {
+            Ok(()) => {
+                if exclusive && writable {
+                    let _ = file.set_len(0);
+                    let _ = (&file).write_all(format!("{holder}\n").as_bytes());
+                }
+                files.push(file);
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                let found = fs::read_to_string(&path).unwrap_or_default();
+                let holder = match found.trim() {
+                    "" => "another bench360".to_string(),
+                    h => h.to_string(),
+                };
+                return Ok(Attempt::Busy { claim, holder });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(unusable(e)),
+        }
+    }
+    Ok(Attempt::Held(Held { _files: files }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpus(ids: &[&str]) -> Vec<String> {
+        ids.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn take(dir: &Path, c: &[Claim]) -> Option<Held> {
+        match attempt(dir, c, "pid 1 on test since now: deployment a").unwrap() {
+            Attempt::Held(h) => Some(h),
+            Attempt::Busy { .. } => None,
+        }
+    }
+
+    #[test]
+    fn claims_name_devices_or_the_whole_machine() {
+        assert_eq!(claims(None, None, None), vec![Claim::Machine]);
+        assert_eq!(
+            claims(Some(&gpus(&["1", "0"])), Some(&[3]), None),
+            vec![
+                Claim::Gpu("0".into()),
+                Claim::Gpu("1".into()),
+                Claim::Cpu(3)
+            ]
+        );
+        assert_eq!(
+            claims(None, None, Some("http://127.0.0.1:8000/v1")),
+            vec![Claim::Endpoint("http://127.0.0.1:8000/v1".into())]
+        );
+        assert_eq!(
+            Claim::Gpu("GPU-1a2b/../x".into()).file_name(),
+            "gpu-GPU-1a2b____x.lock"
+        );
+    }
+
+    #[test]
+    fn overlapping_sets_exclude_each_other_and_disjoint_ones_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("locks");
+        let g0 = claims(Some(&gpus(&["0"])), None, None);
+        let g1 = claims(Some(&gpus(&["1"])), None, None);
+        let g01 = claims(Some(&gpus(&["0", "1"])), None, None);
+        let whole = claims(None, None, None);
+        // flock locks belong to open file descriptions: a second open conflicts in-process.
+        let a = take(&d, &g0).expect("free");
+        assert!(
+            take(&d, &g1).is_some(),
+            "disjoint GPUs run beside each other"
+        );
+        assert!(take(&d, &g01).is_none(), "GPU 0 is held");
+        assert!(
+            take(&d, &whole).is_none(),
+            "the whole machine waits for GPU 0"
+        );
+        drop(a);
+        let w = take(&d, &whole).expect("free again");
+        assert!(take(&d, &g1).is_none(), "a set waits for the whole machine");
+        match attempt(&d, &g1, "me").unwrap() {
+            Attempt::Busy { claim, holder } => {
+                assert_eq!(claim, Claim::Machine);
+                assert_eq!(holder, "pid 1 on test since now: deployment a");
+            }
+            Attempt::Held(_) => panic!("held twice"),
+        }
+        drop(w);
+        // A set partly held is let go: GPU 1 is free after a failed attempt at {0, 1}.
+        let a = take(&d, &g0).unwrap();
+        assert!(take(&d, &g01).is_none());
+        assert!(take(&d, &g1).is_some());
+        drop(a);
+    }
+
+    #[test]
+    fn an_endpoint_is_claimed_by_its_url_beside_the_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = claims(None, None, Some("http://10.0.0.1:8000/v1"));
+        let a = take(dir.path(), &e).unwrap();
+        assert!(take(dir.path(), &e).is_none(), "one load test per server");
+        assert!(take(
+            dir.path(),
+            &claims(None, None, Some("http://10.0.0.2:8000/v1"))
+        )
+        .is_some());
+        assert!(
+            take(dir.path(), &claims(None, None, None)).is_some(),
+            "a remote server does not take this machine"
+        );
+        drop(a);
+    }
+
+    #[test]
+    fn the_folder_is_open_to_every_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("a/b");
+        let _h = take(&d, &claims(None, None, None)).unwrap();
+        let mode = fs::metadata(&d).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o1777);
+        let f = fs::metadata(d.join("machine.lock")).unwrap().permissions();
+        assert_eq!(f.mode() & 0o777, 0o666);
+    }
+}
