@@ -473,7 +473,8 @@ fn applies_into_different_caches_take_turns_on_the_machine() {
         .collect();
     assert_eq!(waited.len(), 1, "exactly one apply waited: {errs:?}");
     assert!(
-        waited[0].contains("deployment llama of sweep turns (cache ")
+        waited[0].contains("deployment smollm2:q4_1@llama of sweep turns (cache ")
+            && waited[0].matches("waits for").count() == 1
             && waited[0].contains("its devices are free after"),
         "{}",
         waited[0]
@@ -495,5 +496,90 @@ fn applies_into_different_caches_take_turns_on_the_machine() {
     assert!(
         x.1 <= y.0 || y.1 <= x.0,
         "the two engines ran at once: {x:?} {y:?}"
+    );
+}
+
+/// The variables an engine inherits from bench360's environment are not keyed: each run
+/// records them (a secret's value never), the report shows them, and `plan` and `apply` say
+/// when a cached run was made under others.
+#[test]
+fn a_cached_run_made_under_another_inherited_environment_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = write(
+        dir.path(),
+        "inherit",
+        &sweep_text("inherit", &llama("llama", "parallel 2"), ""),
+    );
+    let cache = dir.path().join("cache");
+    let cmd = |mark: &str, args: &[&str]| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("bench360"))
+            .env("NO_COLOR", "1")
+            .env("BENCH360_DEVICE_LOCKS", dir.path().join("device-locks"))
+            // Read by no engine: marks of the environment a run was made under.
+            .env("GGML_BENCH360_TEST_MARK", mark)
+            .env("GGML_BENCH360_TEST_TOKEN", "hunter2")
+            .arg("--cache")
+            .arg(&cache)
+            .args(args)
+            .arg(&sweep)
+            .output()
+            .unwrap()
+    };
+    let o = cmd("a", &["apply"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = object_of(&cache, "run", "@llama");
+    let rj: serde_json::Value = serde_json::from_str(&read(&run.join("run.json"))).unwrap();
+    let env = &rj["provenance"]["inherited_env"];
+    assert_eq!(env["GGML_BENCH360_TEST_MARK"], "a", "{env}");
+    assert!(
+        env["GGML_BENCH360_TEST_TOKEN"]
+            .as_str()
+            .unwrap()
+            .starts_with("keyed:"),
+        "{env}"
+    );
+    let report = read(&cache.join("reports/inherit/report.md"));
+    assert!(
+        report.contains("GGML_BENCH360_TEST_MARK=a")
+            && report.contains("GGML_BENCH360_TEST_TOKEN=(not shown)"),
+        "{report}"
+    );
+    let leaked = std::process::Command::new("grep")
+        .args(["-r", "-l", "hunter2"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    assert!(
+        leaked.stdout.is_empty(),
+        "a secret was written: {}",
+        String::from_utf8_lossy(&leaked.stdout)
+    );
+
+    // The same environment: cached, nothing said.
+    let o = cmd("a", &["plan"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("inherited environment"), "{}", text(&o));
+    // Another: still cached (no key sees it), and said with what differs.
+    let o = cmd("b", &["plan", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "run")
+        .all(cached));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("another inherited environment")
+            && err.contains("smollm2:q4_1@llama (1 run): GGML_BENCH360_TEST_MARK: a → b"),
+        "{err}"
+    );
+    let o = cmd("b", &["apply"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("GGML_BENCH360_TEST_MARK: a → b"),
+        "{}",
+        text(&o)
     );
 }

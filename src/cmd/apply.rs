@@ -201,6 +201,10 @@ fn local(
         .or(sweep.max_parallel)
         .map_or(usize::MAX, |m| m as usize);
     let status = plan::statuses(&plan, &store);
+    if only.is_none() {
+        let drift = plan::inherited::drift(&sweep, &plan, &status, &store);
+        eprint!("{}", plan::inherited::drift_warning(&drift));
+    }
     let parallel = only.is_none() && exec::parallel::worth_it(&sweep, &plan, &status, max);
     let summary = rt.block_on(async {
         let cancel = exec::interrupts();

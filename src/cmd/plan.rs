@@ -20,6 +20,11 @@ pub(crate) fn run(ctx: &Ctx, sweep: &Path, json: bool, dot: bool) -> anyhow::Res
     } else {
         print!("{}", plan::render::table(&plan, &st));
     }
+    // Cached runs made under another inherited environment: said on stderr, beside any form.
+    eprint!(
+        "{}",
+        plan::inherited::drift_warning(&plan::inherited::drift(&s, &plan, &st, &store))
+    );
     // What apply would refuse, said now (after the plan, which is still shown).
     let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
     if let Err(e) = exec::preflight::check(&s, Some(&used)) {

@@ -66,7 +66,9 @@ impl Executor<'_> {
         );
         let t0 = std::time::Instant::now();
         let mut told: Option<(Claim, String)> = None;
+        let mut polls = 0u32;
         loop {
+            polls += 1;
             match devlock::attempt(&dir, &claims, &me) {
                 Ok(Attempt::Held(h)) => {
                     if told.is_some() {
@@ -78,14 +80,23 @@ impl Executor<'_> {
                     return Some(Some(h));
                 }
                 Ok(Attempt::Busy { claim, holder }) => {
-                    let now = Some((claim.clone(), holder.clone()));
-                    if told != now {
+                    // A holder that has just taken the lock writes itself a moment later: give
+                    // it a poll before saying "another process".
+                    let holder = match holder.as_str() {
+                        "" if polls < 3 => None,
+                        "" if claim == Claim::Machine => {
+                            Some("deployments on some of its devices (`gpus`/`cpus`)".to_string())
+                        }
+                        "" => Some("another process (it did not say who)".to_string()),
+                        _ => Some(holder),
+                    };
+                    if let Some(h) = holder.filter(|h| told != Some((claim.clone(), h.clone()))) {
                         self.progress.say(&format!(
-                            "⏸ deployment {label} waits for {}, held by {holder} (device locks in {})",
+                            "⏸ deployment {label} waits for {}, held by {h} (device locks in {})",
                             claim.describe(),
                             dir.display()
                         ));
-                        told = now;
+                        told = Some((claim, h));
                     }
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(500)) => {}

@@ -108,7 +108,8 @@ pub(crate) struct Held {
 #[derive(Debug)]
 pub(crate) enum Attempt {
     Held(Held),
-    /// Another process holds one of them: which, and who (pid, host, since when, what).
+    /// Another process holds one of them: which, and who (pid, host, since when, what;
+    /// empty while the holder has not written itself yet).
     Busy {
         claim: Claim,
         holder: String,
@@ -200,18 +201,21 @@ pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Atte
         };
         match got {
             Ok(()) => {
-                if exclusive && writable {
+                if writable {
+                    // Shared: no one holds it alone, and what an earlier holder wrote is stale.
                     let _ = file.set_len(0);
-                    let _ = (&file).write_all(format!("{holder}\n").as_bytes());
+                    if exclusive {
+                        let _ = (&file).write_all(format!("{holder}\n").as_bytes());
+                    }
                 }
                 files.push(file);
             }
             Err(fs::TryLockError::WouldBlock) => {
-                let found = fs::read_to_string(&path).unwrap_or_default();
-                let holder = match found.trim() {
-                    "" => "another bench360".to_string(),
-                    h => h.to_string(),
-                };
+                // Empty: its holder has not written itself yet, or holds it shared.
+                let holder = fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
                 return Ok(Attempt::Busy { claim, holder });
             }
             Err(fs::TryLockError::Error(e)) => return Err(unusable(e)),
@@ -286,6 +290,15 @@ mod tests {
             Attempt::Held(_) => panic!("held twice"),
         }
         drop(w);
+        // Held shared by a set of devices, the machine's lock keeps no stale holder.
+        let g = take(&d, &g0).unwrap();
+        match attempt(&d, &whole, "me").unwrap() {
+            Attempt::Busy { claim, holder } => {
+                assert_eq!((claim, holder.as_str()), (Claim::Machine, ""))
+            }
+            Attempt::Held(_) => panic!("held twice"),
+        }
+        drop(g);
         // A set partly held is let go: GPU 1 is free after a failed attempt at {0, 1}.
         let a = take(&d, &g0).unwrap();
         assert!(take(&d, &g01).is_none());

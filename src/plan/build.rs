@@ -80,6 +80,10 @@ struct ColdstartKey<'a> {
     args: String,
     #[serde(rename = "engine.catalog-args")]
     catalog_args: String,
+    /// `engine.args.file.ARG`: the content hash of each regular file an argument names (see
+    /// [`super::args_files`]); none when no argument names one, so older keys stay valid.
+    #[serde(flatten)]
+    args_files: BTreeMap<String, String>,
     /// `engine.env.NAME`: values may be secrets, so only their blake3 keyed by the cache's
     /// secret salt enters the key (`keyed:…`): not checkable against guesses without the
     /// cache, and still a new key when a value changes.
@@ -208,6 +212,31 @@ fn pull_node(engine: &Engine, facts: &Facts) -> Node {
     }
 }
 
+/// `engine.args.file.ARG` of an engine's arguments that name files here; a file that could
+/// not be read blocks the deployment, as unreadable weights do.
+fn args_file_hashes(
+    engine: &crate::spec::Engine,
+    facts: &Facts,
+    blocked_by: &mut Option<String>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for a in &engine.args {
+        let after_eq = a.split_once('=').map(|(_, v)| v);
+        let Some((token, path)) = std::iter::once(a.as_str())
+            .chain(after_eq)
+            .find_map(|t| facts.args_files.get(t).map(|p| (t, p)))
+        else {
+            continue;
+        };
+        let h = facts.file(path).unwrap_or_else(|e| {
+            blocked_by.get_or_insert_with(|| e.to_string());
+            "unreadable".into()
+        });
+        out.insert(format!("engine.args.file.{token}"), h);
+    }
+    out
+}
+
 fn coldstart_node(
     sweep: &Sweep,
     facts: &Facts,
@@ -256,6 +285,7 @@ fn coldstart_node(
         start: (at.start > 0).then_some(at.start),
         args: json(&engine.args),
         catalog_args: json(&Some(engine.catalog.process_args())),
+        args_files: args_file_hashes(engine, facts, &mut blocked_by),
         env: engine
             .env
             .iter()

@@ -205,6 +205,15 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
         let h = store.content_hash(&f);
         facts.files.insert(f, h);
     }
+    for e in &sweep.engines {
+        for (token, path) in plan::args_files(&e.args) {
+            facts
+                .files
+                .entry(path.clone())
+                .or_insert_with(|| store.content_hash(&path));
+            facts.args_files.insert(token, path);
+        }
+    }
     // One artifact per engine block (its setting combinations share the binary or image). A
     // Python engine's variants are each asked for their package's version (their `env` may
     // differ: another `PYTHONPATH` is another engine), once per distinct `env`, and must agree.
@@ -398,6 +407,66 @@ scenario "one" {{ kind "single"; requests 4; }}
         assert!(
             e.contains("run different engines") && e.contains("vllm==0.27.0"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_file_named_in_args_is_keyed_by_its_content_and_a_folder_by_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("cache")).unwrap();
+        let template = dir.path().join("chat.jinja");
+        let lora = dir.path().join("lora");
+        fs::create_dir_all(&lora).unwrap();
+        let coldstart = |args: &str| {
+            let text = format!(
+                r#"
+sweep "t" {{ seed 7; }}
+model "m" {{ path "/w/m"; quantization "fp8"; }}
+engine "v" {{ kind "vllm"; binary "/bin/true"; args {args}; }}
+task "mmlu" {{ kind "mmlu"; dataset "/d/mmlu"; samples 10; }}
+scenario "one" {{ kind "single"; requests 4; }}
+"#
+            );
+            let sweep = crate::sweep::parse(
+                "t.kdl",
+                &text,
+                Path::new("/"),
+                &|_| None,
+                &Default::default(),
+            )
+            .unwrap_or_else(|e| panic!("{e:?}"));
+            let plan = plan::build(&sweep, &gather(&store, &sweep)).unwrap();
+            let n = plan
+                .order
+                .iter()
+                .map(|&i| &plan.graph[i])
+                .find(|n| n.kind == plan::NodeKind::Coldstart)
+                .unwrap()
+                .clone();
+            (n.key, n.inputs)
+        };
+        let t = template.display();
+        fs::write(&template, "{{ messages }}").unwrap();
+        let (k1, inputs) = coldstart(&format!(r#""--chat-template" "{t}""#));
+        assert_eq!(
+            inputs[&format!("engine.args.file.{t}")],
+            blake3::hash(b"{{ messages }}").to_hex().to_string()
+        );
+        // `--flag=FILE` names it too; its key input is the part after `=`.
+        let (k_eq, inputs) = coldstart(&format!(r#""--chat-template={t}""#));
+        assert!(inputs.contains_key(&format!("engine.args.file.{t}")));
+        assert_ne!(k_eq, k1, "the arguments differ as text");
+        fs::write(&template, "{{ messages | tojson }}").unwrap();
+        let (k2, _) = coldstart(&format!(r#""--chat-template" "{t}""#));
+        assert_ne!(k1, k2, "an edited template reruns the deployment");
+        // A folder, and what names no file, stay keyed as text: no file input.
+        let (_, inputs) = coldstart(&format!(
+            r#""--lora-modules" "a={}" "--max-num-seqs" "8""#,
+            lora.display()
+        ));
+        assert!(
+            !inputs.keys().any(|k| k.starts_with("engine.args.file.")),
+            "{inputs:?}"
         );
     }
 }

@@ -5,6 +5,7 @@
 mod build;
 pub(crate) mod facts;
 mod graph;
+pub(crate) mod inherited;
 mod python;
 pub(crate) mod render;
 mod status;
@@ -54,6 +55,9 @@ pub(crate) struct Facts {
     pub artifacts: BTreeMap<String, Result<String, Unavailable>>,
     /// The cache's secret salt, which keys the hashes of engine environment values.
     pub salt: [u8; 32],
+    /// Each engine argument that names a regular file ([`args_files`]), as written, with the
+    /// path it reaches; the file's content hash is in `files`.
+    pub args_files: BTreeMap<String, PathBuf>,
 }
 
 impl Facts {
@@ -84,6 +88,35 @@ pub(crate) fn required_files(sweep: &Sweep) -> Vec<PathBuf> {
     }
     out.sort();
     out.dedup();
+    out
+}
+
+/// The regular files named in engine arguments: a token, or what follows the first `=` of one
+/// (`--chat-template=FILE`, vLLM's `--lora-modules name=FILE`), as bench360's working folder
+/// reaches it (the engine inherits that folder). (as written, path) pairs. A folder is left
+/// out — a tokenizer or LoRA folder stays keyed by its name (docs/cache.md) — and so is what
+/// does not exist here. Reads the filesystem: facts, not the pure planner.
+pub(crate) fn args_files(args: &[String]) -> Vec<(String, PathBuf)> {
+    let here = std::env::current_dir().ok();
+    let mut out = Vec::new();
+    for a in args {
+        let after_eq = a.split_once('=').map(|(_, v)| v);
+        for cand in std::iter::once(a.as_str()).chain(after_eq) {
+            if cand.is_empty() || cand.starts_with('-') {
+                continue;
+            }
+            let p = std::path::Path::new(cand);
+            let p = match (&here, p.is_absolute()) {
+                (_, true) => p.to_path_buf(),
+                (Some(h), false) => h.join(p),
+                (None, false) => continue,
+            };
+            if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
+                out.push((cand.to_string(), p));
+                break;
+            }
+        }
+    }
     out
 }
 

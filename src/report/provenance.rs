@@ -37,6 +37,7 @@ fn same_machine(a: Option<&Provenance>, b: Option<&Provenance>) -> bool {
                 && a.engine_artifact == b.engine_artifact
                 && a.same_machine(b)
                 && a.model_hash == b.model_hash
+                && a.inherited_env == b.inherited_env
         }
         (None, None) => true,
         _ => false,
@@ -51,20 +52,42 @@ fn short_commit(c: &str) -> String {
     }
 }
 
-const HEADER: [&str; 6] = [
+const HEADER: [&str; 7] = [
     "deployment",
     "bench360",
     "engine",
     "GPUs",
     "host",
     "weights",
+    "inherited environment",
 ];
+
+/// The inherited variables as `NAME=value` (a possible secret's value not shown); "none set",
+/// or "–" where nothing was recorded (a container, an endpoint, an older run).
+pub(crate) fn env_line(p: &Provenance) -> String {
+    match &p.inherited_env {
+        None => "–".into(),
+        Some(m) if m.is_empty() => "none set".into(),
+        Some(m) => m
+            .iter()
+            .map(|(k, v)| {
+                if v.starts_with("keyed:") {
+                    format!("{k}=(not shown)")
+                } else {
+                    format!("{k}={v}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
 
 fn cells(deployment: &str, p: Option<&Provenance>) -> Vec<String> {
     let Some(p) = p else {
         return vec![
             deployment.to_string(),
             "not recorded (a run from before provenance was kept)".into(),
+            String::new(),
             String::new(),
             String::new(),
             String::new(),
@@ -92,6 +115,7 @@ fn cells(deployment: &str, p: Option<&Provenance>) -> Vec<String> {
             (None, Some(h)) => format!("blake3 {}", short(h)),
             _ => "–".into(),
         },
+        env_line(p),
     ]
 }
 
@@ -165,6 +189,10 @@ pub(crate) fn columns(
         ("kernel", s(&|p| Some(p.host.kernel.clone()))),
         ("model_hash", s(&|p| p.model_hash.clone())),
         ("sweep_hash", s(&|p| Some(p.sweep_hash.clone()))),
+        (
+            "inherited_env",
+            s(&|p| p.inherited_env.as_ref().map(|_| env_line(p))),
+        ),
     ]
 }
 

@@ -1,0 +1,298 @@
+//! The environment a process engine inherits from bench360 and its key does not see: the
+//! variables that change what the engine does (`VLLM_ATTENTION_BACKEND`, `LLAMA_ARG_*`,
+//! `NCCL_*`, `OMP_NUM_THREADS`, `PYTHONPATH`…). Keying them would rerun whole caches whenever a
+//! shell differs, so each run records them instead (its provenance), and `plan`/`apply` say
+//! when a cached run was made under others. A variable of the engine block's own `env` is
+//! keyed and not inherited; `CUDA_VISIBLE_DEVICES` is which devices, said by the provenance's
+//! GPUs (bench360 sets it from `gpus`; Slurm per job).
+
+use std::collections::BTreeMap;
+
+use crate::spec::{Engine, Launch};
+
+/// Variables of every process engine: CUDA, NCCL and PyTorch settings, thread counts, and
+/// what Python imports.
+const COMMON_PREFIXES: &[&str] = &["CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "TRITON_"];
+const COMMON_NAMES: &[&str] = &[
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "PYTHONPATH",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+];
+const NOT_SETTINGS: &[&str] = &["CUDA_VISIBLE_DEVICES"];
+
+/// Each engine's own variables, by catalog kind.
+fn own_prefixes(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "vllm" => &["VLLM_"],
+        "sglang" => &["SGLANG_", "SGL_"],
+        "lmdeploy" => &["LMDEPLOY_"],
+        "llama.cpp" => &["LLAMA_ARG_", "LLAMA_", "GGML_"],
+        _ => &[],
+    }
+}
+
+/// A value that may be a secret (by its name, or a URL with credentials) is kept only as its
+/// blake3 keyed by the cache's salt, as engine `env` values are in keys: comparable, never
+/// shown.
+fn secret(name: &str, value: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "PRIVATE",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
+        || value
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest.split('/').next().unwrap_or("").contains('@'))
+}
+
+/// The variables of `vars` (the process's environment) that engine `e` inherits and that
+/// change what it does, name → value (a possible secret as `keyed:…`). None for an engine
+/// that inherits nothing of bench360's (a container, an endpoint).
+pub(crate) fn inherited(
+    e: &Engine,
+    vars: impl IntoIterator<Item = (String, String)>,
+    salt: &[u8; 32],
+) -> Option<BTreeMap<String, String>> {
+    if !matches!(e.launch, Launch::Process { .. }) {
+        return None;
+    }
+    let own = own_prefixes(e.catalog.name);
+    let wanted = |n: &str| {
+        !NOT_SETTINGS.contains(&n)
+            && (COMMON_NAMES.contains(&n)
+                || COMMON_PREFIXES.iter().chain(own).any(|p| n.starts_with(p)))
+            && !e.env.iter().any(|(k, _)| k == n)
+    };
+    Some(
+        vars.into_iter()
+            .filter(|(n, _)| wanted(n))
+            .map(|(n, v)| {
+                let shown = if secret(&n, &v) {
+                    let h = blake3::keyed_hash(salt, v.as_bytes()).to_hex();
+                    format!("keyed:{}", &h[..32])
+                } else {
+                    v
+                };
+                (n, shown)
+            })
+            .collect(),
+    )
+}
+
+/// This process's environment, as [`inherited`] reads it (variables that are not UTF-8 are
+/// left out).
+pub(crate) fn process_vars() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// How `recorded` (a cached run's) differs from `now`: one line per variable, its values
+/// shown unless keyed (`VLLM_X: FLASH_ATTN → FLASHINFER`, `NCCL_P2P_DISABLE: unset → 1`).
+pub(crate) fn differences(
+    recorded: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let show = |v: Option<&String>| match v {
+        None => "unset".to_string(),
+        Some(v) if v.starts_with("keyed:") => "(a value not shown)".to_string(),
+        Some(v) => v.clone(),
+    };
+    let mut names: Vec<&String> = recorded.keys().chain(now.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|n| recorded.get(*n) != now.get(*n))
+        .map(|n| {
+            let (a, b) = (recorded.get(n), now.get(n));
+            if a.is_some_and(|a| a.starts_with("keyed:")) && b.is_some() {
+                format!("{n}: changed")
+            } else {
+                format!("{n}: {} → {}", show(a), show(b))
+            }
+        })
+        .collect()
+}
+
+/// Cached runs made under another inherited environment than this process's: per deployment
+/// label, how many runs and what differs (the union over them). Runs recorded before the
+/// environment was kept, and engines that inherit nothing, are not compared.
+pub(crate) fn drift(
+    sweep: &crate::spec::Sweep,
+    plan: &super::Plan,
+    status: &[super::Status],
+    store: &crate::store::Store,
+) -> Vec<(String, usize, Vec<String>)> {
+    let Ok(salt) = store.secret_salt() else {
+        return Vec::new();
+    };
+    let vars = process_vars();
+    let mut now: BTreeMap<usize, Option<BTreeMap<String, String>>> = BTreeMap::new();
+    let mut out: Vec<(String, usize, Vec<String>)> = Vec::new();
+    for r in &plan.runs {
+        if status[r.node.index()] != super::Status::Cached {
+            continue;
+        }
+        let dep = &plan.deployments[r.deployment];
+        let current = now
+            .entry(dep.at.engine)
+            .or_insert_with(|| inherited(&sweep.engines[dep.at.engine], vars.clone(), &salt));
+        let Some(current) = current else { continue };
+        let path = store.object_dir(&plan.graph[r.node].key).join("run.json");
+        let recorded: Option<BTreeMap<String, String>> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| serde_json::from_value(v["provenance"]["inherited_env"].clone()).ok());
+        let Some(recorded) = recorded else { continue };
+        let diff = differences(&recorded, current);
+        if diff.is_empty() {
+            continue;
+        }
+        match out.iter_mut().find(|(l, ..)| *l == dep.label) {
+            Some((_, n, lines)) => {
+                *n += 1;
+                for d in diff {
+                    if !lines.contains(&d) {
+                        lines.push(d);
+                    }
+                }
+            }
+            None => out.push((dep.label.clone(), 1, diff)),
+        }
+    }
+    out
+}
+
+/// The warning `plan` and `apply` print for [`drift`]; empty when there is none.
+pub(crate) fn drift_warning(drift: &[(String, usize, Vec<String>)]) -> String {
+    if drift.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "⚠ cached runs were made under another inherited environment than this one (keys do not see it; they stay cached — to rerun them under this one, set the variables in the engine's `env`, which is keyed):\n",
+    );
+    for (label, n, lines) in drift {
+        out.push_str(&format!(
+            "  {label} ({n} run{}): {}\n",
+            if *n == 1 { "" } else { "s" },
+            lines.join("; ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(kind: &str, launcher: &str, env: &str) -> Engine {
+        let text = format!(
+            r#"
+sweep "t" {{ seed 1; }}
+model "m" {{ path "/w/m.gguf"; quantization "{q}"; }}
+engine "e" {{ kind "{kind}"; {launcher}; {env} }}
+task "mmlu" {{ kind "mmlu"; dataset "/d/mmlu"; samples 4; }}
+scenario "one" {{ kind "single"; requests 2; }}
+"#,
+            q = if kind == "vllm" { "fp8" } else { "q4_k_m" }
+        );
+        let s = crate::sweep::parse(
+            "t.kdl",
+            &text,
+            std::path::Path::new("/"),
+            &|_| None,
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        s.engines[0].clone()
+    }
+
+    fn vars(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn an_engine_records_its_own_and_the_common_variables_and_hides_secrets() {
+        let env = vars(&[
+            ("VLLM_ATTENTION_BACKEND", "FLASHINFER"),
+            ("VLLM_API_KEY", "hunter2"),
+            ("SGLANG_X", "1"),
+            ("NCCL_P2P_DISABLE", "1"),
+            ("CUDA_VISIBLE_DEVICES", "3"),
+            ("OMP_NUM_THREADS", "4"),
+            ("TORCH_HOME", "https://u:pw@mirror/x"),
+            ("HOME", "/root"),
+            ("VLLM_LOGGING_LEVEL", "DEBUG"),
+        ]);
+        let e = engine(
+            "vllm",
+            r#"binary "/bin/true""#,
+            r#"env VLLM_LOGGING_LEVEL="INFO""#,
+        );
+        let got = inherited(&e, env.clone(), &[7; 32]).unwrap();
+        let names: Vec<&str> = got.keys().map(String::as_str).collect();
+        // Its block's own `env` is keyed, not inherited; CUDA_VISIBLE_DEVICES is the devices.
+        assert_eq!(
+            names,
+            [
+                "NCCL_P2P_DISABLE",
+                "OMP_NUM_THREADS",
+                "TORCH_HOME",
+                "VLLM_API_KEY",
+                "VLLM_ATTENTION_BACKEND"
+            ]
+        );
+        assert_eq!(got["VLLM_ATTENTION_BACKEND"], "FLASHINFER");
+        assert!(got["VLLM_API_KEY"].starts_with("keyed:"));
+        assert!(got["TORCH_HOME"].starts_with("keyed:"));
+        assert!(!format!("{got:?}").contains("hunter2") && !format!("{got:?}").contains("pw@"));
+        // llama.cpp does not read vLLM's variables.
+        let l = engine("llama.cpp", r#"binary "/bin/true""#, "");
+        let got = inherited(&l, env.clone(), &[7; 32]).unwrap();
+        assert!(!got.keys().any(|k| k.starts_with("VLLM_")), "{got:?}");
+        // A container inherits nothing of bench360's.
+        let d = engine("llama.cpp", r#"launcher "docker"; image "x"; tag "1""#, "");
+        assert_eq!(inherited(&d, env, &[7; 32]), None);
+    }
+
+    #[test]
+    fn differences_say_what_changed_without_showing_secrets() {
+        let a: BTreeMap<String, String> = vars(&[
+            ("VLLM_ATTENTION_BACKEND", "FLASH_ATTN"),
+            ("VLLM_API_KEY", "keyed:aa"),
+            ("OMP_NUM_THREADS", "4"),
+        ])
+        .into_iter()
+        .collect();
+        let b: BTreeMap<String, String> = vars(&[
+            ("VLLM_ATTENTION_BACKEND", "FLASHINFER"),
+            ("VLLM_API_KEY", "keyed:bb"),
+            ("NCCL_P2P_DISABLE", "1"),
+        ])
+        .into_iter()
+        .collect();
+        assert_eq!(
+            differences(&a, &b),
+            [
+                "NCCL_P2P_DISABLE: unset → 1",
+                "OMP_NUM_THREADS: 4 → unset",
+                "VLLM_API_KEY: changed",
+                "VLLM_ATTENTION_BACKEND: FLASH_ATTN → FLASHINFER"
+            ]
+        );
+        assert!(differences(&a, &a).is_empty());
+    }
+}
