@@ -27,7 +27,11 @@
 #                                  SECS: one `apply --only …` each, in that order, before the
 #                                  whole sweep; one argument may hold several AXIS=VALUE
 #                                  separated by spaces (all must match: `engine=vllm
-#                                  scenario=quality`).
+#                                  scenario=quality`); a word `set:PATH=VALUE` is `--set
+#                                  PATH=VALUE` for that stage (`set:sweep.repeats=6` adds a
+#                                  sixth repeat without changing a key of the five;
+#                                  `set:telemetry.metrics-interval=1` gives the stage's runs
+#                                  their own keys).
 #                                  Environment, for a hold that does more before the sweep:
 #                                  SEED_CACHE="FILE.tar.xz…"  a cache from earlier holds
 #                                    (cache/records, cache/objects…, and cache/salt: without
@@ -246,7 +250,12 @@ case ${1:-} in
     only=true
     for stage in "$@"; do
       flags=""
-      for cond in $stage; do flags="$flags --only '$cond'"; done
+      for cond in $stage; do
+        case $cond in
+          set:*) flags="$flags --set '${cond#set:}'" ;;
+          *) flags="$flags --only '$cond'" ;;
+        esac
+      done
       only="$only
       echo \"apply$flags started \$(date -u +%T)\" >> $ROOT/times.txt
       $ROOT/bench360 --cache $ROOT/cache$flags apply '$sweep' & echo \$! > $ROOT/bench360.pid; wait \$!
