@@ -201,8 +201,13 @@ fn local(
         .or(sweep.max_parallel)
         .map_or(usize::MAX, |m| m as usize);
     let status = plan::statuses(&plan, &store);
-    if only.is_none() {
-        let drift = plan::inherited::drift(&sweep, &plan, &status, &store);
+    // Said once: by this apply, or for its deployment by one run alone (`--deployment`, a
+    // Slurm job) — not by the children of a parallel apply, whose parent said it.
+    if std::env::var_os(exec::parallel::PARENT_VAR).is_none() {
+        let mut drift = plan::inherited::drift(&sweep, &plan, &status, &store);
+        if let Some(d) = only {
+            drift.retain(|(label, ..)| *label == plan.deployments[d].label);
+        }
         eprint!("{}", plan::inherited::drift_warning(&drift));
     }
     let parallel = only.is_none() && exec::parallel::worth_it(&sweep, &plan, &status, max);

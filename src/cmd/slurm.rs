@@ -26,6 +26,11 @@ pub(crate) fn apply(ctx: &Ctx, path: &Path, args: &SlurmArgs, wait: bool) -> any
     for w in slurm::gpu_warnings(&sweep, &plan, &settings) {
         eprintln!("warning: {w}");
     }
+    // The jobs inherit this environment (`--export=ALL`): compared as `apply` compares it.
+    eprint!(
+        "{}",
+        plan::inherited::drift_warning(&plan::inherited::drift(&sweep, &plan, &status, &store))
+    );
     let sched = slurm::SlurmCommands;
     let submit = slurm::Submit {
         sweep: &sweep,

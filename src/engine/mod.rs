@@ -4,6 +4,7 @@
 
 pub(crate) mod caches;
 pub(crate) mod docker;
+pub(crate) mod group;
 
 use std::future::Future;
 use std::path::Path;
@@ -318,6 +319,8 @@ pub(crate) struct ProcessLauncher;
 
 pub(crate) struct ProcessEngine {
     child: tokio::process::Child,
+    /// Kills the engine's process group if it is dropped unstopped.
+    group: group::Guard,
     base_url: String,
     served_model: String,
     phases: Phases,
@@ -388,6 +391,11 @@ impl Launcher for ProcessLauncher {
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("failed to start `{binary}`: {e}"))?;
+        // A start that fails or is abandoned below takes the engine's workers with it.
+        let guard = group::Guard {
+            pgid: child.id().map_or(0, |p| p as i32),
+            armed: child.id().is_some(),
+        };
         let start_s = t0.elapsed().as_secs_f64();
         let base_url = format!("http://127.0.0.1:{port}");
         let entry = spec.engine.catalog;
@@ -403,13 +411,16 @@ impl Launcher for ProcessLauncher {
         match poll_health(&health, deadline, Duration::from_millis(50), exited).await {
             Ok(()) => {}
             Err(NotHealthy::Exited(cause)) => {
+                // A worker its leader left behind goes too, before the next start.
+                group::reap(guard.pgid, Duration::from_secs(2)).await;
                 return Err(EngineError::Exited {
                     cause,
                     tail: tail_of(log, 15),
-                })
+                });
             }
             Err(NotHealthy::TimedOut) => {
                 let _ = child.start_kill();
+                group::reap(guard.pgid, Duration::ZERO).await;
                 return Err(EngineError::Unhealthy {
                     health,
                     after_s: spec.engine.startup_timeout_s,
@@ -420,6 +431,7 @@ impl Launcher for ProcessLauncher {
         }
         Ok(ProcessEngine {
             child,
+            group: guard,
             base_url,
             served_model: spec.model_name.clone(),
             phases: Phases {
@@ -458,15 +470,20 @@ impl RunningEngine for ProcessEngine {
 
     async fn stop(mut self) -> String {
         if let Some(e) = self.exited() {
+            // The leader is gone: a worker it left behind is killed and waited for.
+            group::reap(self.group.pgid, Duration::from_secs(2)).await;
+            self.group.armed = false;
             return e;
         }
         let Some(pid) = self.child.id() else {
+            group::reap(self.group.pgid, Duration::from_secs(2)).await;
+            self.group.armed = false;
             return "already stopped".into();
         };
         unsafe {
             libc::kill(-(pid as i32), libc::SIGTERM);
         }
-        match tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await {
+        let how = match tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await {
             Ok(Ok(status)) => format!("stopped with SIGTERM ({status})"),
             _ => {
                 unsafe {
@@ -475,6 +492,15 @@ impl RunningEngine for ProcessEngine {
                 let _ = self.child.wait().await;
                 "did not stop within 15 s of SIGTERM; killed".into()
             }
+        };
+        // Its workers, which may hold the GPU a moment after the leader: gone before the next
+        // engine starts or the devices are let go.
+        let killed = group::reap(pid as i32, Duration::from_secs(15)).await;
+        self.group.armed = false;
+        if killed {
+            format!("{how}; its other processes were killed 15 s later")
+        } else {
+            how
         }
     }
 }

@@ -339,8 +339,20 @@ impl<'a> Executor<'a> {
             }
         } else if need_cold || !runs.is_empty() {
             // Held until the engine has stopped; cancelled while waiting: nothing ran.
-            let Some(_devices) = self.claim_devices(d).await else {
-                return;
+            let _devices = match self.claim_devices(d).await {
+                devices::Claimed::Held(h) => h,
+                devices::Claimed::Cancelled => return,
+                devices::Claimed::TimedOut(cause) => {
+                    for i in [dep.coldstart]
+                        .into_iter()
+                        .chain(runs.iter().map(|&r| self.plan.runs[r].node))
+                    {
+                        if self.will_run(i) {
+                            self.fail_recorded(i, cause.clone());
+                        }
+                    }
+                    return;
+                }
             };
             let engine = &self.sweep.engines[dep.at.engine];
             match &engine.launch {

@@ -215,6 +215,10 @@ fn describe(d: &Devices) -> String {
     }
 }
 
+/// Set in a child of a parallel apply (to the parent's pid): what the parent says for the
+/// whole sweep, the child does not repeat.
+pub(crate) const PARENT_VAR: &str = "BENCH360_APPLY_PARENT";
+
 fn spawn(
     exe: &Path,
     argv: &[String],
@@ -222,7 +226,8 @@ fn spawn(
     label: &str,
 ) -> std::io::Result<tokio::process::Child> {
     let mut cmd = tokio::process::Command::new(exe);
-    cmd.args(argv)
+    cmd.env(PARENT_VAR, std::process::id().to_string())
+        .args(argv)
         .arg("apply")
         .arg(sweep_file)
         .args(["--deployment", label, "--json"])

@@ -321,13 +321,10 @@ impl Executor<'_> {
                 .to_hex()
                 .to_string(),
             seed: self.sweep.seed,
-            inherited_env: self.store.secret_salt().ok().and_then(|salt| {
-                crate::plan::inherited::inherited(
-                    &self.sweep.engines[dep.at.engine],
-                    crate::plan::inherited::process_vars(),
-                    &salt,
-                )
-            }),
+            inherited_env: crate::plan::inherited::inherited(
+                &self.sweep.engines[dep.at.engine],
+                crate::plan::inherited::process_vars(),
+            ),
         }
     }
 }

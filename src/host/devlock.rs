@@ -3,7 +3,7 @@
 //! run their engines on one device at once and both record their numbers as if alone.
 //!
 //! Each claim is an `flock` on a file of one folder of the machine (`BENCH360_DEVICE_LOCKS`,
-//! by default `bench360-devices` in the system's temporary folder): a deployment that takes
+//! by default `/tmp/bench360-devices`): a deployment that takes
 //! the whole machine holds `machine.lock` exclusively; one that names its devices holds it
 //! shared and each of its `gpu-<id>.lock` and `cpu-<n>.lock` exclusively; a deployment served
 //! by an endpoint holds `endpoint-<hash of its URL>.lock`, so two load tests never meet on one
@@ -13,7 +13,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// One device (or server) a deployment measures on.
@@ -89,14 +89,18 @@ pub(crate) fn claims(
     out
 }
 
-/// The folder of the machine's device locks; None when `BENCH360_DEVICE_LOCKS=off`.
+/// The folder of the machine's device locks; None when `BENCH360_DEVICE_LOCKS=off`. The
+/// default is a fixed path, never `$TMPDIR`'s (a Slurm job or a user may have their own).
 pub(crate) fn folder() -> Option<PathBuf> {
     match std::env::var_os("BENCH360_DEVICE_LOCKS") {
         Some(v) if v == "off" => None,
         Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => Some(std::env::temp_dir().join("bench360-devices")),
+        _ => Some(PathBuf::from(DEFAULT_FOLDER)),
     }
 }
+
+/// Where the locks are unless `BENCH360_DEVICE_LOCKS` says otherwise.
+pub(crate) const DEFAULT_FOLDER: &str = "/tmp/bench360-devices";
 
 /// The locks a deployment holds while its engine runs; dropped, they are let go.
 #[derive(Debug)]
@@ -127,32 +131,47 @@ pub(crate) struct LockUnusable {
 }
 
 /// Makes the folder, open to every user of the machine (sticky, as /tmp is): another user's
-/// apply must be able to take the same locks.
+/// apply must be able to take the same locks. A folder that is a symbolic link, or that
+/// another user owns without the sticky bit (they could replace its files), is refused.
 fn make_folder(dir: &Path) -> Result<(), LockUnusable> {
     let unusable = |source| LockUnusable {
         path: dir.to_path_buf(),
         source,
     };
-    if dir.is_dir() {
-        return Ok(());
-    }
-    match fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o1777)
-        .create(dir)
-    {
-        Ok(()) => {
+    if fs::symlink_metadata(dir).is_err() {
+        match fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o1777)
+            .create(dir)
+        {
             // The umask narrowed the mode.
-            let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o1777));
-            Ok(())
+            Ok(()) => {
+                let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o1777));
+            }
+            Err(_) if dir.is_dir() => {}
+            Err(e) => return Err(unusable(e)),
         }
-        Err(_) if dir.is_dir() => Ok(()),
-        Err(e) => Err(unusable(e)),
     }
+    let m = fs::symlink_metadata(dir).map_err(unusable)?;
+    let me = unsafe { libc::geteuid() };
+    let refuse = |why: &str| {
+        Err(unusable(std::io::Error::other(format!(
+            "{why}: refused (set BENCH360_DEVICE_LOCKS to a folder of your own, or one every user shares with the sticky bit, as /tmp)"
+        ))))
+    };
+    if !m.file_type().is_dir() {
+        return refuse("not a folder (a symbolic link?)");
+    }
+    if m.uid() != me && m.uid() != 0 && m.mode() & 0o1000 == 0 {
+        return refuse("owned by another user, without the sticky bit");
+    }
+    Ok(())
 }
 
-/// Opens a lock file for writing its holder, or for reading only when another user made it
-/// (`flock` needs no write access).
+/// Opens a lock file without following a symbolic link. Ours (made now, or earlier by this
+/// user): opened for writing its holder. Another user's: read only (`flock` needs no write
+/// access), never changed. Anything but a plain file with one name is refused: a link planted
+/// in a shared folder must not make bench360 write to what it points at.
 fn open(path: &Path) -> std::io::Result<(File, bool)> {
     let rw = OpenOptions::new()
         .create(true)
@@ -160,22 +179,35 @@ fn open(path: &Path) -> std::io::Result<(File, bool)> {
         .read(true)
         .write(true)
         .mode(0o666)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path);
-    match rw {
-        Ok(f) => {
-            let _ = f.set_permissions(fs::Permissions::from_mode(0o666));
-            Ok((f, true))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            File::open(path).map(|f| (f, false))
-        }
-        Err(e) => Err(e),
+    let (file, writable) = match rw {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => (
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path)?,
+            false,
+        ),
+        Err(e) => return Err(e),
+    };
+    let m = file.metadata()?;
+    if !m.file_type().is_file() || m.nlink() != 1 {
+        return Err(std::io::Error::other(
+            "not a plain file with one name: refused",
+        ));
     }
+    let ours = m.uid() == unsafe { libc::geteuid() };
+    if ours {
+        let _ = file.set_permissions(fs::Permissions::from_mode(0o666));
+    }
+    Ok((file, writable && ours))
 }
 
 /// Tries to take every claim at once, without waiting: all of them held, or none and who
-/// holds the first one taken. `holder` is written into each lock held exclusively, for whoever
-/// finds it taken.
+/// holds the first one taken. `holder` is written into each lock held exclusively once all are
+/// held, for whoever finds it taken.
 pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Attempt, LockUnusable> {
     make_folder(dir)?;
     let devices = claims
@@ -200,16 +232,7 @@ pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Atte
             file.try_lock_shared()
         };
         match got {
-            Ok(()) => {
-                if writable {
-                    // Shared: no one holds it alone, and what an earlier holder wrote is stale.
-                    let _ = file.set_len(0);
-                    if exclusive {
-                        let _ = (&file).write_all(format!("{holder}\n").as_bytes());
-                    }
-                }
-                files.push(file);
-            }
+            Ok(()) => files.push((file, writable, exclusive)),
             Err(fs::TryLockError::WouldBlock) => {
                 // Empty: its holder has not written itself yet, or holds it shared.
                 let holder = fs::read_to_string(&path)
@@ -221,7 +244,18 @@ pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Atte
             Err(fs::TryLockError::Error(e)) => return Err(unusable(e)),
         }
     }
-    Ok(Attempt::Held(Held { _files: files }))
+    for (file, writable, exclusive) in &files {
+        if *writable {
+            // Shared: no one holds it alone, and what an earlier holder wrote is stale.
+            let _ = file.set_len(0);
+            if *exclusive {
+                let _ = (&*file).write_all(format!("{holder}\n").as_bytes());
+            }
+        }
+    }
+    Ok(Attempt::Held(Held {
+        _files: files.into_iter().map(|f| f.0).collect(),
+    }))
 }
 
 #[cfg(test)]
@@ -333,5 +367,30 @@ mod tests {
         assert_eq!(mode & 0o7777, 0o1777);
         let f = fs::metadata(d.join("machine.lock")).unwrap().permissions();
         assert_eq!(f.mode() & 0o777, 0o666);
+    }
+
+    #[test]
+    fn a_link_planted_in_the_folder_is_refused_and_its_target_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("locks");
+        fs::create_dir(&d).unwrap();
+        let precious = dir.path().join("precious");
+        fs::write(&precious, "keep me").unwrap();
+        fs::set_permissions(&precious, fs::Permissions::from_mode(0o600)).unwrap();
+        let g0 = claims(Some(&gpus(&["0"])), None, None);
+        std::os::unix::fs::symlink(&precious, d.join("gpu-0.lock")).unwrap();
+        assert!(attempt(&d, &g0, "me").is_err());
+        fs::remove_file(d.join("gpu-0.lock")).unwrap();
+        fs::hard_link(&precious, d.join("gpu-0.lock")).unwrap();
+        let e = attempt(&d, &g0, "me").unwrap_err();
+        assert!(e.to_string().contains("one name"), "{e}");
+        assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
+        let mode = fs::metadata(&precious).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // The folder itself a link: refused.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        let e = attempt(&link, &claims(None, None, None), "me").unwrap_err();
+        assert!(e.to_string().contains("not a folder"), "{e}");
     }
 }

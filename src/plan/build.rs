@@ -212,22 +212,20 @@ fn pull_node(engine: &Engine, facts: &Facts) -> Node {
     }
 }
 
-/// `engine.args.file.ARG` of an engine's arguments that name files here; a file that could
-/// not be read blocks the deployment, as unreadable weights do.
+/// `engine.args.file.ARG` of the files an engine's arguments name (gathered with the facts);
+/// a file that could not be read blocks the deployment, as unreadable weights do.
 fn args_file_hashes(
     engine: &crate::spec::Engine,
     facts: &Facts,
     blocked_by: &mut Option<String>,
 ) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    for a in &engine.args {
-        let after_eq = a.split_once('=').map(|(_, v)| v);
-        let Some((token, path)) = std::iter::once(a.as_str())
-            .chain(after_eq)
-            .find_map(|t| facts.args_files.get(t).map(|p| (t, p)))
-        else {
-            continue;
-        };
+    for (token, path) in facts
+        .args_files
+        .get(&engine.name.value)
+        .into_iter()
+        .flatten()
+    {
         let h = facts.file(path).unwrap_or_else(|e| {
             blocked_by.get_or_insert_with(|| e.to_string());
             "unreadable".into()

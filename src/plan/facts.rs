@@ -205,13 +205,21 @@ pub(crate) fn gather(store: &Store, sweep: &Sweep) -> Facts {
         let h = store.content_hash(&f);
         facts.files.insert(f, h);
     }
-    for e in &sweep.engines {
-        for (token, path) in plan::args_files(&e.args) {
+    // A container's arguments name paths inside it: only a process's are read here.
+    for e in sweep
+        .engines
+        .iter()
+        .filter(|e| matches!(e.launch, Launch::Process { .. }))
+    {
+        let files = plan::args_files(&e.args);
+        for (_, path) in &files {
             facts
                 .files
                 .entry(path.clone())
-                .or_insert_with(|| store.content_hash(&path));
-            facts.args_files.insert(token, path);
+                .or_insert_with(|| store.content_hash(path));
+        }
+        if !files.is_empty() {
+            facts.args_files.insert(e.name.value.clone(), files);
         }
     }
     // One artifact per engine block (its setting combinations share the binary or image). A
@@ -411,7 +419,7 @@ scenario "one" {{ kind "single"; requests 4; }}
     }
 
     #[test]
-    fn a_file_named_in_args_is_keyed_by_its_content_and_a_folder_by_its_name() {
+    fn a_file_an_engine_reads_is_keyed_by_its_content_and_a_folder_by_its_name() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("cache")).unwrap();
         let template = dir.path().join("chat.jinja");
@@ -459,9 +467,10 @@ scenario "one" {{ kind "single"; requests 4; }}
         fs::write(&template, "{{ messages | tojson }}").unwrap();
         let (k2, _) = coldstart(&format!(r#""--chat-template" "{t}""#));
         assert_ne!(k1, k2, "an edited template reruns the deployment");
-        // A folder, and what names no file, stay keyed as text: no file input.
+        // A folder, a file the engine writes (`--log-file`), and a file after a flag that
+        // reads none stay keyed as text: no file input.
         let (_, inputs) = coldstart(&format!(
-            r#""--lora-modules" "a={}" "--max-num-seqs" "8""#,
+            r#""--lora-modules" "a={}" "--log-file" "{t}" "--max-num-seqs" "{t}""#,
             lora.display()
         ));
         assert!(

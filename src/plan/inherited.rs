@@ -33,35 +33,55 @@ fn own_prefixes(kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// A value that may be a secret (by its name, or a URL with credentials) is kept only as its
-/// blake3 keyed by the cache's salt, as engine `env` values are in keys: comparable, never
-/// shown.
+/// What a possible secret is recorded as: that it was set, never its value nor a hash of it
+/// (a published cache carries its salt, and a short secret's hash could be guessed).
+pub(crate) const SET: &str = "(set)";
+
+/// A value that may be a secret: by its name, by its form (a URL with credentials or a query
+/// string, a token's well-known prefix), kept as [`SET`].
 fn secret(name: &str, value: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    [
+    let by_name = [
         "KEY",
         "TOKEN",
         "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
+        "PASS",
+        "PWD",
+        "CRED",
         "AUTH",
         "PRIVATE",
+        "COOKIE",
+        "SESSION",
+        "SIGNATURE",
     ]
     .iter()
-    .any(|s| n.contains(s))
-        || value
-            .split_once("://")
-            .is_some_and(|(_, rest)| rest.split('/').next().unwrap_or("").contains('@'))
+    .any(|s| n.contains(s));
+    let url = value.split_once("://").is_some_and(|(_, rest)| {
+        rest.split('/').next().unwrap_or("").contains('@') || rest.contains('?')
+    });
+    let token = [
+        "hf_",
+        "sk-",
+        "ghp_",
+        "gho_",
+        "github_pat_",
+        "glpat-",
+        "xox",
+        "AKIA",
+        "ASIA",
+        "eyJ",
+    ]
+    .iter()
+    .any(|p| value.starts_with(p));
+    by_name || url || token
 }
 
 /// The variables of `vars` (the process's environment) that engine `e` inherits and that
-/// change what it does, name → value (a possible secret as `keyed:…`). None for an engine
-/// that inherits nothing of bench360's (a container, an endpoint).
+/// change what it does, name → value (a possible secret as [`SET`]). None for an engine that
+/// inherits nothing of bench360's (a container, an endpoint).
 pub(crate) fn inherited(
     e: &Engine,
     vars: impl IntoIterator<Item = (String, String)>,
-    salt: &[u8; 32],
 ) -> Option<BTreeMap<String, String>> {
     if !matches!(e.launch, Launch::Process { .. }) {
         return None;
@@ -77,12 +97,7 @@ pub(crate) fn inherited(
         vars.into_iter()
             .filter(|(n, _)| wanted(n))
             .map(|(n, v)| {
-                let shown = if secret(&n, &v) {
-                    let h = blake3::keyed_hash(salt, v.as_bytes()).to_hex();
-                    format!("keyed:{}", &h[..32])
-                } else {
-                    v
-                };
+                let shown = if secret(&n, &v) { SET.to_string() } else { v };
                 (n, shown)
             })
             .collect(),
@@ -97,31 +112,21 @@ pub(crate) fn process_vars() -> Vec<(String, String)> {
         .collect()
 }
 
-/// How `recorded` (a cached run's) differs from `now`: one line per variable, its values
-/// shown unless keyed (`VLLM_X: FLASH_ATTN → FLASHINFER`, `NCCL_P2P_DISABLE: unset → 1`).
+/// How `recorded` (a cached run's) differs from `now`: one line per variable
+/// (`VLLM_X: FLASH_ATTN → FLASHINFER`, `NCCL_P2P_DISABLE: unset → 1`, `HF_TOKEN: unset →
+/// (set)`); a secret's change of value is not seen.
 pub(crate) fn differences(
     recorded: &BTreeMap<String, String>,
     now: &BTreeMap<String, String>,
 ) -> Vec<String> {
-    let show = |v: Option<&String>| match v {
-        None => "unset".to_string(),
-        Some(v) if v.starts_with("keyed:") => "(a value not shown)".to_string(),
-        Some(v) => v.clone(),
-    };
+    let show = |v: Option<&String>| v.map_or("unset".to_string(), String::clone);
     let mut names: Vec<&String> = recorded.keys().chain(now.keys()).collect();
     names.sort();
     names.dedup();
     names
         .into_iter()
         .filter(|n| recorded.get(*n) != now.get(*n))
-        .map(|n| {
-            let (a, b) = (recorded.get(n), now.get(n));
-            if a.is_some_and(|a| a.starts_with("keyed:")) && b.is_some() {
-                format!("{n}: changed")
-            } else {
-                format!("{n}: {} → {}", show(a), show(b))
-            }
-        })
+        .map(|n| format!("{n}: {} → {}", show(recorded.get(n)), show(now.get(n))))
         .collect()
 }
 
@@ -134,9 +139,6 @@ pub(crate) fn drift(
     status: &[super::Status],
     store: &crate::store::Store,
 ) -> Vec<(String, usize, Vec<String>)> {
-    let Ok(salt) = store.secret_salt() else {
-        return Vec::new();
-    };
     let vars = process_vars();
     let mut now: BTreeMap<usize, Option<BTreeMap<String, String>>> = BTreeMap::new();
     let mut out: Vec<(String, usize, Vec<String>)> = Vec::new();
@@ -147,7 +149,7 @@ pub(crate) fn drift(
         let dep = &plan.deployments[r.deployment];
         let current = now
             .entry(dep.at.engine)
-            .or_insert_with(|| inherited(&sweep.engines[dep.at.engine], vars.clone(), &salt));
+            .or_insert_with(|| inherited(&sweep.engines[dep.at.engine], vars.clone()));
         let Some(current) = current else { continue };
         let path = store.object_dir(&plan.graph[r.node].key).join("run.json");
         let recorded: Option<BTreeMap<String, String>> = std::fs::read(&path)
@@ -242,7 +244,7 @@ scenario "one" {{ kind "single"; requests 2; }}
             r#"binary "/bin/true""#,
             r#"env VLLM_LOGGING_LEVEL="INFO""#,
         );
-        let got = inherited(&e, env.clone(), &[7; 32]).unwrap();
+        let got = inherited(&e, env.clone()).unwrap();
         let names: Vec<&str> = got.keys().map(String::as_str).collect();
         // Its block's own `env` is keyed, not inherited; CUDA_VISIBLE_DEVICES is the devices.
         assert_eq!(
@@ -256,40 +258,54 @@ scenario "one" {{ kind "single"; requests 2; }}
             ]
         );
         assert_eq!(got["VLLM_ATTENTION_BACKEND"], "FLASHINFER");
-        assert!(got["VLLM_API_KEY"].starts_with("keyed:"));
-        assert!(got["TORCH_HOME"].starts_with("keyed:"));
+        assert_eq!(got["VLLM_API_KEY"], SET);
+        assert_eq!(got["TORCH_HOME"], SET);
         assert!(!format!("{got:?}").contains("hunter2") && !format!("{got:?}").contains("pw@"));
         // llama.cpp does not read vLLM's variables.
         let l = engine("llama.cpp", r#"binary "/bin/true""#, "");
-        let got = inherited(&l, env.clone(), &[7; 32]).unwrap();
+        let got = inherited(&l, env.clone()).unwrap();
         assert!(!got.keys().any(|k| k.starts_with("VLLM_")), "{got:?}");
         // A container inherits nothing of bench360's.
         let d = engine("llama.cpp", r#"launcher "docker"; image "x"; tag "1""#, "");
-        assert_eq!(inherited(&d, env, &[7; 32]), None);
+        assert_eq!(inherited(&d, env), None);
+        // Tokens by their form, and URLs that carry a signature.
+        for (n, v) in [
+            ("VLLM_X", "hf_abcdef"),
+            (
+                "LLAMA_ARG_MODEL_URL",
+                "https://h/m.gguf?X-Amz-Signature=abc",
+            ),
+            ("NCCL_Y", "sk-123"),
+        ] {
+            assert!(secret(n, v), "{n}={v}");
+        }
+        assert!(!secret("VLLM_ATTENTION_BACKEND", "FLASHINFER"));
+        assert!(!secret("LLAMA_ARG_MODEL_URL", "https://h/m.gguf"));
     }
 
     #[test]
-    fn differences_say_what_changed_without_showing_secrets() {
+    fn differences_say_what_changed_and_a_secret_only_whether_it_is_set() {
         let a: BTreeMap<String, String> = vars(&[
             ("VLLM_ATTENTION_BACKEND", "FLASH_ATTN"),
-            ("VLLM_API_KEY", "keyed:aa"),
+            ("VLLM_API_KEY", SET),
             ("OMP_NUM_THREADS", "4"),
         ])
         .into_iter()
         .collect();
         let b: BTreeMap<String, String> = vars(&[
             ("VLLM_ATTENTION_BACKEND", "FLASHINFER"),
-            ("VLLM_API_KEY", "keyed:bb"),
+            ("VLLM_API_KEY", SET),
             ("NCCL_P2P_DISABLE", "1"),
+            ("HF_HUB_TOKEN_SECRET", SET),
         ])
         .into_iter()
         .collect();
         assert_eq!(
             differences(&a, &b),
             [
+                "HF_HUB_TOKEN_SECRET: unset → (set)",
                 "NCCL_P2P_DISABLE: unset → 1",
                 "OMP_NUM_THREADS: 4 → unset",
-                "VLLM_API_KEY: changed",
                 "VLLM_ATTENTION_BACKEND: FLASH_ATTN → FLASHINFER"
             ]
         );

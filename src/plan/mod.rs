@@ -55,9 +55,9 @@ pub(crate) struct Facts {
     pub artifacts: BTreeMap<String, Result<String, Unavailable>>,
     /// The cache's secret salt, which keys the hashes of engine environment values.
     pub salt: [u8; 32],
-    /// Each engine argument that names a regular file ([`args_files`]), as written, with the
-    /// path it reaches; the file's content hash is in `files`.
-    pub args_files: BTreeMap<String, PathBuf>,
+    /// Per process engine (by name): the regular files its arguments name ([`args_files`]),
+    /// as written, with the path each reaches; their content hashes are in `files`.
+    pub args_files: BTreeMap<String, Vec<(String, PathBuf)>>,
 }
 
 impl Facts {
@@ -91,30 +91,71 @@ pub(crate) fn required_files(sweep: &Sweep) -> Vec<PathBuf> {
     out
 }
 
-/// The regular files named in engine arguments: a token, or what follows the first `=` of one
-/// (`--chat-template=FILE`, vLLM's `--lora-modules name=FILE`), as bench360's working folder
-/// reaches it (the engine inherits that folder). (as written, path) pairs. A folder is left
+/// The engine flags whose values name files an engine *reads* (a chat template, an adapter, a
+/// draft model, a grammar, a parser plugin): only these are keyed by content. A flag whose file
+/// the engine writes (`--log-file`) or that holds a secret (`--ssl-keyfile`, `--api-key-file`)
+/// is not among them, and an ordinary value (`2`, `triton`) is never taken for a file.
+pub(crate) const INPUT_FILE_FLAGS: &[&str] = &[
+    "--chat-template",
+    "--chat-template-file",
+    "--lora",
+    "--lora-scaled",
+    "--lora-modules",
+    "--lora-paths",
+    "--model-draft",
+    "-md",
+    "--mmproj",
+    "-mm",
+    "--grammar-file",
+    "--json-schema-file",
+    "-jf",
+    "--control-vector",
+    "--control-vector-scaled",
+    "--speculative-draft-model-path",
+    "--tool-parser-plugin",
+    "--tokenizer",
+];
+
+/// The regular files an engine process reads that its arguments name: the values of
+/// [`INPUT_FILE_FLAGS`] (`--chat-template FILE`, `--chat-template=FILE`, `--lora-modules
+/// a=FILE b=FILE`: a value, or what follows its first `=`), as bench360's working folder
+/// reaches them (the engine inherits that folder). (as written, path) pairs. A folder is left
 /// out — a tokenizer or LoRA folder stays keyed by its name (docs/cache.md) — and so is what
 /// does not exist here. Reads the filesystem: facts, not the pure planner.
 pub(crate) fn args_files(args: &[String]) -> Vec<(String, PathBuf)> {
     let here = std::env::current_dir().ok();
+    let file = |cand: &str| -> Option<(String, PathBuf)> {
+        [Some(cand), cand.split_once('=').map(|(_, v)| v)]
+            .into_iter()
+            .flatten()
+            .filter(|c| !c.is_empty())
+            .find_map(|c| {
+                let p = std::path::Path::new(c);
+                let p = if p.is_absolute() {
+                    p.to_path_buf()
+                } else {
+                    here.as_ref()?.join(p)
+                };
+                std::fs::metadata(&p)
+                    .is_ok_and(|m| m.is_file())
+                    .then(|| (c.to_string(), p))
+            })
+    };
     let mut out = Vec::new();
+    let mut values = false;
     for a in args {
-        let after_eq = a.split_once('=').map(|(_, v)| v);
-        for cand in std::iter::once(a.as_str()).chain(after_eq) {
-            if cand.is_empty() || cand.starts_with('-') {
-                continue;
-            }
-            let p = std::path::Path::new(cand);
-            let p = match (&here, p.is_absolute()) {
-                (_, true) => p.to_path_buf(),
-                (Some(h), false) => h.join(p),
-                (None, false) => continue,
+        if a.starts_with('-') {
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) => (f, Some(v)),
+                None => (a.as_str(), None),
             };
-            if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
-                out.push((cand.to_string(), p));
-                break;
+            values = INPUT_FILE_FLAGS.contains(&flag);
+            if let Some(v) = inline.filter(|_| values) {
+                out.extend(file(v));
+                values = false;
             }
+        } else if values {
+            out.extend(file(a));
         }
     }
     out
@@ -501,6 +542,27 @@ scenario "f" { kind "rate"; rate 4; duration 5; }"#,
             "{c:?}"
         );
         assert_eq!(c.len(), 1 + 1 + 6 * 2 + 1, "{c:?}");
+    }
+
+    #[test]
+    fn only_the_values_of_flags_that_read_files_are_taken_for_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.safetensors"), dir.path().join("t.jinja"));
+        std::fs::write(&a, "x").unwrap();
+        std::fs::write(&b, "y").unwrap();
+        let args: Vec<String> = [
+            "--lora-modules".to_string(),
+            format!("one={}", a.display()),
+            format!("two={}", dir.path().display()),
+            "--threads".into(),
+            b.display().to_string(),
+            format!("--chat-template={}", b.display()),
+            "--log-file".into(),
+            a.display().to_string(),
+        ]
+        .into();
+        let got: Vec<String> = args_files(&args).into_iter().map(|f| f.0).collect();
+        assert_eq!(got, [a.display().to_string(), b.display().to_string()]);
     }
 }
 

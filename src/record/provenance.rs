@@ -68,7 +68,7 @@ pub(crate) struct Provenance {
     pub sweep_hash: String,
     pub seed: u64,
     /// The variables of bench360's environment the engine inherited that change what it does
-    /// (`plan::inherited`): name → value, a possible secret as `keyed:…`. Not keyed; `plan`
+    /// (`plan::inherited`): name → value, a possible secret as `(set)`. Not keyed; `plan`
     /// and `apply` say when a cached run was made under others. None for a container or an
     /// endpoint, and in runs recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]

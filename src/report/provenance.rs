@@ -62,7 +62,7 @@ const HEADER: [&str; 7] = [
     "inherited environment",
 ];
 
-/// The inherited variables as `NAME=value` (a possible secret's value not shown); "none set",
+/// The inherited variables as `NAME=value` (a possible secret as `NAME=(set)`); "none set",
 /// or "–" where nothing was recorded (a container, an endpoint, an older run).
 pub(crate) fn env_line(p: &Provenance) -> String {
     match &p.inherited_env {
@@ -70,13 +70,7 @@ pub(crate) fn env_line(p: &Provenance) -> String {
         Some(m) if m.is_empty() => "none set".into(),
         Some(m) => m
             .iter()
-            .map(|(k, v)| {
-                if v.starts_with("keyed:") {
-                    format!("{k}=(not shown)")
-                } else {
-                    format!("{k}={v}")
-                }
-            })
+            .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" "),
     }

@@ -142,13 +142,16 @@ pub(crate) fn is_engines(pid: u32, e: &EngineProcs, parent: &dyn Fn(u32) -> Opti
 }
 
 /// Of a device's compute processes: the engine's memory (MB), and the others (neither the
-/// engine's nor `me`) as (pid, MB). The others are None when the engine is not a local
-/// process: nothing tells them apart.
+/// engine's nor `me`) as (pid, MB). The others are None when they cannot be told apart: the
+/// engine is not a local process, or NVML lists a pid this process cannot see (`seen`: it is
+/// in another PID namespace — bench360 in a container, or the engine's own processes as the
+/// host numbers them), which is never taken for another's work.
 pub(crate) fn split_procs(
     procs: &[GpuProc],
     e: &EngineProcs,
     me: u32,
     parent: &dyn Fn(u32) -> Option<u32>,
+    seen: &dyn Fn(u32) -> bool,
 ) -> (f64, Option<Vec<(u32, f64)>>) {
     let mb = |b: Option<u64>| b.map_or(0.0, |b| b as f64 / 1e6);
     let mut engine = 0.0;
@@ -160,7 +163,8 @@ pub(crate) fn split_procs(
             others.push((pid, mb(bytes)));
         }
     }
-    (engine, e.root.map(|_| others))
+    let told_apart = e.root.is_some() && others.iter().all(|(pid, _)| seen(*pid));
+    (engine, told_apart.then_some(others))
 }
 
 /// Everything but energy, per device, and the other processes found on each device
@@ -200,7 +204,13 @@ pub(crate) fn fast_sample(
                     UsedGpuMemory::Unavailable => (p.pid, None),
                 })
                 .collect();
-            split_procs(&procs, engine, std::process::id(), &super::procfs::parent)
+            split_procs(
+                &procs,
+                engine,
+                std::process::id(),
+                &super::procfs::parent,
+                &|pid| std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            )
         });
         let proc_mem = split.as_ref().map(|s| s.0);
         let others = split.and_then(|s| s.1);
@@ -326,15 +336,22 @@ mod tests {
             (30, None),
             (21, None),
         ];
-        let (engine, others) = split_procs(&procs, &e, 30, &parents);
+        let seen = |_: u32| true;
+        let (engine, others) = split_procs(&procs, &e, 30, &parents, &seen);
         assert_eq!(engine, 4000.0);
         assert_eq!(others, Some(vec![(20, 2500.0), (21, 0.0)]));
+        // A pid this process cannot see (another PID namespace): nothing is told apart.
+        let (_, others) = split_procs(&procs, &e, 30, &parents, &|p| p != 21);
+        assert_eq!(others, None);
         // An engine that is not a local process: its memory unknown, the others not told.
         let remote = EngineProcs {
             known: &[],
             root: None,
         };
-        assert_eq!(split_procs(&procs, &remote, 30, &parents), (0.0, None));
+        assert_eq!(
+            split_procs(&procs, &remote, 30, &parents, &seen),
+            (0.0, None)
+        );
         // A cycle in what /proc says (a pid reused mid-walk) ends the walk.
         let cyclic = |p: u32| Some(if p == 40 { 41 } else { 40 });
         assert!(!is_engines(40, &e, &cyclic));

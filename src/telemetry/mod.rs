@@ -222,6 +222,7 @@ impl Samplers {
                     self.note("other processes on the GPUs not told apart from the engine's: the engine is not a local process".into());
                 }
                 let mut seen = std::collections::BTreeSet::new();
+                let mut hidden_said = false;
                 self.spawn("gpu", move |t, out| {
                     let p = pids.lock().expect("pids lock").clone();
                     let engine = gpu::EngineProcs {
@@ -229,6 +230,16 @@ impl Samplers {
                         root: engine_root,
                     };
                     let (s, averaged, others) = gpu::fast_sample(&nvml, &idx, &engine, t);
+                    if engine_root.is_some()
+                        && !hidden_said
+                        && s.iter()
+                            .any(|x| x.proc_mem_mb.is_some() && x.other_procs.is_none())
+                    {
+                        hidden_said = true;
+                        notes2.lock().expect("notes lock").push(
+                            "NVML lists GPU processes this process cannot see (another PID namespace): other work on the GPUs is not told apart from the engine's while they are there".into(),
+                        );
+                    }
                     for (dev, pid, mb) in others {
                         if seen.insert((dev.clone(), pid)) {
                             let name = procfs::comm(pid).unwrap_or_else(|| "?".into());

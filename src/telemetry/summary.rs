@@ -53,8 +53,9 @@ pub(crate) struct Summary {
     pub gpu_util_peak_pct: Option<f64>,
     pub engine_gpu_mem_peak_mb: Option<f64>,
     /// Compute processes on the sampled GPUs that were neither the engine's nor bench360's,
-    /// at most at once during the window (summed over devices), and their GPU memory at its
-    /// peak: the run shared its devices. Absent when not told apart (no NVML, or an engine
+    /// at most at once during the window (summed over the devices at each sample: a process
+    /// on two GPUs counts on each), and their GPU memory at its peak: the run shared its
+    /// devices. Absent when not told apart (no NVML, or an engine
     /// that is not a local process) and in summaries recorded before they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_other_procs_peak: Option<f64>,
@@ -236,14 +237,22 @@ pub(crate) fn summarize(
         let mut mem_peak = 0.0;
         let mut util: Vec<(f64, f64)> = Vec::new();
         let mut proc_peak: Option<f64> = None;
-        let (mut other_procs, mut other_mem) = (None::<f64>, None::<f64>);
+        // Other processes: summed over the devices at each tick (one sampler reads them all at
+        // one instant), then the peak over the window's ticks.
+        let mut per_tick: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
+        for x in s
+            .iter()
+            .filter(|x| x.source == Source::Gpu && x.t_ns >= window.0 && x.t_ns <= window.1)
+        {
+            if let (Some(n), Some(mb)) = (x.other_procs, x.other_mem_mb) {
+                let e = per_tick.entry(x.t_ns).or_default();
+                e.0 += n;
+                e.1 += mb;
+            }
+        }
+        let other_procs = per_tick.values().map(|v| v.0).reduce(f64::max);
+        let other_mem = per_tick.values().map(|v| v.1).reduce(f64::max);
         for g in &gpus {
-            if let Some((_, p)) = mean_peak(s, Source::Gpu, g, |x| x.other_procs, window) {
-                *other_procs.get_or_insert(0.0) += p;
-            }
-            if let Some((_, p)) = mean_peak(s, Source::Gpu, g, |x| x.other_mem_mb, window) {
-                *other_mem.get_or_insert(0.0) += p;
-            }
             if let Some((m, p)) = mean_peak(s, Source::Gpu, g, |x| x.mem_used_mb, window) {
                 mem_mean += m;
                 mem_peak += p;
@@ -328,7 +337,7 @@ mod tests {
     #[test]
     fn other_processes_on_the_gpus_are_counted_over_the_window_only() {
         // gpu0: another process with 2 GB from 0.5 s, a second one (3 GB in all) at 0.8 s,
-        // both gone by 1.2 s; gpu1 alone; a third process on gpu1 after the window.
+        // both gone by 1.2 s; a third process on gpu1 from 1.2 s.
         let mut samples = Vec::new();
         for i in 0..=15 {
             let t = i * 100 * MS;
@@ -338,7 +347,7 @@ mod tests {
                 t if t >= 500 * MS => (1.0, 2000.0),
                 _ => (0.0, 0.0),
             };
-            let n1 = if t > 1000 * MS { 1.0 } else { 0.0 };
+            let n1 = if t >= 1200 * MS { 1.0 } else { 0.0 };
             for (dev, n, mb) in [("gpu0", n0, mb0), ("gpu1", n1, 100.0 * n1)] {
                 samples.push(Sample {
                     t_ns: t,
@@ -363,6 +372,9 @@ mod tests {
         let s = summarize(&c, &cfg, None, (0, 1000 * MS), &[], None);
         assert_eq!(s.gpu_other_procs_peak, Some(2.0));
         assert_eq!(s.gpu_other_mem_peak_mb, Some(3000.0));
+        // gpu1's process came after gpu0's had gone: never three at once.
+        let later = summarize(&c, &cfg, None, (0, 1500 * MS), &[], None);
+        assert_eq!(later.gpu_other_procs_peak, Some(2.0));
         let alone = summarize(&c, &cfg, None, (0, 400 * MS), &[], None);
         assert_eq!(alone.gpu_other_procs_peak, Some(0.0));
         // Summaries recorded before other processes were counted still read.
