@@ -17,16 +17,17 @@ pub(crate) struct Where<'a> {
     pub cpus: Option<&'a [u32]>,
     pub endpoint: Option<&'a str>,
     pub alloc: &'a Allocation,
-    /// Inside a Slurm job: the CPUs the job was given (this process's affinity).
+    /// Inside a Slurm job that was bound to some of the node's CPUs: those (this process's
+    /// affinity). None outside a job, or when the job may run on every CPU.
     pub job_cpus: Option<Vec<u32>>,
 }
 
 /// A deployment's claims: its engine's `gpus` and `cpus`, the endpoint it is served at, or
 /// the whole machine. GPUs are named as NVML names the board (`uuid`: its UUID from the
 /// node's index; an index where NVML cannot say), so that one board has one lock whether a
-/// process numbers it or names it. Inside an allocation (`CUDA_VISIBLE_DEVICES`, a Slurm job),
-/// a deployment that names no devices claims the allocation's — GPUs and, in a job, its CPUs —
-/// never the whole node. `gpus` beyond the allocation claim no GPU: the engine's start fails
+/// process numbers it or names it. Inside an allocation, a deployment that names no devices
+/// claims the allocation's, never the whole node: the GPUs of `CUDA_VISIBLE_DEVICES`; in a job
+/// given no GPU, the CPUs it is bound to (a job not bound to some takes the whole machine). `gpus` beyond the allocation claim no GPU: the engine's start fails
 /// and says why, rather than waiting on another job's GPU.
 pub(crate) fn deployment_claims(w: &Where, uuid: &dyn Fn(&str) -> Option<String>) -> Vec<Claim> {
     let named = |ids: Vec<String>| -> Vec<String> {
@@ -50,7 +51,7 @@ pub(crate) fn deployment_claims(w: &Where, uuid: &dyn Fn(&str) -> Option<String>
     .map(named);
     let cpus: Option<Vec<u32>> = match (w.cpus, &w.job_cpus) {
         (Some(c), _) => Some(c.to_vec()),
-        (None, Some(c)) if whole => Some(c.clone()),
+        (None, Some(c)) if whole && gpus.is_none() => Some(c.clone()),
         _ => None,
     };
     if whole && (gpus.is_some() || cpus.is_some()) {
@@ -63,7 +64,16 @@ pub(crate) fn deployment_claims(w: &Where, uuid: &dyn Fn(&str) -> Option<String>
     devlock::claims(gpus.as_deref(), cpus.as_deref(), w.endpoint)
 }
 
-/// The CPUs this process may run on (its affinity), as a Slurm job was given them.
+/// The CPUs a Slurm job was bound to: this process's affinity, when it is not every online
+/// CPU of the node.
+fn bound_cpus() -> Option<Vec<u32>> {
+    let mine = affinity()?;
+    // SAFETY: sysconf has no memory preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (online > 0 && mine.len() < online as usize).then_some(mine)
+}
+
+/// The CPUs this process may run on (its affinity).
 fn affinity() -> Option<Vec<u32>> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -112,7 +122,7 @@ impl Executor<'_> {
             _ => None,
         };
         let alloc = Allocation::from_env();
-        let job_cpus = std::env::var_os("SLURM_JOB_ID").and_then(|_| affinity());
+        let job_cpus = std::env::var_os("SLURM_JOB_ID").and_then(|_| bound_cpus());
         let claims = deployment_claims(
             &Where {
                 gpus: e.gpus.as_deref(),
@@ -253,12 +263,13 @@ mod tests {
             deployment_claims(&at(Some(&[3]), None, None, &job, None), &nvml),
             Vec::<Claim>::new()
         );
-        // No devices named inside a job: the job's GPUs and CPUs, never the whole node.
+        // No devices named inside a job: the job's GPUs, never the whole node (nor its CPUs:
+        // GPU jobs on one node are seldom bound to CPUs of their own).
         assert_eq!(
             deployment_claims(&at(None, None, None, &job, Some(vec![2, 3])), &none),
-            vec![gpu("4"), gpu("6"), Claim::Cpu(2), Claim::Cpu(3)]
+            vec![gpu("4"), gpu("6")]
         );
-        // A CPU-only job: its CPUs.
+        // A CPU-only job bound to some CPUs: those.
         assert_eq!(
             deployment_claims(&at(None, None, None, &free, Some(vec![5])), &none),
             vec![Claim::Cpu(5)]
