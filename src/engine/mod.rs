@@ -392,7 +392,7 @@ impl Launcher for ProcessLauncher {
             .spawn()
             .map_err(|e| format!("failed to start `{binary}`: {e}"))?;
         // A start that fails or is abandoned below takes the engine's workers with it.
-        let guard = group::Guard {
+        let mut guard = group::Guard {
             pgid: child.id().map_or(0, |p| p as i32),
             armed: child.id().is_some(),
         };
@@ -413,6 +413,7 @@ impl Launcher for ProcessLauncher {
             Err(NotHealthy::Exited(cause)) => {
                 // A worker its leader left behind goes too, before the next start.
                 group::reap(guard.pgid, Duration::from_secs(2)).await;
+                guard.armed = false;
                 return Err(EngineError::Exited {
                     cause,
                     tail: tail_of(log, 15),
@@ -421,13 +422,18 @@ impl Launcher for ProcessLauncher {
             Err(NotHealthy::TimedOut) => {
                 let _ = child.start_kill();
                 group::reap(guard.pgid, Duration::ZERO).await;
+                guard.armed = false;
                 return Err(EngineError::Unhealthy {
                     health,
                     after_s: spec.engine.startup_timeout_s,
                     tail: tail_of(log, 15),
                 });
             }
-            Err(NotHealthy::Setup(e)) => return Err(e.into()),
+            Err(NotHealthy::Setup(e)) => {
+                group::reap(guard.pgid, Duration::ZERO).await;
+                guard.armed = false;
+                return Err(e.into());
+            }
         }
         Ok(ProcessEngine {
             child,

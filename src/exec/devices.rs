@@ -22,33 +22,73 @@ pub(crate) struct Where<'a> {
     pub job_cpus: Option<Vec<u32>>,
 }
 
-/// A deployment's claims: its engine's `gpus` and `cpus`, the endpoint it is served at, or
-/// the whole machine. GPUs are named as NVML names the board (`uuid`: its UUID from the
-/// node's index; an index where NVML cannot say), so that one board has one lock whether a
-/// process numbers it or names it. Inside an allocation, a deployment that names no devices
-/// claims the allocation's, never the whole node: the GPUs of `CUDA_VISIBLE_DEVICES`; in a job
-/// given no GPU, the CPUs it is bound to (a job not bound to some takes the whole machine). `gpus` beyond the allocation claim no GPU: the engine's start fails
-/// and says why, rather than waiting on another job's GPU.
-pub(crate) fn deployment_claims(w: &Where, uuid: &dyn Fn(&str) -> Option<String>) -> Vec<Claim> {
-    let named = |ids: Vec<String>| -> Vec<String> {
-        ids.into_iter().map(|id| uuid(&id).unwrap_or(id)).collect()
+/// What NVML says of this machine's GPUs: how many it can open, and a board's UUID by its
+/// NVML index. None where there is no NVML (no GPU, no driver).
+pub(crate) struct Nvml<'a> {
+    pub count: u32,
+    pub uuid: &'a dyn Fn(u32) -> Option<String>,
+}
+
+/// The names of the GPUs that the process-level indices `g` reach (an engine's `gpus`), for
+/// their locks: NVML's UUID of each board, reached as the telemetry reaches it (in a job
+/// confined to its GPUs NVML numbers only those, from 0); the allocation's own names where
+/// `CUDA_VISIBLE_DEVICES` gives UUIDs or MIG ids; without NVML, the index as the engine's
+/// process (`CUDA_VISIBLE_DEVICES`) or a container (the node's numbering) is given it. Indices
+/// beyond the allocation name nothing.
+pub(crate) fn gpu_names(
+    alloc: &Allocation,
+    g: &[u32],
+    process: bool,
+    nvml: Option<&Nvml>,
+) -> Vec<String> {
+    let named = alloc
+        .visible
+        .as_ref()
+        .filter(|v| v.iter().any(|x| x.parse::<u32>().is_err()));
+    if let Some(v) = named {
+        return g
+            .iter()
+            .filter_map(|&i| v.get(i as usize).cloned())
+            .collect();
+    }
+    if let Some(n) = nvml {
+        let idx = alloc
+            .for_nvml(Some(g), n.count)
+            .unwrap_or_else(|| g.to_vec());
+        return idx
+            .into_iter()
+            .filter(|&i| i < n.count)
+            .map(|i| (n.uuid)(i).unwrap_or_else(|| i.to_string()))
+            .collect();
+    }
+    let pick = |pool: &[String]| -> Vec<String> {
+        g.iter()
+            .filter_map(|&i| pool.get(i as usize).cloned())
+            .collect()
     };
+    match (&alloc.visible, process) {
+        (Some(v), true) => pick(v),
+        _ => alloc.for_docker(Some(g)).ok().flatten().unwrap_or_default(),
+    }
+}
+
+/// A deployment's claims: its engine's `gpus` (named by [`gpu_names`], so that one board has
+/// one lock however a process numbers it) and `cpus`, the endpoint it is served at, or the
+/// whole machine. Inside an allocation, a deployment that names no devices claims the
+/// allocation's, never the whole node: the GPUs of `CUDA_VISIBLE_DEVICES`; in a job given no
+/// GPU, the CPUs it is bound to (a job not bound to some takes the whole machine). `gpus`
+/// beyond the allocation claim no GPU: the engine's start fails and says why, rather than
+/// waiting on another job's GPU.
+pub(crate) fn deployment_claims(w: &Where, process: bool, nvml: Option<&Nvml>) -> Vec<Claim> {
     let whole = w.gpus.is_none() && w.cpus.is_none() && w.endpoint.is_none();
     let gpus: Option<Vec<String>> = match (w.gpus, &w.alloc.visible) {
-        (Some(g), _) => Some(
-            w.alloc
-                .for_docker(Some(g))
-                .ok()
-                .flatten()
-                .unwrap_or_default(),
-        ),
+        (Some(g), _) => Some(gpu_names(w.alloc, g, process, nvml)),
         (None, Some(v)) if whole && !v.is_empty() => {
             let all: Vec<u32> = (0..v.len() as u32).collect();
-            w.alloc.for_docker(Some(&all)).ok().flatten()
+            Some(gpu_names(w.alloc, &all, process, nvml))
         }
         _ => None,
-    }
-    .map(named);
+    };
     let cpus: Option<Vec<u32>> = match (w.cpus, &w.job_cpus) {
         (Some(c), _) => Some(c.to_vec()),
         (None, Some(c)) if whole && gpus.is_none() => Some(c.clone()),
@@ -89,21 +129,15 @@ fn affinity() -> Option<Vec<u32>> {
     )
 }
 
-/// A GPU's UUID from NVML, by the node's index (a UUID or MIG id is kept as it is).
-fn nvml_uuid(id: &str) -> Option<String> {
-    let i: u32 = id.parse().ok()?;
-    let n = crate::telemetry::gpu::nvml().ok()?;
-    n.device_by_index(i).ok()?.uuid().ok()
-}
-
 /// What became of a deployment's claim on its devices.
 pub(super) enum Claimed {
     /// Held (None: the locks cannot be used here, which was said).
     Held(Option<Held>),
     /// Cancelled while waiting: nothing ran.
     Cancelled,
-    /// Waited `BENCH360_DEVICE_WAIT` seconds: the cause, naming the holder.
-    TimedOut(String),
+    /// Waited `BENCH360_DEVICE_WAIT` seconds, or a lock that must not be used (a link
+    /// planted in the folder): the cause.
+    Failed(String),
 }
 
 /// An unusable lock folder is said once per process.
@@ -123,6 +157,14 @@ impl Executor<'_> {
         };
         let alloc = Allocation::from_env();
         let job_cpus = std::env::var_os("SLURM_JOB_ID").and_then(|_| bound_cpus());
+        let nvml = crate::telemetry::gpu::nvml().ok();
+        let uuid = |i: u32| nvml.as_ref()?.device_by_index(i).ok()?.uuid().ok();
+        let view = nvml.as_ref().and_then(|n| {
+            Some(Nvml {
+                count: n.device_count().ok()?,
+                uuid: &uuid,
+            })
+        });
         let claims = deployment_claims(
             &Where {
                 gpus: e.gpus.as_deref(),
@@ -131,7 +173,8 @@ impl Executor<'_> {
                 alloc: &alloc,
                 job_cpus,
             },
-            &nvml_uuid,
+            matches!(e.launch, Launch::Process { .. }),
+            view.as_ref(),
         );
         let limit = std::env::var("BENCH360_DEVICE_WAIT")
             .ok()
@@ -185,7 +228,7 @@ impl Executor<'_> {
                             || ("its devices".to_string(), "another process".to_string()),
                             |(c, h)| (c.describe(), h),
                         );
-                        return Claimed::TimedOut(format!(
+                        return Claimed::Failed(format!(
                             "{what} held by {who} for more than {s:.0} s (BENCH360_DEVICE_WAIT)"
                         ));
                     }
@@ -194,6 +237,9 @@ impl Executor<'_> {
                         _ = self.cancel.cancelled() => return Claimed::Cancelled,
                     }
                 }
+                Err(e) if e.refused => return Claimed::Failed(format!(
+                    "{e} (another user may have planted it: bench360 neither uses nor writes it)"
+                )),
                 Err(e) => {
                     if !SAID_UNUSABLE.swap(true, Ordering::Relaxed) {
                         self.progress.say(&format!(
@@ -238,52 +284,96 @@ mod tests {
     #[test]
     fn gpus_are_claimed_as_the_board_nvml_names() {
         let gpu = |s: &str| Claim::Gpu(s.into());
-        let none = |_: &str| None;
-        // The node's GPU 6 is board GPU-aaa6, however the process numbers it.
-        let nvml = |id: &str| Some(format!("GPU-aaa{id}")).filter(|_| id.parse::<u32>().is_ok());
+        let uuid = |i: u32| Some(format!("GPU-{i}"));
+        // A node of 8 boards, or a job confined to its 2 (NVML then numbers those from 0).
+        let (node, confined) = (
+            Nvml {
+                count: 8,
+                uuid: &uuid,
+            },
+            Nvml {
+                count: 2,
+                uuid: &uuid,
+            },
+        );
         let free = alloc(None, None);
+        let claims = |w: &Where, process: bool, n: Option<&Nvml>| deployment_claims(w, process, n);
         assert_eq!(
-            deployment_claims(&at(Some(&[0]), None, None, &free, None), &none),
+            claims(&at(Some(&[0]), None, None, &free, None), true, None),
             vec![gpu("0")]
         );
-        // In a job given the node's GPUs 4 and 6, `gpus 1` is the node's GPU 6.
+        assert_eq!(
+            claims(&at(Some(&[3]), None, None, &free, None), true, Some(&node)),
+            vec![gpu("GPU-3")]
+        );
+        // In a job given the node's GPUs 4 and 6, `gpus 1` is the node's GPU 6: board 6 where
+        // NVML sees the node, board 1 of the two where it sees the job's alone.
         let job = alloc(Some("0,1"), Some("4,6"));
         assert_eq!(
-            deployment_claims(&at(Some(&[1]), None, None, &job, None), &nvml),
-            vec![gpu("GPU-aaa6")]
+            claims(&at(Some(&[1]), None, None, &job, None), true, Some(&node)),
+            vec![gpu("GPU-6")]
         );
-        // Given by UUID: the UUID, as NVML would name the same board from its index.
-        let by_uuid = alloc(Some("GPU-aaa6"), None);
         assert_eq!(
-            deployment_claims(&at(Some(&[0]), None, None, &by_uuid, None), &nvml),
-            vec![gpu("GPU-aaa6")]
+            claims(
+                &at(Some(&[1]), None, None, &job, None),
+                true,
+                Some(&confined)
+            ),
+            vec![gpu("GPU-1")]
+        );
+        // Without NVML: a process gets CUDA_VISIBLE_DEVICES's entry, a container the node's.
+        assert_eq!(
+            claims(&at(Some(&[1]), None, None, &job, None), true, None),
+            vec![gpu("1")]
+        );
+        assert_eq!(
+            claims(&at(Some(&[1]), None, None, &job, None), false, None),
+            vec![gpu("6")]
+        );
+        // Given by UUID: the UUID.
+        let by_uuid = alloc(Some("GPU-aaa6,GPU-bbb7"), None);
+        assert_eq!(
+            claims(
+                &at(Some(&[1]), None, None, &by_uuid, None),
+                true,
+                Some(&node)
+            ),
+            vec![gpu("GPU-bbb7")]
         );
         // Beyond the allocation: no GPU claimed (the start fails and says why).
         assert_eq!(
-            deployment_claims(&at(Some(&[3]), None, None, &job, None), &nvml),
+            claims(&at(Some(&[3]), None, None, &job, None), true, Some(&node)),
             Vec::<Claim>::new()
         );
         // No devices named inside a job: the job's GPUs, never the whole node (nor its CPUs:
         // GPU jobs on one node are seldom bound to CPUs of their own).
         assert_eq!(
-            deployment_claims(&at(None, None, None, &job, Some(vec![2, 3])), &none),
-            vec![gpu("4"), gpu("6")]
+            claims(
+                &at(None, None, None, &job, Some(vec![2, 3])),
+                true,
+                Some(&node)
+            ),
+            vec![gpu("GPU-4"), gpu("GPU-6")]
         );
         // A CPU-only job bound to some CPUs: those.
         assert_eq!(
-            deployment_claims(&at(None, None, None, &free, Some(vec![5])), &none),
+            claims(&at(None, None, None, &free, Some(vec![5])), true, None),
             vec![Claim::Cpu(5)]
         );
         assert_eq!(
-            deployment_claims(&at(None, None, None, &free, None), &none),
+            claims(&at(None, None, None, &free, None), true, Some(&node)),
             vec![Claim::Machine]
         );
         assert_eq!(
-            deployment_claims(&at(None, Some(&[2, 3]), None, &free, None), &none),
+            claims(&at(None, Some(&[2, 3]), None, &free, None), true, None),
             vec![Claim::Cpu(2), Claim::Cpu(3)]
         );
         assert_eq!(
-            deployment_claims(&at(None, None, Some("http://h:1/v1"), &job, None), &none),
+            claims(
+                &at(None, None, Some("http://h:1/v1"), &job, None),
+                false,
+                None
+            ),
             vec![Claim::Endpoint("http://h:1/v1".into())]
         );
     }

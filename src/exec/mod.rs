@@ -329,61 +329,14 @@ impl<'a> Executor<'a> {
         }
         if !self.is_ok(dep.pull) {
             let cause = format!("needs `{}`, which failed", self.plan.graph[dep.pull].label);
-            for i in [dep.coldstart]
-                .into_iter()
-                .chain(runs.iter().map(|&r| self.plan.runs[r].node))
-            {
-                if self.will_run(i) {
-                    self.fail_recorded(i, cause.clone());
-                }
-            }
+            self.fail_engine_nodes(d, &runs, &cause);
         } else if need_cold || !runs.is_empty() {
-            // Held until the engine has stopped; cancelled while waiting: nothing ran.
-            let _devices = match self.claim_devices(d).await {
-                devices::Claimed::Held(h) => h,
+            // Held until the engine has stopped; cancelled while waiting: nothing ran. Scoring
+            // below needs no device.
+            match self.claim_devices(d).await {
+                devices::Claimed::Held(_devices) => self.run_engine(d, &runs).await,
                 devices::Claimed::Cancelled => return,
-                devices::Claimed::TimedOut(cause) => {
-                    for i in [dep.coldstart]
-                        .into_iter()
-                        .chain(runs.iter().map(|&r| self.plan.runs[r].node))
-                    {
-                        if self.will_run(i) {
-                            self.fail_recorded(i, cause.clone());
-                        }
-                    }
-                    return;
-                }
-            };
-            let engine = &self.sweep.engines[dep.at.engine];
-            match &engine.launch {
-                Launch::Process { .. } => {
-                    self.engine_lifetime(d, &runs, crate::engine::ProcessLauncher)
-                        .await
-                }
-                Launch::Endpoint { .. } => {
-                    self.engine_lifetime(d, &runs, crate::engine::EndpointLauncher)
-                        .await
-                }
-                Launch::Docker { .. } => match crate::engine::docker::connect().await {
-                    Ok(docker) => {
-                        let launcher = crate::engine::docker::DockerLauncher {
-                            docker,
-                            deployment_key: self.plan.graph[dep.coldstart].key.clone(),
-                            sweep: self.plan.sweep.clone(),
-                        };
-                        self.engine_lifetime(d, &runs, launcher).await
-                    }
-                    Err(cause) => {
-                        for i in [dep.coldstart]
-                            .into_iter()
-                            .chain(runs.iter().map(|&r| self.plan.runs[r].node))
-                        {
-                            if self.will_run(i) {
-                                self.fail_recorded(i, cause.to_string());
-                            }
-                        }
-                    }
-                },
+                devices::Claimed::Failed(cause) => self.fail_engine_nodes(d, &runs, &cause),
             }
         }
         for r in scores {
@@ -400,6 +353,48 @@ impl<'a> Executor<'a> {
                 continue;
             }
             self.score(r);
+        }
+    }
+
+    /// Records the cold start and the runs of deployment `d` that were to run as failed, with
+    /// `cause`: its engine could not be started (scores still run, or fail, below).
+    fn fail_engine_nodes(&mut self, d: usize, runs: &[usize], cause: &str) {
+        let dep = &self.plan.deployments[d];
+        let nodes: Vec<_> = [dep.coldstart]
+            .into_iter()
+            .chain(runs.iter().map(|&r| self.plan.runs[r].node))
+            .collect();
+        for i in nodes {
+            if self.will_run(i) {
+                self.fail_recorded(i, cause.to_string());
+            }
+        }
+    }
+
+    /// Starts deployment `d`'s engine with its launcher, runs `runs` in that lifetime and
+    /// stops it.
+    async fn run_engine(&mut self, d: usize, runs: &[usize]) {
+        let dep = &self.plan.deployments[d];
+        match &self.sweep.engines[dep.at.engine].launch {
+            Launch::Process { .. } => {
+                self.engine_lifetime(d, runs, crate::engine::ProcessLauncher)
+                    .await
+            }
+            Launch::Endpoint { .. } => {
+                self.engine_lifetime(d, runs, crate::engine::EndpointLauncher)
+                    .await
+            }
+            Launch::Docker { .. } => match crate::engine::docker::connect().await {
+                Ok(docker) => {
+                    let launcher = crate::engine::docker::DockerLauncher {
+                        docker,
+                        deployment_key: self.plan.graph[dep.coldstart].key.clone(),
+                        sweep: self.plan.sweep.clone(),
+                    };
+                    self.engine_lifetime(d, runs, launcher).await
+                }
+                Err(cause) => self.fail_engine_nodes(d, runs, &cause.to_string()),
+            },
         }
     }
 }

@@ -120,23 +120,30 @@ pub(crate) enum Attempt {
     },
 }
 
-/// Why the locks could not be used at all (a folder that cannot be made, a filesystem
-/// without `flock`).
+/// Why a set of locks could not be used: a folder that cannot be made or a filesystem
+/// without `flock` (`refused` false: the apply goes on without locks, and says so), or a
+/// folder or lock file that must not be used — a symbolic link, a file with several names, a
+/// FIFO, another user's folder that anyone may write — (`refused`: the deployment fails;
+/// locking is never switched off by what another user planted).
 #[derive(Debug, thiserror::Error)]
 #[error("device lock {}: {source}", path.display())]
 pub(crate) struct LockUnusable {
     pub path: PathBuf,
     #[source]
     pub source: std::io::Error,
+    pub refused: bool,
 }
 
 /// Makes the folder, open to every user of the machine (sticky, as /tmp is): another user's
 /// apply must be able to take the same locks. A folder that is a symbolic link, or that
-/// another user owns without the sticky bit (they could replace its files), is refused.
+/// another user owns and every user may write without the sticky bit, is refused. (Its owner
+/// can always replace the files in it — and so disturb the locking, as anyone can by not
+/// taking the locks — but never make bench360 write to or read from another file.)
 fn make_folder(dir: &Path) -> Result<(), LockUnusable> {
-    let unusable = |source| LockUnusable {
+    let fail = |source, refused| LockUnusable {
         path: dir.to_path_buf(),
         source,
+        refused,
     };
     if fs::symlink_metadata(dir).is_err() {
         match fs::DirBuilder::new()
@@ -149,65 +156,96 @@ fn make_folder(dir: &Path) -> Result<(), LockUnusable> {
                 let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o1777));
             }
             Err(_) if dir.is_dir() => {}
-            Err(e) => return Err(unusable(e)),
+            Err(e) => return Err(fail(e, false)),
         }
     }
-    let m = fs::symlink_metadata(dir).map_err(unusable)?;
-    let me = unsafe { libc::geteuid() };
+    let m = fs::symlink_metadata(dir).map_err(|e| fail(e, false))?;
     let refuse = |why: &str| {
-        Err(unusable(std::io::Error::other(format!(
-            "{why}: refused (set BENCH360_DEVICE_LOCKS to a folder of your own, or one every user shares with the sticky bit, as /tmp)"
-        ))))
+        Err(fail(
+            std::io::Error::other(format!(
+                "{why}: refused (set BENCH360_DEVICE_LOCKS to a folder of your own, or have root make {DEFAULT_FOLDER} with mode 1777)"
+            )),
+            true,
+        ))
     };
     if !m.file_type().is_dir() {
         return refuse("not a folder (a symbolic link?)");
     }
-    if m.uid() != me && m.uid() != 0 && m.mode() & 0o1000 == 0 {
-        return refuse("owned by another user, without the sticky bit");
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me && m.mode() & 0o002 != 0 && m.mode() & 0o1000 == 0 {
+        return refuse("another user's folder that every user may write, without the sticky bit");
     }
     Ok(())
 }
 
-/// Opens a lock file without following a symbolic link. Ours (made now, or earlier by this
-/// user): opened for writing its holder. Another user's: read only (`flock` needs no write
-/// access), never changed. Anything but a plain file with one name is refused: a link planted
-/// in a shared folder must not make bench360 write to what it points at.
-fn open(path: &Path) -> std::io::Result<(File, bool)> {
+/// Opens a lock file without following a symbolic link and without blocking (a FIFO planted
+/// in its place must not hang the apply). Opened for writing its holder when it can be (made
+/// now, or open to every user); else read only (`flock` needs no write access). Anything but
+/// a plain file with one name is refused: a link planted in a shared folder must not make
+/// bench360 write to what it points at.
+fn open(path: &Path) -> Result<(File, bool), (std::io::Error, bool)> {
+    let flags = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    let refused = |e: std::io::Error| {
+        let r = matches!(
+            e.raw_os_error(),
+            Some(libc::ELOOP | libc::ENXIO | libc::EISDIR)
+        );
+        (e, r)
+    };
     let rw = OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
         .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(flags)
         .open(path);
     let (file, writable) = match rw {
         Ok(f) => (f, true),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => (
             OpenOptions::new()
                 .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(path)?,
+                .custom_flags(flags)
+                .open(path)
+                .map_err(refused)?,
             false,
         ),
-        Err(e) => return Err(e),
+        Err(e) => return Err(refused(e)),
     };
-    let m = file.metadata()?;
+    let m = file.metadata().map_err(|e| (e, false))?;
     if !m.file_type().is_file() || m.nlink() != 1 {
-        return Err(std::io::Error::other(
-            "not a plain file with one name: refused",
+        return Err((
+            std::io::Error::other("not a plain file with one name: refused"),
+            true,
         ));
     }
-    let ours = m.uid() == unsafe { libc::geteuid() };
-    if ours {
+    if m.uid() == unsafe { libc::geteuid() } {
         let _ = file.set_permissions(fs::Permissions::from_mode(0o666));
     }
-    Ok((file, writable && ours))
+    Ok((file, writable))
+}
+
+/// Who holds a lock, as its holder wrote it: read from the file already opened and checked
+/// (never by its name again), at most 4 KiB, one line.
+fn holder_of(file: &File) -> String {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 4096];
+    let n = file.read_at(&mut buf, 0).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect::<String>()
+        .trim()
+        .to_string()
 }
 
 /// Tries to take every claim at once, without waiting: all of them held, or none and who
-/// holds the first one taken. `holder` is written into each lock held exclusively once all are
-/// held, for whoever finds it taken.
+/// holds the first one taken. Each lock taken is emptied at once (what an earlier holder, or
+/// an attempt that failed, wrote is stale); `holder` is written into each lock held
+/// exclusively once all are held, for whoever finds it taken.
 pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Attempt, LockUnusable> {
     make_folder(dir)?;
     let devices = claims
@@ -221,36 +259,37 @@ pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Atte
     let mut files = Vec::new();
     for (claim, exclusive) in wanted {
         let path = dir.join(claim.file_name());
-        let unusable = |source| LockUnusable {
+        let fail = |source, refused| LockUnusable {
             path: path.clone(),
             source,
+            refused,
         };
-        let (file, writable) = open(&path).map_err(unusable)?;
+        let (file, writable) = open(&path).map_err(|(e, r)| fail(e, r))?;
         let got = if exclusive {
             file.try_lock()
         } else {
             file.try_lock_shared()
         };
         match got {
-            Ok(()) => files.push((file, writable, exclusive)),
+            Ok(()) => {
+                if writable {
+                    let _ = file.set_len(0);
+                }
+                files.push((file, writable, exclusive));
+            }
             Err(fs::TryLockError::WouldBlock) => {
                 // Empty: its holder has not written itself yet, or holds it shared.
-                let holder = fs::read_to_string(&path)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
-                return Ok(Attempt::Busy { claim, holder });
+                return Ok(Attempt::Busy {
+                    claim,
+                    holder: holder_of(&file),
+                });
             }
-            Err(fs::TryLockError::Error(e)) => return Err(unusable(e)),
+            Err(fs::TryLockError::Error(e)) => return Err(fail(e, false)),
         }
     }
     for (file, writable, exclusive) in &files {
-        if *writable {
-            // Shared: no one holds it alone, and what an earlier holder wrote is stale.
-            let _ = file.set_len(0);
-            if *exclusive {
-                let _ = (&*file).write_all(format!("{holder}\n").as_bytes());
-            }
+        if *writable && *exclusive {
+            let _ = (&*file).write_all(format!("{holder}\n").as_bytes());
         }
     }
     Ok(Attempt::Held(Held {
@@ -379,11 +418,11 @@ mod tests {
         fs::set_permissions(&precious, fs::Permissions::from_mode(0o600)).unwrap();
         let g0 = claims(Some(&gpus(&["0"])), None, None);
         std::os::unix::fs::symlink(&precious, d.join("gpu-0.lock")).unwrap();
-        assert!(attempt(&d, &g0, "me").is_err());
+        assert!(attempt(&d, &g0, "me").unwrap_err().refused);
         fs::remove_file(d.join("gpu-0.lock")).unwrap();
         fs::hard_link(&precious, d.join("gpu-0.lock")).unwrap();
         let e = attempt(&d, &g0, "me").unwrap_err();
-        assert!(e.to_string().contains("one name"), "{e}");
+        assert!(e.refused && e.to_string().contains("one name"), "{e}");
         assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
         let mode = fs::metadata(&precious).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
@@ -391,6 +430,11 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&d, &link).unwrap();
         let e = attempt(&link, &claims(None, None, None), "me").unwrap_err();
-        assert!(e.to_string().contains("not a folder"), "{e}");
+        assert!(e.refused && e.to_string().contains("not a folder"), "{e}");
+        // A FIFO in a lock's place: refused at once, not waited on.
+        fs::remove_file(d.join("gpu-0.lock")).unwrap();
+        let fifo = std::ffi::CString::new(d.join("gpu-0.lock").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        assert!(attempt(&d, &g0, "me").unwrap_err().refused);
     }
 }

@@ -305,6 +305,18 @@ mod tests {
             .contains("cannot read"));
     }
 
+    /// A sweep of the given text, as read from `/t.kdl`.
+    fn test_sweep(text: &str) -> crate::spec::Sweep {
+        crate::sweep::parse(
+            "t.kdl",
+            text,
+            Path::new("/"),
+            &|_| None,
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
     /// `vllm` VERSION as installed in the folder `site` (its metadata only: what
     /// `importlib.metadata` reads).
     fn installed_vllm(site: &Path, version: &str) {
@@ -339,14 +351,7 @@ scenario "one" {{ kind "single"; requests 4; }}
                 python.display(),
                 site.display()
             );
-            let sweep = crate::sweep::parse(
-                "t.kdl",
-                &text,
-                Path::new("/"),
-                &|_| None,
-                &Default::default(),
-            )
-            .unwrap_or_else(|e| panic!("{e:?}"));
+            let sweep = test_sweep(&text);
             gather(&store, &sweep).artifacts["v"]
                 .as_ref()
                 .map_err(|e| e.0.clone())
@@ -392,14 +397,7 @@ scenario "one" {{ kind "single"; requests 4; }}
 "#,
                 python.display()
             );
-            crate::sweep::parse(
-                "t.kdl",
-                &text,
-                Path::new("/"),
-                &|_| None,
-                &Default::default(),
-            )
-            .unwrap_or_else(|e| panic!("{e:?}"))
+            test_sweep(&text)
         };
         let same = gather(&store, &sweep_with(&a));
         assert!(
@@ -435,14 +433,7 @@ task "mmlu" {{ kind "mmlu"; dataset "/d/mmlu"; samples 10; }}
 scenario "one" {{ kind "single"; requests 4; }}
 "#
             );
-            let sweep = crate::sweep::parse(
-                "t.kdl",
-                &text,
-                Path::new("/"),
-                &|_| None,
-                &Default::default(),
-            )
-            .unwrap_or_else(|e| panic!("{e:?}"));
+            let sweep = test_sweep(&text);
             let plan = plan::build(&sweep, &gather(&store, &sweep)).unwrap();
             let n = plan
                 .order

@@ -116,6 +116,22 @@ pub(crate) struct EngineProcs<'a> {
     pub known: &'a [u32],
     /// The engine's own process; None when it is not a local process.
     pub root: Option<u32>,
+    /// bench360 runs in a child PID namespace (a container): a pid NVML lists that is not in
+    /// this process's `/proc` may be anyone's, the engine's included.
+    pub child_namespace: bool,
+}
+
+/// Whether this process runs in a child PID namespace: `/proc/self/status` lists its pid in
+/// more than one namespace.
+pub(crate) fn in_child_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .map(|v| v.split_whitespace().count() > 1)
+        })
+        .unwrap_or(false)
 }
 
 /// A compute process on a device: (pid, GPU memory in bytes when NVML reports it).
@@ -209,7 +225,12 @@ pub(crate) fn fast_sample(
                 engine,
                 std::process::id(),
                 &super::procfs::parent,
-                &|pid| std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                // In the machine's own namespace a pid this process cannot see (`hidepid`) is
+                // another user's: other work. In a child namespace it may be anyone's.
+                &|pid| {
+                    !engine.child_namespace
+                        || std::path::Path::new(&format!("/proc/{pid}")).exists()
+                },
             )
         });
         let proc_mem = split.as_ref().map(|s| s.0);
@@ -326,6 +347,7 @@ mod tests {
         let e = EngineProcs {
             known: &[10, 11],
             root: Some(10),
+            child_namespace: false,
         };
         assert!(is_engines(12, &e, &parents));
         assert!(!is_engines(20, &e, &parents));
@@ -347,6 +369,7 @@ mod tests {
         let remote = EngineProcs {
             known: &[],
             root: None,
+            child_namespace: false,
         };
         assert_eq!(
             split_procs(&procs, &remote, 30, &parents, &seen),

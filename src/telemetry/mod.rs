@@ -223,11 +223,13 @@ impl Samplers {
                 }
                 let mut seen = std::collections::BTreeSet::new();
                 let mut hidden_said = false;
+                let child_namespace = gpu::in_child_namespace();
                 self.spawn("gpu", move |t, out| {
                     let p = pids.lock().expect("pids lock").clone();
                     let engine = gpu::EngineProcs {
                         known: &p,
                         root: engine_root,
+                        child_namespace,
                     };
                     let (s, averaged, others) = gpu::fast_sample(&nvml, &idx, &engine, t);
                     if engine_root.is_some()
@@ -237,7 +239,7 @@ impl Samplers {
                     {
                         hidden_said = true;
                         notes2.lock().expect("notes lock").push(
-                            "NVML lists GPU processes this process cannot see (another PID namespace): other work on the GPUs is not told apart from the engine's while they are there".into(),
+                            "NVML lists GPU processes this process cannot see (bench360 runs in a child PID namespace, as in a container): other work on the GPUs is not told apart from the engine's while they are there".into(),
                         );
                     }
                     for (dev, pid, mb) in others {
