@@ -52,9 +52,23 @@ pub(crate) fn gpu_names(
             .collect();
     }
     if let Some(n) = nvml {
-        let idx = alloc
-            .for_nvml(Some(g), n.count)
-            .unwrap_or_else(|| g.to_vec());
+        // `CUDA_VISIBLE_DEVICES` alone (no Slurm) always maps: `0,1` reordered as `1,0` on a
+        // node of two names other boards than the indices. In a Slurm job NVML may see the
+        // job's GPUs alone, from 0: `for_nvml` knows.
+        let visible: Option<Vec<u32>> = alloc
+            .visible
+            .as_ref()
+            .filter(|_| alloc.slurm.is_none())
+            .and_then(|v| v.iter().map(|x| x.parse().ok()).collect());
+        let idx = match visible {
+            Some(v) => g
+                .iter()
+                .filter_map(|&i| v.get(i as usize).copied())
+                .collect(),
+            None => alloc
+                .for_nvml(Some(g), n.count)
+                .unwrap_or_else(|| g.to_vec()),
+        };
         return idx
             .into_iter()
             .filter(|&i| i < n.count)
@@ -237,9 +251,11 @@ impl Executor<'_> {
                         _ = self.cancel.cancelled() => return Claimed::Cancelled,
                     }
                 }
-                Err(e) if e.refused => return Claimed::Failed(format!(
+                Err(e) if e.refused => {
+                    return Claimed::Failed(format!(
                     "{e} (another user may have planted it: bench360 neither uses nor writes it)"
-                )),
+                ))
+                }
                 Err(e) => {
                     if !SAID_UNUSABLE.swap(true, Ordering::Relaxed) {
                         self.progress.say(&format!(
@@ -329,6 +345,20 @@ mod tests {
         assert_eq!(
             claims(&at(Some(&[1]), None, None, &job, None), false, None),
             vec![gpu("6")]
+        );
+        // CUDA_VISIBLE_DEVICES reordered, without Slurm: `gpus 0` is board 1.
+        let reordered = alloc(Some("1,0"), None);
+        let two = Nvml {
+            count: 2,
+            uuid: &uuid,
+        };
+        assert_eq!(
+            claims(
+                &at(Some(&[0]), None, None, &reordered, None),
+                true,
+                Some(&two)
+            ),
+            vec![gpu("GPU-1")]
         );
         // Given by UUID: the UUID.
         let by_uuid = alloc(Some("GPU-aaa6,GPU-bbb7"), None);

@@ -122,9 +122,10 @@ pub(crate) enum Attempt {
 
 /// Why a set of locks could not be used: a folder that cannot be made or a filesystem
 /// without `flock` (`refused` false: the apply goes on without locks, and says so), or a
-/// folder or lock file that must not be used — a symbolic link, a file with several names, a
-/// FIFO, another user's folder that anyone may write — (`refused`: the deployment fails;
-/// locking is never switched off by what another user planted).
+/// folder or lock file that cannot or must not be used — a symbolic link, a file with several
+/// names, a FIFO, a file or folder it may not open, another user's folder that anyone may
+/// write — (`refused`: the deployment fails; locking is never switched off by what another
+/// user put there).
 #[derive(Debug, thiserror::Error)]
 #[error("device lock {}: {source}", path.display())]
 pub(crate) struct LockUnusable {
@@ -178,45 +179,110 @@ fn make_folder(dir: &Path) -> Result<(), LockUnusable> {
     Ok(())
 }
 
-/// Opens a lock file without following a symbolic link and without blocking (a FIFO planted
-/// in its place must not hang the apply). Opened for writing its holder when it can be (made
-/// now, or open to every user); else read only (`flock` needs no write access). Anything but
-/// a plain file with one name is refused: a link planted in a shared folder must not make
-/// bench360 write to what it points at.
-fn open(path: &Path) -> Result<(File, bool), (std::io::Error, bool)> {
-    let flags = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
-    let refused = |e: std::io::Error| {
-        let r = matches!(
-            e.raw_os_error(),
-            Some(libc::ELOOP | libc::ENXIO | libc::EISDIR)
-        );
-        (e, r)
-    };
-    let rw = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
+/// Flags of every open of a lock file: never through a symbolic link, never blocking (a FIFO
+/// planted in its place must not hang the apply).
+const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+
+/// Makes the lock file `path` if it is missing, open to every user from its first instant:
+/// written under a name of its own, made 0666, then renamed into place unless another process
+/// made it first (that one is kept). Without a window in which another user's umask leaves
+/// it private.
+fn create(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = path.with_file_name(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let f = OpenOptions::new()
+        .create_new(true)
         .write(true)
         .mode(0o666)
-        .custom_flags(flags)
-        .open(path);
-    let (file, writable) = match rw {
+        .custom_flags(OPEN_FLAGS)
+        .open(&tmp)?;
+    let made = f
+        .set_permissions(fs::Permissions::from_mode(0o666))
+        .and_then(|()| {
+            let from = std::ffi::CString::new(tmp.as_os_str().as_bytes())?;
+            let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+            // SAFETY: both are valid NUL-terminated paths.
+            let rc = unsafe {
+                libc::renameat2(
+                    libc::AT_FDCWD,
+                    from.as_ptr(),
+                    libc::AT_FDCWD,
+                    to.as_ptr(),
+                    libc::RENAME_NOREPLACE,
+                )
+            };
+            match rc {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    match made {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            match e.raw_os_error() {
+                // Made by another process meanwhile: theirs is the lock.
+                Some(libc::EEXIST) => Ok(()),
+                // A filesystem without the no-replace rename: made in place (the umask then
+                // narrows it until it is made 0666 below).
+                Some(libc::EINVAL | libc::ENOSYS) => match OpenOptions::new()
+                    .create_new(true)
+                    .write(true)
+                    .mode(0o666)
+                    .custom_flags(OPEN_FLAGS)
+                    .open(path)
+                {
+                    Ok(f) => f.set_permissions(fs::Permissions::from_mode(0o666)),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                    Err(e) => Err(e),
+                },
+                _ => Err(e),
+            }
+        }
+    }
+}
+
+/// Opens a lock file, made if missing ([`create`]): for writing its holder when it can be,
+/// else read only (`flock` needs no write access). An existing file is opened without
+/// `O_CREAT`, so that the kernel's protection of other users' files in sticky folders does not
+/// stand in the way. Anything but a plain file with one name is refused: a link planted in a
+/// shared folder must not make bench360 write to what it points at. Every failure here is a
+/// refusal (the caller fails the deployment): what another user put there never switches the
+/// locking off.
+fn open(path: &Path) -> std::io::Result<(File, bool)> {
+    let rw = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(OPEN_FLAGS)
+            .open(path)
+    };
+    let first = match rw() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            create(path)?;
+            rw()
+        }
+        other => other,
+    };
+    let (file, writable) = match first {
         Ok(f) => (f, true),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => (
             OpenOptions::new()
                 .read(true)
-                .custom_flags(flags)
-                .open(path)
-                .map_err(refused)?,
+                .custom_flags(OPEN_FLAGS)
+                .open(path)?,
             false,
         ),
-        Err(e) => return Err(refused(e)),
+        Err(e) => return Err(e),
     };
-    let m = file.metadata().map_err(|e| (e, false))?;
+    let m = file.metadata()?;
     if !m.file_type().is_file() || m.nlink() != 1 {
-        return Err((
-            std::io::Error::other("not a plain file with one name: refused"),
-            true,
+        return Err(std::io::Error::other(
+            "not a plain file with one name: refused",
         ));
     }
     if m.uid() == unsafe { libc::geteuid() } {
@@ -264,7 +330,7 @@ pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Atte
             source,
             refused,
         };
-        let (file, writable) = open(&path).map_err(|(e, r)| fail(e, r))?;
+        let (file, writable) = open(&path).map_err(|e| fail(e, true))?;
         let got = if exclusive {
             file.try_lock()
         } else {
@@ -284,7 +350,15 @@ pub(crate) fn attempt(dir: &Path, claims: &[Claim], holder: &str) -> Result<Atte
                     holder: holder_of(&file),
                 });
             }
-            Err(fs::TryLockError::Error(e)) => return Err(fail(e, false)),
+            // A filesystem without flock: the locks cannot work here (said, and the apply goes
+            // on without them); any other failure is a refusal.
+            Err(fs::TryLockError::Error(e)) => {
+                let unsupported = matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS)
+                );
+                return Err(fail(e, !unsupported));
+            }
         }
     }
     for (file, writable, exclusive) in &files {

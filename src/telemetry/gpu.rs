@@ -116,9 +116,44 @@ pub(crate) struct EngineProcs<'a> {
     pub known: &'a [u32],
     /// The engine's own process; None when it is not a local process.
     pub root: Option<u32>,
-    /// bench360 runs in a child PID namespace (a container): a pid NVML lists that is not in
-    /// this process's `/proc` may be anyone's, the engine's included.
-    pub child_namespace: bool,
+    /// A pid NVML lists that this process cannot see in `/proc` is another's work: so when
+    /// bench360 runs in the machine's own PID namespace and the engine's processes are its
+    /// own user's (hidden ones, under `hidepid`, are then another user's). Otherwise — in a
+    /// container's namespace, or a container engine's processes hidden from a user that is not
+    /// root — such a pid may be the engine's own, and nothing is told apart while it is there.
+    pub hidden_is_other: bool,
+}
+
+/// Whether a pid NVML lists but `/proc` hides counts as other work ([`EngineProcs`]).
+pub(crate) fn hidden_is_other(engine_root: Option<u32>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let mine = |r: u32| {
+        std::fs::metadata(format!("/proc/{r}")).is_ok_and(|m| m.uid() == unsafe { libc::geteuid() })
+    };
+    !in_child_namespace() && engine_root.is_some_and(mine)
+}
+
+/// Keeps, of the other processes a sample found, those also found by the sample before
+/// (`last`, then updated): a process that the engine starts and ends between NVML's list and
+/// the look at `/proc`, or that flickers past, is not taken for another's work. The samples'
+/// counts are set from those kept; returns them as (device, pid, MB).
+pub(crate) fn confirm_others(
+    samples: &mut [Sample],
+    found: Vec<(String, u32, f64)>,
+    last: &mut std::collections::BTreeSet<(String, u32)>,
+) -> Vec<(String, u32, f64)> {
+    let kept: Vec<(String, u32, f64)> = found
+        .iter()
+        .filter(|(d, p, _)| last.contains(&(d.clone(), *p)))
+        .cloned()
+        .collect();
+    *last = found.into_iter().map(|(d, p, _)| (d, p)).collect();
+    for s in samples.iter_mut().filter(|s| s.other_procs.is_some()) {
+        let mine: Vec<&(String, u32, f64)> = kept.iter().filter(|k| k.0 == s.device).collect();
+        s.other_procs = Some(mine.len() as f64);
+        s.other_mem_mb = Some(mine.iter().map(|k| k.2).sum());
+    }
+    kept
 }
 
 /// Whether this process runs in a child PID namespace: `/proc/self/status` lists its pid in
@@ -225,11 +260,8 @@ pub(crate) fn fast_sample(
                 engine,
                 std::process::id(),
                 &super::procfs::parent,
-                // In the machine's own namespace a pid this process cannot see (`hidepid`) is
-                // another user's: other work. In a child namespace it may be anyone's.
                 &|pid| {
-                    !engine.child_namespace
-                        || std::path::Path::new(&format!("/proc/{pid}")).exists()
+                    engine.hidden_is_other || std::path::Path::new(&format!("/proc/{pid}")).exists()
                 },
             )
         });
@@ -347,7 +379,7 @@ mod tests {
         let e = EngineProcs {
             known: &[10, 11],
             root: Some(10),
-            child_namespace: false,
+            hidden_is_other: false,
         };
         assert!(is_engines(12, &e, &parents));
         assert!(!is_engines(20, &e, &parents));
@@ -369,7 +401,7 @@ mod tests {
         let remote = EngineProcs {
             known: &[],
             root: None,
-            child_namespace: false,
+            hidden_is_other: false,
         };
         assert_eq!(
             split_procs(&procs, &remote, 30, &parents, &seen),
@@ -378,5 +410,47 @@ mod tests {
         // A cycle in what /proc says (a pid reused mid-walk) ends the walk.
         let cyclic = |p: u32| Some(if p == 40 { 41 } else { 40 });
         assert!(!is_engines(40, &e, &cyclic));
+    }
+
+    #[test]
+    fn another_process_counts_from_its_second_sighting() {
+        let sample = |dev: &str| Sample {
+            device: dev.into(),
+            other_procs: Some(9.0),
+            other_mem_mb: Some(9.0),
+            ..Default::default()
+        };
+        let mut last = std::collections::BTreeSet::new();
+        let found = |v: &[(&str, u32, f64)]| -> Vec<(String, u32, f64)> {
+            v.iter().map(|(d, p, m)| (d.to_string(), *p, *m)).collect()
+        };
+        // First seen: not yet counted.
+        let mut s = vec![sample("gpu0"), sample("gpu1")];
+        let kept = confirm_others(&mut s, found(&[("gpu0", 7, 100.0)]), &mut last);
+        assert!(kept.is_empty());
+        assert_eq!(
+            (s[0].other_procs, s[0].other_mem_mb),
+            (Some(0.0), Some(0.0))
+        );
+        // Seen again: counted on its device; a newcomer on gpu1 waits for its second sample.
+        let mut s = vec![sample("gpu0"), sample("gpu1")];
+        let kept = confirm_others(
+            &mut s,
+            found(&[("gpu0", 7, 120.0), ("gpu1", 8, 50.0)]),
+            &mut last,
+        );
+        assert_eq!(kept, found(&[("gpu0", 7, 120.0)]));
+        assert_eq!(
+            (s[0].other_procs, s[0].other_mem_mb),
+            (Some(1.0), Some(120.0))
+        );
+        assert_eq!(s[1].other_procs, Some(0.0));
+        // A sample that could not tell them apart stays so.
+        let mut s = vec![Sample {
+            device: "gpu0".into(),
+            ..Default::default()
+        }];
+        confirm_others(&mut s, found(&[("gpu0", 7, 1.0)]), &mut last);
+        assert_eq!(s[0].other_procs, None);
     }
 }

@@ -222,16 +222,18 @@ impl Samplers {
                     self.note("other processes on the GPUs not told apart from the engine's: the engine is not a local process".into());
                 }
                 let mut seen = std::collections::BTreeSet::new();
+                let mut last = std::collections::BTreeSet::new();
                 let mut hidden_said = false;
-                let child_namespace = gpu::in_child_namespace();
+                let hidden_is_other = gpu::hidden_is_other(engine_root);
                 self.spawn("gpu", move |t, out| {
                     let p = pids.lock().expect("pids lock").clone();
                     let engine = gpu::EngineProcs {
                         known: &p,
                         root: engine_root,
-                        child_namespace,
+                        hidden_is_other,
                     };
-                    let (s, averaged, others) = gpu::fast_sample(&nvml, &idx, &engine, t);
+                    let (mut s, averaged, found) = gpu::fast_sample(&nvml, &idx, &engine, t);
+                    let others = gpu::confirm_others(&mut s, found, &mut last);
                     if engine_root.is_some()
                         && !hidden_said
                         && s.iter()
@@ -239,7 +241,7 @@ impl Samplers {
                     {
                         hidden_said = true;
                         notes2.lock().expect("notes lock").push(
-                            "NVML lists GPU processes this process cannot see (bench360 runs in a child PID namespace, as in a container): other work on the GPUs is not told apart from the engine's while they are there".into(),
+                            "NVML lists GPU processes this process cannot see (bench360 runs in a container's PID namespace, or the engine's processes are another user's): other work on the GPUs is not told apart from the engine's while they are there".into(),
                         );
                     }
                     for (dev, pid, mb) in others {
