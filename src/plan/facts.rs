@@ -305,18 +305,6 @@ mod tests {
             .contains("cannot read"));
     }
 
-    /// A sweep of the given text, as read from `/t.kdl`.
-    fn test_sweep(text: &str) -> crate::spec::Sweep {
-        crate::sweep::parse(
-            "t.kdl",
-            text,
-            Path::new("/"),
-            &|_| None,
-            &Default::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e:?}"))
-    }
-
     /// `vllm` VERSION as installed in the folder `site` (its metadata only: what
     /// `importlib.metadata` reads).
     fn installed_vllm(site: &Path, version: &str) {
@@ -351,7 +339,7 @@ scenario "one" {{ kind "single"; requests 4; }}
                 python.display(),
                 site.display()
             );
-            let sweep = test_sweep(&text);
+            let sweep = super::super::tests::sweep(&text);
             gather(&store, &sweep).artifacts["v"]
                 .as_ref()
                 .map_err(|e| e.0.clone())
@@ -397,7 +385,7 @@ scenario "one" {{ kind "single"; requests 4; }}
 "#,
                 python.display()
             );
-            test_sweep(&text)
+            super::super::tests::sweep(&text)
         };
         let same = gather(&store, &sweep_with(&a));
         assert!(
@@ -433,7 +421,7 @@ task "mmlu" {{ kind "mmlu"; dataset "/d/mmlu"; samples 10; }}
 scenario "one" {{ kind "single"; requests 4; }}
 "#
             );
-            let sweep = test_sweep(&text);
+            let sweep = super::super::tests::sweep(&text);
             let plan = plan::build(&sweep, &gather(&store, &sweep)).unwrap();
             let n = plan
                 .order

@@ -209,14 +209,7 @@ scenario "one" {{ kind "single"; requests 2; }}
 "#,
             q = if kind == "vllm" { "fp8" } else { "q4_k_m" }
         );
-        let s = crate::sweep::parse(
-            "t.kdl",
-            &text,
-            std::path::Path::new("/"),
-            &|_| None,
-            &Default::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e:?}"));
+        let s = super::super::tests::sweep(&text);
         s.engines[0].clone()
     }
 

@@ -195,7 +195,8 @@ matrix {
 }
 "#;
 
-    fn sweep(text: &str) -> Sweep {
+    /// A sweep of the given text, as read from `/t.kdl` (the plan's tests and its submodules').
+    pub(super) fn sweep(text: &str) -> Sweep {
         crate::sweep::parse(
             "t.kdl",
             text,
