@@ -22,11 +22,7 @@ pub(crate) fn alive(pgid: i32) -> bool {
         })
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
         .any(|stat| {
-            let Some((_, rest)) = stat.rsplit_once(')') else {
-                return false;
-            };
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            // Fields after the command: state, ppid, pgrp.
+            let f = crate::host::stat_fields(&stat);
             f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" && f[0] != "X"
         })
 }

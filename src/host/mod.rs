@@ -72,16 +72,32 @@ pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
+/// The fields of a `/proc/PID/stat` line after the parenthesised command name (which may
+/// itself hold spaces and parentheses): `[0]` the state, `[1]` the parent, `[2]` the process
+/// group, `[11]`/`[12]` user and system time in clock ticks.
+pub(crate) fn stat_fields(stat: &str) -> Vec<&str> {
+    stat.rsplit_once(')')
+        .map_or_else(Vec::new, |(_, rest)| rest.split_whitespace().collect())
+}
+
 /// A process that exists and is not a zombie (a killed process whose parent has not reaped
 /// it still has a /proc entry).
 pub(crate) fn pid_alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name, which may itself contain spaces.
-        Ok(stat) => {
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                != Some("Z")
-        }
+        Ok(stat) => stat_fields(&stat).first() != Some(&"Z"),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stat_fields_follow_a_command_name_with_spaces_and_parentheses() {
+        let f = super::stat_fields("4242 (vllm (engine) 0) S 4200 4242 4242 0 -1");
+        assert_eq!(&f[..4], ["S", "4200", "4242", "4242"]);
+        assert!(super::stat_fields("garbage").is_empty());
+        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let parent = unsafe { libc::getppid() }.to_string();
+        assert_eq!(super::stat_fields(&me)[1], parent);
     }
 }

@@ -407,12 +407,7 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
     if let Some(why) = r.over_saturated() {
         flags.push(format!("over-saturated: {why}"));
     }
-    if let Some(n) = d
-        .telemetry
-        .as_ref()
-        .and_then(|t| t.gpu_other_procs_peak)
-        .filter(|&n| n > 0.0)
-    {
+    if let Some((n, _)) = super::overlap::shared_gpus(r) {
         flags.push(format!("shared GPU: {n:.0} other process(es) on it"));
     }
     let stop = r.stop_note();

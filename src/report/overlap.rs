@@ -39,7 +39,7 @@ const HEADER: [&str; 6] = [
 ];
 
 /// Other processes on a run's GPUs during its window: (how many at most, their GPU memory).
-fn shared_gpus(r: &Row) -> Option<(f64, f64)> {
+pub(crate) fn shared_gpus(r: &Row) -> Option<(f64, f64)> {
     let t = r.data.telemetry.as_ref()?;
     let n = t.gpu_other_procs_peak.filter(|&n| n > 0.0)?;
     Some((n, t.gpu_other_mem_peak_mb.unwrap_or(0.0)))

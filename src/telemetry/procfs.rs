@@ -18,21 +18,14 @@ fn page_size() -> f64 {
 /// utime + stime of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
+    let f = crate::host::stat_fields(&stat);
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 /// The parent of a process.
 pub(crate) fn parent(pid: u32) -> Option<u32> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    crate::host::stat_fields(&stat).get(1)?.parse().ok()
 }
 
 /// A process's name as the kernel keeps it (`comm`, at most 15 bytes): never its arguments,
