@@ -22,17 +22,6 @@ const COMMON_NAMES: &[&str] = &[
 ];
 const NOT_SETTINGS: &[&str] = &["CUDA_VISIBLE_DEVICES"];
 
-/// Each engine's own variables, by catalog kind.
-fn own_prefixes(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "vllm" => &["VLLM_"],
-        "sglang" => &["SGLANG_", "SGL_"],
-        "lmdeploy" => &["LMDEPLOY_"],
-        "llama.cpp" => &["LLAMA_ARG_", "LLAMA_", "GGML_"],
-        _ => &[],
-    }
-}
-
 /// What a possible secret is recorded as: that it was set, never its value nor a hash of it
 /// (a published cache carries its salt, and a short secret's hash could be guessed).
 pub(crate) const SET: &str = "(set)";
@@ -86,7 +75,7 @@ pub(crate) fn inherited(
     if !matches!(e.launch, Launch::Process { .. }) {
         return None;
     }
-    let own = own_prefixes(e.catalog.name);
+    let own = e.catalog.env_prefixes;
     let wanted = |n: &str| {
         !NOT_SETTINGS.contains(&n)
             && (COMMON_NAMES.contains(&n)

@@ -58,6 +58,9 @@ pub(crate) struct CatalogEntry {
     /// keyed beside the binary's hash (`plan::python`), since upgrading it leaves both the
     /// same.
     pub python_distribution: Option<&'static str>,
+    /// The prefixes of the environment variables the engine itself reads (`VLLM_`): what a
+    /// process engine inherits of them is recorded with each run (`plan::inherited`).
+    pub env_prefixes: &'static [&'static str],
     /// The request field that makes the engine ignore end-of-sequence, if it has one.
     pub ignore_eos_field: Option<&'static str>,
     /// The request field for a minimum number of generated tokens, if it has one.
@@ -323,6 +326,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
         python_distribution: None,
+        env_prefixes: &["LLAMA_ARG_", "LLAMA_", "GGML_"],
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: None,
         quantizations: GGUF_TYPES,
@@ -350,6 +354,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         metrics_path: Some("/metrics"),
         version_args: &["-c", "import vllm; print('vllm', vllm.__version__)"],
         python_distribution: Some("vllm"),
+        env_prefixes: &["VLLM_"],
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_tokens"),
         quantizations: &[
@@ -389,6 +394,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         metrics_path: Some("/metrics"),
         version_args: &["-c", "import sglang; print('sglang', sglang.__version__)"],
         python_distribution: Some("sglang"),
+        env_prefixes: &["SGLANG_", "SGL_"],
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_tokens"),
         quantizations: &[
@@ -427,6 +433,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
         python_distribution: None,
+        env_prefixes: &[],
         ignore_eos_field: None,
         min_tokens_field: None,
         quantizations: &[
@@ -464,6 +471,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
         python_distribution: Some("lmdeploy"),
+        env_prefixes: &["LMDEPLOY_"],
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_new_tokens"),
         quantizations: &["awq", "gptq", "fp8"],
@@ -495,6 +503,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         metrics_path: None,
         version_args: &["--version"],
         python_distribution: None,
+        env_prefixes: &[],
         ignore_eos_field: None,
         min_tokens_field: None,
         quantizations: &[],
@@ -516,6 +525,7 @@ pub(crate) const CATALOG: &[CatalogEntry] = &[
         metrics_path: Some("/metrics"),
         version_args: &["--version"],
         python_distribution: None,
+        env_prefixes: &[],
         ignore_eos_field: Some("ignore_eos"),
         min_tokens_field: Some("min_tokens"),
         quantizations: &[],
