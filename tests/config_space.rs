@@ -503,7 +503,7 @@ fn applies_into_different_caches_take_turns_on_the_machine() {
 /// records them (a secret's value never), the report shows them, and `plan` and `apply` say
 /// when a cached run was made under others.
 #[test]
-fn a_cached_run_made_under_another_inherited_environment_is_said() {
+fn a_cached_run_made_under_another_inherited_environment_or_on_another_machine_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let sweep = write(
         dir.path(),
@@ -553,6 +553,7 @@ fn a_cached_run_made_under_another_inherited_environment_is_said() {
     let o = cmd("a", &["plan"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(!text(&o).contains("inherited environment"), "{}", text(&o));
+    assert!(!text(&o).contains("another machine"), "{}", text(&o));
     // Another: still cached (no key sees it), and said with what differs.
     let o = cmd("b", &["plan", "--json"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -575,6 +576,39 @@ fn a_cached_run_made_under_another_inherited_environment_is_said() {
         text(&o).contains("GGML_BENCH360_TEST_MARK: a → b"),
         "{}",
         text(&o)
+    );
+
+    // Another machine, as far as the runs can tell: the same one with a CPU fewer (`taskset`
+    // narrows the CPUs bench360 counts). Still cached, and said with what differs.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        eprintln!("one CPU here: a narrower machine cannot be made with taskset; not checked");
+        return;
+    }
+    let o = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(assert_cmd::cargo::cargo_bin("bench360"))
+        .env("NO_COLOR", "1")
+        .env("GGML_BENCH360_TEST_MARK", "b")
+        .arg("--cache")
+        .arg(&cache)
+        .args(["plan", "--json"])
+        .arg(&sweep)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "run")
+        .all(cached));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cached runs were measured on another machine than this one")
+            && err.contains(&format!("smollm2:q4_1@llama (1 run): cores: {cores} → 1")),
+        "{err}"
     );
 }
 

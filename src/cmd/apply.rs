@@ -205,10 +205,13 @@ fn local(
     // Slurm job) — not by the children of a parallel apply, whose parent said it.
     if std::env::var_os(exec::parallel::PARENT_VAR).is_none() {
         let mut drift = plan::inherited::drift(&sweep, &plan, &status, &store);
+        let mut elsewhere = plan::machine::drift(&sweep, &plan, &status, &store);
         if let Some(d) = only {
             drift.retain(|(label, ..)| *label == plan.deployments[d].label);
+            elsewhere.retain(|(label, ..)| *label == plan.deployments[d].label);
         }
         eprint!("{}", plan::inherited::drift_warning(&drift));
+        eprint!("{}", plan::machine::drift_warning(&elsewhere));
     }
     let parallel = only.is_none() && exec::parallel::worth_it(&sweep, &plan, &status, max);
     let summary = rt.block_on(async {

@@ -25,6 +25,14 @@ pub(crate) fn run(ctx: &Ctx, sweep: &Path, json: bool, dot: bool) -> anyhow::Res
         "{}",
         plan::inherited::drift_warning(&plan::inherited::drift(&s, &plan, &st, &store))
     );
+    // And runs measured on another machine — unless the sweep's runs are Slurm jobs, whose
+    // node is not this (login) machine: each job's `apply --deployment` says it there.
+    if s.slurm == crate::spec::SlurmSettings::default() {
+        eprint!(
+            "{}",
+            plan::machine::drift_warning(&plan::machine::drift(&s, &plan, &st, &store))
+        );
+    }
     // What apply would refuse, said now (after the plan, which is still shown).
     let used: BTreeSet<usize> = plan.runs.iter().map(|r| r.config.task).collect();
     if let Err(e) = exec::preflight::check(&s, Some(&used)) {

@@ -140,29 +140,56 @@ pub(crate) fn drift(
             .entry(dep.at.engine)
             .or_insert_with(|| inherited(&sweep.engines[dep.at.engine], vars.clone()));
         let Some(current) = current else { continue };
-        let path = store.object_dir(&plan.graph[r.node].key).join("run.json");
-        let recorded: Option<BTreeMap<String, String>> = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| serde_json::from_value(v["provenance"]["inherited_env"].clone()).ok());
+        let recorded: Option<BTreeMap<String, String>> =
+            recorded_provenance(store, &plan.graph[r.node].key)
+                .and_then(|v| serde_json::from_value(v["inherited_env"].clone()).ok());
         let Some(recorded) = recorded else { continue };
-        let diff = differences(&recorded, current);
-        if diff.is_empty() {
-            continue;
-        }
-        match out.iter_mut().find(|(l, ..)| *l == dep.label) {
-            Some((_, n, lines)) => {
-                *n += 1;
-                for d in diff {
-                    if !lines.contains(&d) {
-                        lines.push(d);
-                    }
-                }
-            }
-            None => out.push((dep.label.clone(), 1, diff)),
-        }
+        tally(&mut out, &dep.label, differences(&recorded, current));
     }
     out
+}
+
+/// A cached run's `provenance` as its run.json recorded it (None where it recorded none).
+pub(super) fn recorded_provenance(
+    store: &crate::store::Store,
+    key: &str,
+) -> Option<serde_json::Value> {
+    let b = std::fs::read(store.object_dir(key).join("run.json")).ok()?;
+    let mut v = serde_json::from_slice::<serde_json::Value>(&b).ok()?;
+    Some(v.get_mut("provenance")?.take())
+}
+
+/// Adds one run's differences (none: nothing) to its deployment's line of a drift: per
+/// label, how many runs differ and the union of what differs.
+pub(super) fn tally(out: &mut Vec<(String, usize, Vec<String>)>, label: &str, diff: Vec<String>) {
+    if diff.is_empty() {
+        return;
+    }
+    match out.iter_mut().find(|(l, ..)| l == label) {
+        Some((_, n, lines)) => {
+            *n += 1;
+            for d in diff {
+                if !lines.contains(&d) {
+                    lines.push(d);
+                }
+            }
+        }
+        None => out.push((label.to_string(), 1, diff)),
+    }
+}
+
+/// A drift warning's lines, one per deployment: `  label (N runs): a; b`.
+pub(super) fn drift_lines(drift: &[(String, usize, Vec<String>)]) -> String {
+    drift
+        .iter()
+        .map(|(label, n, lines)| {
+            format!(
+                "  {label} ({n} run{}): {}\n",
+                if *n == 1 { "" } else { "s" },
+                lines.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// The warning `plan` and `apply` print for [`drift`]; empty when there is none.
@@ -170,17 +197,10 @@ pub(crate) fn drift_warning(drift: &[(String, usize, Vec<String>)]) -> String {
     if drift.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "⚠ cached runs were made under another inherited environment than this one (keys do not see it; they stay cached — to rerun them under this one, set the variables in the engine's `env`, which is keyed):\n",
-    );
-    for (label, n, lines) in drift {
-        out.push_str(&format!(
-            "  {label} ({n} run{}): {}\n",
-            if *n == 1 { "" } else { "s" },
-            lines.join("; ")
-        ));
-    }
-    out
+    format!(
+        "⚠ cached runs were made under another inherited environment than this one (keys do not see it; they stay cached — to rerun them under this one, set the variables in the engine's `env`, which is keyed):\n{}",
+        drift_lines(drift)
+    )
 }
 
 #[cfg(test)]

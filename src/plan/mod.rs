@@ -6,6 +6,7 @@ mod build;
 pub(crate) mod facts;
 mod graph;
 pub(crate) mod inherited;
+pub(crate) mod machine;
 mod python;
 pub(crate) mod render;
 mod status;

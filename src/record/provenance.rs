@@ -45,6 +45,66 @@ pub(crate) struct GpuSet {
     pub unavailable: Option<String>,
 }
 
+impl GpuSet {
+    /// "NVIDIA H200 ×1, driver 580.95, CUDA 13.0, 700 W" or why no GPU is described.
+    pub fn line(&self) -> String {
+        let g = self;
+        if g.devices.is_empty() {
+            // The reason's head ("no NVIDIA GPU"); run.json keeps it whole.
+            let why = g.unavailable.as_deref().unwrap_or("no GPU");
+            return format!("none: {}", why.split(" (").next().unwrap_or(why));
+        }
+        let mut names: Vec<(String, usize)> = Vec::new();
+        for d in &g.devices {
+            match names.iter_mut().find(|(n, _)| *n == d.name) {
+                Some((_, k)) => *k += 1,
+                None => names.push((d.name.clone(), 1)),
+            }
+        }
+        let mut parts: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
+        if let Some(d) = &g.driver {
+            parts.push(format!("driver {d}"));
+        }
+        if let Some(c) = &g.cuda {
+            parts.push(format!("CUDA {c}"));
+        }
+        let limits: Vec<String> = g
+            .devices
+            .iter()
+            .filter_map(|d| d.power_limit_w.map(|w| format!("{w:.0} W")))
+            .collect();
+        if !limits.is_empty() {
+            let mut l = limits.clone();
+            l.dedup();
+            parts.push(format!("power limit {}", l.join("/")));
+        }
+        let clocks: Vec<String> = g
+            .devices
+            .iter()
+            .filter_map(|d| {
+                Some(format!(
+                    "{}/{} MHz",
+                    d.app_clock_graphics_mhz?, d.app_clock_memory_mhz?
+                ))
+            })
+            .collect();
+        if let Some(c) = clocks.first() {
+            parts.push(format!("app clocks {c}"));
+        }
+        if let Some(p) = g.devices.iter().find_map(|d| d.persistence_mode) {
+            parts.push(format!("persistence {}", if p { "on" } else { "off" }));
+        }
+        parts.join(", ")
+    }
+}
+
+/// What tells machines apart (the fields [`Provenance::same_machine`] compares, the GPUs as one
+/// line without their UUIDs): (name, value) per field, for this machine or a recorded one.
+pub(crate) fn machine_fields(host: &HostInfo, gpus: &GpuSet) -> [(&'static str, String); 6] {
+    let [h, cpu, cores, memory, kernel] = host.fields();
+    [h, cpu, cores, memory, kernel, ("GPUs", gpus.line())]
+}
+
 /// Everything a run's numbers rest on besides its key.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub(crate) struct Provenance {
@@ -102,53 +162,12 @@ impl Provenance {
 
     /// "NVIDIA H200 ×1, driver 580.95, CUDA 13.0, 700 W" or why no GPU is described.
     pub fn gpu_line(&self) -> String {
-        let g = &self.gpus;
-        if g.devices.is_empty() {
-            // The reason's head ("no NVIDIA GPU"); run.json keeps it whole.
-            let why = g.unavailable.as_deref().unwrap_or("no GPU");
-            return format!("none: {}", why.split(" (").next().unwrap_or(why));
-        }
-        let mut names: Vec<(String, usize)> = Vec::new();
-        for d in &g.devices {
-            match names.iter_mut().find(|(n, _)| *n == d.name) {
-                Some((_, k)) => *k += 1,
-                None => names.push((d.name.clone(), 1)),
-            }
-        }
-        let mut parts: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
-        if let Some(d) = &g.driver {
-            parts.push(format!("driver {d}"));
-        }
-        if let Some(c) = &g.cuda {
-            parts.push(format!("CUDA {c}"));
-        }
-        let limits: Vec<String> = g
-            .devices
-            .iter()
-            .filter_map(|d| d.power_limit_w.map(|w| format!("{w:.0} W")))
-            .collect();
-        if !limits.is_empty() {
-            let mut l = limits.clone();
-            l.dedup();
-            parts.push(format!("power limit {}", l.join("/")));
-        }
-        let clocks: Vec<String> = g
-            .devices
-            .iter()
-            .filter_map(|d| {
-                Some(format!(
-                    "{}/{} MHz",
-                    d.app_clock_graphics_mhz?, d.app_clock_memory_mhz?
-                ))
-            })
-            .collect();
-        if let Some(c) = clocks.first() {
-            parts.push(format!("app clocks {c}"));
-        }
-        if let Some(p) = g.devices.iter().find_map(|d| d.persistence_mode) {
-            parts.push(format!("persistence {}", if p { "on" } else { "off" }));
-        }
-        parts.join(", ")
+        self.gpus.line()
+    }
+
+    /// What tells machines apart, as run.json records them: (name, value) per field.
+    pub fn machine_fields(&self) -> [(&'static str, String); 6] {
+        machine_fields(&self.host, &self.gpus)
     }
 
     /// "AMD EPYC 9654 (16 cores), 125.8 GiB, Linux 6.8.0".

@@ -8,12 +8,6 @@
 use super::*;
 use crate::record::provenance::Provenance;
 
-/// What tells machines apart, as run.json records them: (name, value) per field.
-fn fields(p: &Provenance) -> [(&'static str, String); 6] {
-    let [host, cpu, cores, memory, kernel] = p.host.fields();
-    [host, cpu, cores, memory, kernel, ("GPUs", p.gpu_line())]
-}
-
 /// Each row's machine, for the rows that recorded their provenance, and the machines of the
 /// finished ones — numbered in the order they were first used (by their runs' start times;
 /// rows without one after, in row order), so that M1 is the earliest whatever order the plan
@@ -135,8 +129,10 @@ pub(super) fn machines(rows: &[Row], gs: &[&Group]) -> Option<String> {
         return None;
     }
     let (_, all_ms) = machine_ids(rows);
-    let all: Vec<(usize, [(&str, String); 6])> =
-        seen.iter().map(|&m| (m, fields(all_ms[m]))).collect();
+    let all: Vec<(usize, [(&str, String); 6])> = seen
+        .iter()
+        .map(|&m| (m, all_ms[m].machine_fields()))
+        .collect();
     let differ: Vec<usize> = (0..6)
         .filter(|&f| all.iter().any(|(_, m)| m[f].1 != all[0].1[f].1))
         .collect();
