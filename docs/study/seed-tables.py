@@ -149,6 +149,7 @@ def runs_of(cache, sweep, seen):
             continue
         row = describe(key, d, c, rec, scored.get(key))
         row["machine"] = machine_of(run)
+        row["gpu"] = gpu_of(run)
         row["started_at"] = rec.get("started_at") or ""
         row["engine_start"] = engine_start_of(run)
         row["deployment_key"] = (rec.get("inputs") or {}).get("deployment")
@@ -175,7 +176,14 @@ def machine_of(run):
     if not h:
         return "not recorded"
     return (f"kernel {h.get('kernel')}, {h.get('memory_bytes', 0) // 1024} kB, {h.get('cpu_model')}"
-            f" ×{h.get('cores')}, driver {g.get('driver')}")
+            f" ×{h.get('cores')}, driver {g.get('driver')}, {gpu_of(run)}")
+
+
+def gpu_of(run):
+    """The GPU model(s) a run recorded (`NVIDIA H200`): machines of two GPU models are never
+    pooled, not even in the answers across machines."""
+    devs = ((run.get("provenance") or {}).get("gpus") or {}).get("devices") or []
+    return ", ".join(sorted({d.get("name") or "?" for d in devs})) or "no GPU recorded"
 
 
 MACHINES = []  # the machines, in the order of their first run: M1, M2, …
@@ -584,17 +592,26 @@ def pooled_answers(runs):
     every machine at once: the mean of its runs' figures ± the t-interval over those runs, which
     then holds the machine-to-machine spread as well as the run-to-run one. A ranking that holds
     beyond it holds on every machine the runs met; one run has no spread and is not ranked."""
-    if len(MACHINES) < 2:
+    out = []
+    for gpu in sorted({r["gpu"] for r in runs}):
+        out += pooled_on(gpu, [r for r in runs if r["gpu"] == gpu])
+    return out
+
+
+def pooled_on(gpu, runs):
+    """[`pooled_answers`] over the runs of one GPU model."""
+    if len({r["machine"] for r in runs}) < 2:
         return []
     groups = defaultdict(list)
     for r in runs:
         groups[(r["engine_name"],) + config_key(r)[1:]].append(r)
-    out = ["## Across machines: every repeat pooled", "",
-           "Each configuration over all its runs, whatever machine they ran on: the mean of the runs' "
+    out = [f"## Across machines: every repeat pooled ({gpu})", "",
+           f"Each configuration over all its runs on machines of one GPU model ({gpu}), whichever "
+           "machine they ran on: the mean of the runs' "
            "figures (TPOT p50; a batch run's mean tokens/s) ± the 95 % t-interval over those runs, so "
            "the interval holds the spread between machines as well as between starts. Best by mean, "
            "*inside its noise* when the intervals overlap; a configuration with one run has no spread "
-           "to compare.", ""]
+           "to compare. Machines of another GPU model are never pooled with these.", ""]
     for scen, label, items in questions(groups):
         if scen not in ("single", "batch"):
             continue
