@@ -182,8 +182,11 @@ def machine_of(run):
 def gpu_of(run):
     """The GPU model(s) a run recorded (`NVIDIA H200`): machines of two GPU models are never
     pooled, not even in the answers across machines."""
-    devs = ((run.get("provenance") or {}).get("gpus") or {}).get("devices") or []
-    return ", ".join(sorted({d.get("name") or "?" for d in devs})) or "no GPU recorded"
+    p = run.get("provenance")
+    if not p:
+        return "not recorded"
+    devs = (p.get("gpus") or {}).get("devices") or []
+    return ", ".join(sorted({d.get("name") or "?" for d in devs})) or "no GPU"
 
 
 MACHINES = []  # the machines, in the order of their first run: M1, M2, …

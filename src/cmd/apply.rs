@@ -205,10 +205,9 @@ fn local(
     // Slurm job) — not by the children of a parallel apply, whose parent said it.
     if std::env::var_os(exec::parallel::PARENT_VAR).is_none() {
         let mut drift = plan::inherited::drift(&sweep, &plan, &status, &store);
-        let mut elsewhere = plan::machine::drift(&sweep, &plan, &status, &store);
+        let elsewhere = plan::machine::drift(&sweep, &plan, &status, &store, only);
         if let Some(d) = only {
             drift.retain(|(label, ..)| *label == plan.deployments[d].label);
-            elsewhere.retain(|(label, ..)| *label == plan.deployments[d].label);
         }
         eprint!("{}", plan::inherited::drift_warning(&drift));
         eprint!("{}", plan::machine::drift_warning(&elsewhere));

@@ -25,12 +25,16 @@ pub(crate) fn run(ctx: &Ctx, sweep: &Path, json: bool, dot: bool) -> anyhow::Res
         "{}",
         plan::inherited::drift_warning(&plan::inherited::drift(&s, &plan, &st, &store))
     );
-    // And runs measured on another machine — unless the sweep's runs are Slurm jobs, whose
-    // node is not this (login) machine: each job's `apply --deployment` says it there.
-    if s.slurm == crate::spec::SlurmSettings::default() {
+    // And runs measured on a machine that differs from this one — unless the sweep's runs
+    // have been Slurm jobs, whose nodes are not this (login) machine: each job's `apply
+    // --deployment` says it there.
+    if crate::slurm::SweepDir::new(&store, &s.name)
+        .cluster_facts()
+        .is_none()
+    {
         eprint!(
             "{}",
-            plan::machine::drift_warning(&plan::machine::drift(&s, &plan, &st, &store))
+            plan::machine::drift_warning(&plan::machine::drift(&s, &plan, &st, &store, None))
         );
     }
     // What apply would refuse, said now (after the plan, which is still shown).

@@ -1,9 +1,10 @@
-//! Cached runs measured on another machine than this one. A key names what a run measures
-//! (engine, weights, settings, prompts), never where it ran: a cache carried to another
-//! machine — the next device hold, a colleague's server, a new GPU — keeps its runs cached,
-//! and their numbers stay that machine's. `plan` and `apply` say so per deployment, with what
-//! differs (the fields [`Provenance::same_machine`] compares); the report keeps runs of two
-//! machines apart (`report::answer::machines`).
+//! Cached runs measured on a machine that differs from this one. A deployment's key holds the
+//! machine's fingerprint (CPU model, architecture, GPU models: `plan::facts`), not the rest of
+//! what tells machines apart: another lease of one kind of VM (another kernel build — 1.5 to 1.7
+//! times the single-stream TPOT in the seed study), an upgraded driver, another power limit or
+//! host keep the runs cached, and their numbers stay the first machine's. `plan` and `apply`
+//! say so per deployment, with what differs (the fields [`Provenance::same_machine`] compares);
+//! the report keeps runs of two machines apart (`report::answer::machines`).
 //!
 //! [`Provenance::same_machine`]: crate::record::provenance::Provenance::same_machine
 
@@ -14,33 +15,60 @@ use crate::record::provenance::{machine_fields, GpuSet, Provenance};
 
 use super::inherited::{drift_lines, recorded_provenance, tally};
 
-/// How a recorded machine differs from this one: `kernel: 6.8.0 → 6.18.44`, one line per
-/// field that differs.
+/// How a recorded machine differs from this one, as [`Provenance::same_machine`] decides:
+/// `kernel: 6.8.0 → 6.18.44`, one line per field that differs (and one for GPUs that differ
+/// only where the one-line description does not look: their indices, a later board's clocks).
 pub(crate) fn differences(recorded: &Provenance, host: &HostInfo, gpus: &GpuSet) -> Vec<String> {
-    recorded
+    let now = Provenance {
+        host: host.clone(),
+        gpus: gpus.clone(),
+        ..Default::default()
+    };
+    if recorded.same_machine(&now) {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = recorded
         .machine_fields()
         .into_iter()
         .zip(machine_fields(host, gpus))
         .filter(|((_, was), (_, now))| was != now)
         .map(|((name, was), (_, now))| format!("{name}: {was} → {now}"))
-        .collect()
+        .collect();
+    if out.is_empty() {
+        let idx =
+            |g: &GpuSet| -> Vec<String> { g.devices.iter().map(|d| d.index.to_string()).collect() };
+        out.push(format!(
+            "GPUs: other boards or settings of one model (indices {} → {}, or a board's clocks or persistence)",
+            idx(&recorded.gpus).join(","),
+            idx(gpus).join(",")
+        ));
+    }
+    out
 }
 
-/// Cached runs measured on another machine than this one: per deployment label, how many
-/// runs and what differs (the union over them). This machine's GPUs are the ones each
-/// engine's `gpus` name, as a run records them. Runs recorded before provenance was kept are
-/// not compared.
+/// Cached runs measured on a machine that differs from this one: per deployment label, how
+/// many runs and what differs (the union over them); of one deployment (`only`) or of all.
+/// This machine's GPUs are the ones each engine's `gpus` name, as a run records them. Runs
+/// recorded before provenance was kept are not compared, nor an endpoint's, whose numbers are
+/// its server's (bench360 sees only the client's machine).
 pub(crate) fn drift(
     sweep: &crate::spec::Sweep,
     plan: &super::Plan,
     status: &[super::Status],
     store: &crate::store::Store,
+    only: Option<usize>,
 ) -> Vec<(String, usize, Vec<String>)> {
     let host = crate::host::host_info();
     let mut gpus: HashMap<usize, GpuSet> = HashMap::new();
     let mut out: Vec<(String, usize, Vec<String>)> = Vec::new();
     for r in &plan.runs {
-        if status[r.node.index()] != super::Status::Cached {
+        if status[r.node.index()] != super::Status::Cached
+            || only.is_some_and(|d| d != r.deployment)
+            || matches!(
+                sweep.engines[plan.deployments[r.deployment].at.engine].launch,
+                crate::spec::Launch::Endpoint { .. }
+            )
+        {
             continue;
         }
         let recorded: Option<Provenance> = recorded_provenance(store, &plan.graph[r.node].key)
@@ -61,7 +89,7 @@ pub(crate) fn drift_warning(drift: &[(String, usize, Vec<String>)]) -> String {
         return String::new();
     }
     format!(
-        "⚠ cached runs were measured on another machine than this one (a key names what ran, not where: they stay cached with that machine's numbers, and the report keeps the machines apart — to measure this one, apply into another `--cache` or raise `repeats`):\n{}",
+        "⚠ cached runs were measured on a machine that differs from this one as bench360 sees it (another host, kernel, driver, power limit or clocks — or this one through another CPU set or other visible GPUs); keys hold only the CPU and GPU models, so they stay cached with that machine's numbers, and the report keeps the machines apart — to measure this one, apply into another `--cache` or raise `repeats`:\n{}",
         drift_lines(drift)
     )
 }
@@ -136,6 +164,22 @@ mod tests {
     }
 
     #[test]
+    fn another_board_of_one_model_is_a_difference_the_report_makes_too() {
+        let p = Provenance {
+            host: host("6.18.44"),
+            gpus: gpus("NVIDIA H200", "GPU-a"),
+            ..Default::default()
+        };
+        let mut other = gpus("NVIDIA H200", "GPU-b");
+        other.devices[0].index = 3;
+        let d = differences(&p, &host("6.18.44"), &other);
+        assert_eq!(
+            d,
+            ["GPUs: other boards or settings of one model (indices 0 → 3, or a board's clocks or persistence)"]
+        );
+    }
+
+    #[test]
     fn the_warning_names_each_deployment_once_with_its_count() {
         let mut out = Vec::new();
         tally(&mut out, "m@vllm", vec!["cores: 16 → 8".into()]);
@@ -147,7 +191,7 @@ mod tests {
         tally(&mut out, "m@sglang", vec![]);
         let w = drift_warning(&out);
         assert!(
-            w.starts_with("⚠ cached runs were measured on another machine"),
+            w.starts_with("⚠ cached runs were measured on a machine that differs"),
             "{w}"
         );
         assert!(
