@@ -17,7 +17,8 @@ pub(crate) fn hostname() -> String {
 pub(crate) struct HostInfo {
     pub hostname: String,
     pub cpu_model: String,
-    /// Logical CPUs online.
+    /// The logical CPUs this process may use (its affinity and cgroup quota: all online CPUs
+    /// unless narrowed), so one machine seen through another CPU set records other cores.
     pub cores: usize,
     pub memory_bytes: u64,
     /// The kernel's release (`uname -r`).
