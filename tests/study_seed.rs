@@ -3,8 +3,8 @@
 //! build; h200-seed-11: SGLang's and LMDeploy's fourth on another), and its figures re-derived
 //! here from the per-run rows it writes: the machines are never pooled in a per-machine
 //! ranking, the pooled ranking's interval is the Student t-interval over every machine's runs,
-//! a configuration with one run is not ranked against, and each run names the engine start it
-//! stood on (run.json's `engine_start`).
+//! a configuration with one run is not ranked against, each run names the engine start it
+//! stood on (run.json's `engine_start`), and machines of two GPU models are never pooled.
 
 mod common;
 
@@ -128,6 +128,87 @@ fn the_seed_tables_rank_per_machine_and_pooled_with_the_spread_of_the_runs() {
     assert_eq!(
         start("run qwen2.5-coder-1.5b:default@lmdeploy synth server[users=64] #4"),
         "later start 2026-12-04T13:06:36.983Z"
+    );
+}
+
+/// The same two holds with one of the two machines' runs re-labelled as an H100's (their
+/// run.json's GPU name): machines of two GPU models are never pooled, so the tables keep the
+/// per-machine answers and drop the answers across machines, and the machines section names
+/// each machine's GPU.
+#[test]
+fn machines_of_two_gpu_models_are_never_pooled() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = unpack_results("h200-seed-9", dir.path());
+    unpack_results("h200-seed-11", dir.path());
+    // Every run.json recorded on the kernel of the thirteenth hold (h200-seed-11: SGLang's and
+    // LMDeploy's fourth repeats, `repeat` 3 counted from 0) now says it ran on an H100.
+    let relabel = r#"
+import json, os, sys
+root = sys.argv[1]
+runs = []
+for d, _, files in os.walk(root):
+    if "run.json" in files:
+        p = os.path.join(d, "run.json")
+        runs.append((p, json.load(open(p))))
+kernel = next(r["provenance"]["host"]["kernel"] for _, r in runs
+              if r.get("columns", {}).get("repeat") == 3 and r.get("provenance"))
+n = 0
+for p, r in runs:
+    prov = r.get("provenance") or {}
+    if (prov.get("host") or {}).get("kernel") == kernel:
+        for dev in prov["gpus"]["devices"]:
+            dev["name"] = "NVIDIA H100 80GB HBM3"
+        json.dump(r, open(p, "w"))
+        n += 1
+print(n)
+"#;
+    let o = Command::new(python())
+        .args(["-c", relabel])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let relabelled: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    assert!(
+        relabelled > 0 && relabelled < 49,
+        "{relabelled} runs relabelled"
+    );
+    let out = dir.path().join("out");
+    let run = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py"))
+        .arg(&cache)
+        .args(["--sweep", "gpu-seed", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    let md = std::fs::read_to_string(out.join("seed-tables.md")).unwrap();
+    assert!(!md.contains("## Across machines"), "{md}");
+    assert!(!md.contains(", every machine:"), "{md}");
+    assert!(
+        md.contains("on M1 only:") && md.contains("on M2 only:"),
+        "{md}"
+    );
+    let machines: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| M1 |") || l.starts_with("| M2 |"))
+        .collect();
+    assert_eq!(machines.len(), 2, "{md}");
+    assert_eq!(
+        machines
+            .iter()
+            .filter(|l| l.ends_with(", NVIDIA H100 80GB HBM3 |"))
+            .count(),
+        1,
+        "{machines:?}"
+    );
+    assert_eq!(
+        machines
+            .iter()
+            .filter(|l| l.ends_with(", NVIDIA H200 |"))
+            .count(),
+        1,
+        "{machines:?}"
     );
 }
 
