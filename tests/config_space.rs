@@ -99,6 +99,18 @@ fn finished(cache: &Path) -> Vec<(String, String)> {
     v
 }
 
+/// A `plan --json` that succeeded and has every run cached.
+fn assert_runs_cached(o: &std::process::Output) {
+    assert!(o.status.success(), "{}", text(o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "run")
+        .all(cached));
+}
+
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -556,14 +568,7 @@ fn a_cached_run_made_under_another_inherited_environment_or_on_another_machine_i
     assert!(!text(&o).contains("machine that differs"), "{}", text(&o));
     // Another: still cached (no key sees it), and said with what differs.
     let o = cmd("b", &["plan", "--json"]);
-    assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(plan["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|n| n["kind"] == "run")
-        .all(cached));
+    assert_runs_cached(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("another inherited environment")
@@ -604,14 +609,7 @@ fn a_cached_run_made_under_another_inherited_environment_or_on_another_machine_i
         .arg(&sweep)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(plan["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|n| n["kind"] == "run")
-        .all(cached));
+    assert_runs_cached(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("cached runs were measured on a machine that differs from this one")

@@ -30,22 +30,26 @@ fn rows(csv_path: &Path) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
+/// `seed-tables.py` over CACHE (the gpu-seed sweep's runs) into OUT: its seed-tables.md.
+fn seed_tables(cache: &Path, out: &Path) -> String {
+    let run = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py"))
+        .arg(cache)
+        .args(["--sweep", "gpu-seed", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    std::fs::read_to_string(out.join("seed-tables.md")).unwrap()
+}
+
 #[test]
 fn the_seed_tables_rank_per_machine_and_pooled_with_the_spread_of_the_runs() {
     let dir = tempfile::tempdir().unwrap();
     let cache = unpack_results("h200-seed-9", dir.path());
     assert_eq!(unpack_results("h200-seed-11", dir.path()), cache);
     let out = dir.path().join("out");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py");
-    let run = Command::new(python())
-        .arg(&script)
-        .arg(&cache)
-        .args(["--sweep", "gpu-seed", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", text(&run));
-    let md = std::fs::read_to_string(out.join("seed-tables.md")).unwrap();
+    let md = seed_tables(&cache, &out);
     // 26 runs of the eleventh hold, 23 of the thirteenth.
     assert!(
         md.contains("49 runs from 1 cache(s); sweep gpu-seed."),
@@ -174,15 +178,7 @@ print(n)
         "{relabelled} runs relabelled"
     );
     let out = dir.path().join("out");
-    let run = Command::new(python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py"))
-        .arg(&cache)
-        .args(["--sweep", "gpu-seed", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", text(&run));
-    let md = std::fs::read_to_string(out.join("seed-tables.md")).unwrap();
+    let md = seed_tables(&cache, &out);
     assert!(!md.contains("## Across machines"), "{md}");
     assert!(!md.contains(", every machine:"), "{md}");
     assert!(
