@@ -204,12 +204,10 @@ fn local(
     // Said once: by this apply, or for its deployment by one run alone (`--deployment`, a
     // Slurm job) — not by the children of a parallel apply, whose parent said it.
     if std::env::var_os(exec::parallel::PARENT_VAR).is_none() {
-        let mut drift = plan::inherited::drift(&sweep, &plan, &status, &store);
-        let elsewhere = plan::machine::drift(&sweep, &plan, &status, &store, only);
-        if let Some(d) = only {
-            drift.retain(|(label, ..)| *label == plan.deployments[d].label);
-        }
+        let cached = plan::drift::cached(&plan, &status, &store, only);
+        let drift = plan::inherited::drift(&sweep, &plan, &cached);
         eprint!("{}", plan::inherited::drift_warning(&drift));
+        let elsewhere = plan::machine::drift(&sweep, &plan, &cached);
         eprint!("{}", plan::machine::drift_warning(&elsewhere));
     }
     let parallel = only.is_none() && exec::parallel::worth_it(&sweep, &plan, &status, max);

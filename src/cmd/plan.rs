@@ -21,9 +21,10 @@ pub(crate) fn run(ctx: &Ctx, sweep: &Path, json: bool, dot: bool) -> anyhow::Res
         print!("{}", plan::render::table(&plan, &st));
     }
     // Cached runs made under another inherited environment: said on stderr, beside any form.
+    let cached = plan::drift::cached(&plan, &st, &store, None);
     eprint!(
         "{}",
-        plan::inherited::drift_warning(&plan::inherited::drift(&s, &plan, &st, &store))
+        plan::inherited::drift_warning(&plan::inherited::drift(&s, &plan, &cached))
     );
     // And runs measured on a machine that differs from this one — unless the sweep's runs
     // have been Slurm jobs, whose nodes are not this (login) machine: each job's `apply
@@ -34,7 +35,7 @@ pub(crate) fn run(ctx: &Ctx, sweep: &Path, json: bool, dot: bool) -> anyhow::Res
     {
         eprint!(
             "{}",
-            plan::machine::drift_warning(&plan::machine::drift(&s, &plan, &st, &store, None))
+            plan::machine::drift_warning(&plan::machine::drift(&s, &plan, &cached))
         );
     }
     // What apply would refuse, said now (after the plan, which is still shown).

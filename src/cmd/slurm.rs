@@ -29,7 +29,11 @@ pub(crate) fn apply(ctx: &Ctx, path: &Path, args: &SlurmArgs, wait: bool) -> any
     // The jobs inherit this environment (`--export=ALL`): compared as `apply` compares it.
     eprint!(
         "{}",
-        plan::inherited::drift_warning(&plan::inherited::drift(&sweep, &plan, &status, &store))
+        plan::inherited::drift_warning(&plan::inherited::drift(
+            &sweep,
+            &plan,
+            &plan::drift::cached(&plan, &status, &store, None)
+        ))
     );
     let sched = slurm::SlurmCommands;
     let submit = slurm::Submit {

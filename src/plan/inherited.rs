@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use super::drift::{tally, warning};
 use crate::spec::{Engine, Launch};
 
 /// Variables of every process engine: CUDA, NCCL and PyTorch settings, thread counts, and
@@ -119,87 +120,36 @@ pub(crate) fn differences(
         .collect()
 }
 
-/// Cached runs made under another inherited environment than this process's: per deployment
-/// label, how many runs and what differs (the union over them). Runs recorded before the
-/// environment was kept, and engines that inherit nothing, are not compared.
+/// Cached runs (as [`super::drift::cached`] read them) made under another inherited
+/// environment than this process's: per deployment label, how many runs and what differs (the
+/// union over them). Runs recorded before the environment was kept, and engines that inherit
+/// nothing, are not compared.
 pub(crate) fn drift(
     sweep: &crate::spec::Sweep,
     plan: &super::Plan,
-    status: &[super::Status],
-    store: &crate::store::Store,
+    cached: &[(usize, crate::record::provenance::Provenance)],
 ) -> Vec<(String, usize, Vec<String>)> {
     let vars = process_vars();
     let mut now: BTreeMap<usize, Option<BTreeMap<String, String>>> = BTreeMap::new();
     let mut out: Vec<(String, usize, Vec<String>)> = Vec::new();
-    for r in &plan.runs {
-        if status[r.node.index()] != super::Status::Cached {
-            continue;
-        }
-        let dep = &plan.deployments[r.deployment];
+    for (i, p) in cached {
+        let dep = &plan.deployments[plan.runs[*i].deployment];
         let current = now
             .entry(dep.at.engine)
             .or_insert_with(|| inherited(&sweep.engines[dep.at.engine], vars.clone()));
-        let Some(current) = current else { continue };
-        let recorded: Option<BTreeMap<String, String>> =
-            recorded_provenance(store, &plan.graph[r.node].key)
-                .and_then(|v| serde_json::from_value(v["inherited_env"].clone()).ok());
-        let Some(recorded) = recorded else { continue };
-        tally(&mut out, &dep.label, differences(&recorded, current));
+        let (Some(current), Some(recorded)) = (current, &p.inherited_env) else {
+            continue;
+        };
+        tally(&mut out, &dep.label, differences(recorded, current));
     }
     out
 }
 
-/// A cached run's `provenance` as its run.json recorded it (None where it recorded none).
-pub(super) fn recorded_provenance(
-    store: &crate::store::Store,
-    key: &str,
-) -> Option<serde_json::Value> {
-    let b = std::fs::read(store.object_dir(key).join("run.json")).ok()?;
-    let mut v = serde_json::from_slice::<serde_json::Value>(&b).ok()?;
-    Some(v.get_mut("provenance")?.take())
-}
-
-/// Adds one run's differences (none: nothing) to its deployment's line of a drift: per
-/// label, how many runs differ and the union of what differs.
-pub(super) fn tally(out: &mut Vec<(String, usize, Vec<String>)>, label: &str, diff: Vec<String>) {
-    if diff.is_empty() {
-        return;
-    }
-    match out.iter_mut().find(|(l, ..)| l == label) {
-        Some((_, n, lines)) => {
-            *n += 1;
-            for d in diff {
-                if !lines.contains(&d) {
-                    lines.push(d);
-                }
-            }
-        }
-        None => out.push((label.to_string(), 1, diff)),
-    }
-}
-
-/// A drift warning's lines, one per deployment: `  label (N runs): a; b`.
-pub(super) fn drift_lines(drift: &[(String, usize, Vec<String>)]) -> String {
-    drift
-        .iter()
-        .map(|(label, n, lines)| {
-            format!(
-                "  {label} ({n} run{}): {}\n",
-                if *n == 1 { "" } else { "s" },
-                lines.join("; ")
-            )
-        })
-        .collect()
-}
-
 /// The warning `plan` and `apply` print for [`drift`]; empty when there is none.
 pub(crate) fn drift_warning(drift: &[(String, usize, Vec<String>)]) -> String {
-    if drift.is_empty() {
-        return String::new();
-    }
-    format!(
-        "⚠ cached runs were made under another inherited environment than this one (keys do not see it; they stay cached — to rerun them under this one, set the variables in the engine's `env`, which is keyed):\n{}",
-        drift_lines(drift)
+    warning(
+        "⚠ cached runs were made under another inherited environment than this one (keys do not see it; they stay cached — to rerun them under this one, set the variables in the engine's `env`, which is keyed):",
+        drift,
     )
 }
 

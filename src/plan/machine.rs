@@ -11,20 +11,15 @@
 use std::collections::HashMap;
 
 use crate::host::HostInfo;
-use crate::record::provenance::{machine_fields, GpuSet, Provenance};
+use crate::record::provenance::{machine_fields, same_machine, GpuSet, Provenance};
 
-use super::inherited::{drift_lines, recorded_provenance, tally};
+use super::drift::{tally, warning};
 
 /// How a recorded machine differs from this one, as [`Provenance::same_machine`] decides:
 /// `kernel: 6.8.0 → 6.18.44`, one line per field that differs (and one for GPUs that differ
 /// only where the one-line description does not look: their indices, a later board's clocks).
 pub(crate) fn differences(recorded: &Provenance, host: &HostInfo, gpus: &GpuSet) -> Vec<String> {
-    let now = Provenance {
-        host: host.clone(),
-        gpus: gpus.clone(),
-        ..Default::default()
-    };
-    if recorded.same_machine(&now) {
+    if same_machine(&recorded.host, &recorded.gpus, host, gpus) {
         return Vec::new();
     }
     let mut out: Vec<String> = recorded
@@ -46,51 +41,38 @@ pub(crate) fn differences(recorded: &Provenance, host: &HostInfo, gpus: &GpuSet)
     out
 }
 
-/// Cached runs measured on a machine that differs from this one: per deployment label, how
-/// many runs and what differs (the union over them); of one deployment (`only`) or of all.
-/// This machine's GPUs are the ones each engine's `gpus` name, as a run records them. Runs
-/// recorded before provenance was kept are not compared, nor an endpoint's, whose numbers are
-/// its server's (bench360 sees only the client's machine).
+/// Cached runs (as [`super::drift::cached`] read them) measured on a machine that differs
+/// from this one: per deployment label, how many runs and what differs (the union over them).
+/// This machine's GPUs are the ones each engine's `gpus` name, as a run records them. An
+/// endpoint's runs are not compared: their numbers are its server's (bench360 sees only the
+/// client's machine).
 pub(crate) fn drift(
     sweep: &crate::spec::Sweep,
     plan: &super::Plan,
-    status: &[super::Status],
-    store: &crate::store::Store,
-    only: Option<usize>,
+    cached: &[(usize, Provenance)],
 ) -> Vec<(String, usize, Vec<String>)> {
     let host = crate::host::host_info();
     let mut gpus: HashMap<usize, GpuSet> = HashMap::new();
     let mut out: Vec<(String, usize, Vec<String>)> = Vec::new();
-    for r in &plan.runs {
-        if status[r.node.index()] != super::Status::Cached
-            || only.is_some_and(|d| d != r.deployment)
-            || matches!(
-                sweep.engines[plan.deployments[r.deployment].at.engine].launch,
-                crate::spec::Launch::Endpoint { .. }
-            )
-        {
+    for (i, recorded) in cached {
+        let dep = &plan.deployments[plan.runs[*i].deployment];
+        let engine = &sweep.engines[dep.at.engine];
+        if matches!(engine.launch, crate::spec::Launch::Endpoint { .. }) {
             continue;
         }
-        let recorded: Option<Provenance> = recorded_provenance(store, &plan.graph[r.node].key)
-            .and_then(|v| serde_json::from_value(v).ok());
-        let Some(recorded) = recorded else { continue };
-        let dep = &plan.deployments[r.deployment];
-        let now = gpus.entry(dep.at.engine).or_insert_with(|| {
-            crate::telemetry::gpu::describe(sweep.engines[dep.at.engine].gpus.as_deref())
-        });
-        tally(&mut out, &dep.label, differences(&recorded, &host, now));
+        let now = gpus
+            .entry(dep.at.engine)
+            .or_insert_with(|| crate::telemetry::gpu::describe(engine.gpus.as_deref()));
+        tally(&mut out, &dep.label, differences(recorded, &host, now));
     }
     out
 }
 
 /// The warning `plan` and `apply` print for [`drift`]; empty when there is none.
 pub(crate) fn drift_warning(drift: &[(String, usize, Vec<String>)]) -> String {
-    if drift.is_empty() {
-        return String::new();
-    }
-    format!(
-        "⚠ cached runs were measured on a machine that differs from this one as bench360 sees it (another host, kernel, driver, power limit or clocks — or this one through another CPU set or other visible GPUs); keys hold only the CPU and GPU models, so they stay cached with that machine's numbers, and the report keeps the machines apart — to measure this one, apply into another `--cache` or raise `repeats`:\n{}",
-        drift_lines(drift)
+    warning(
+        "⚠ cached runs were measured on a machine that differs from this one as bench360 sees it (another host, kernel, driver, power limit or clocks — or this one through another CPU set or other visible GPUs); keys hold only the CPU and GPU models, so they stay cached with that machine's numbers, and the report keeps the machines apart — to measure this one, apply into another `--cache` or raise `repeats`:",
+        drift,
     )
 }
 

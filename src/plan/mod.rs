@@ -3,6 +3,7 @@
 //! gathered at the edge (file content hashes, engine artifact digests, machine fingerprint).
 
 mod build;
+pub(crate) mod drift;
 pub(crate) mod facts;
 mod graph;
 pub(crate) mod inherited;

@@ -48,27 +48,26 @@ pub(crate) struct GpuSet {
 impl GpuSet {
     /// "NVIDIA H200 ×1, driver 580.95, CUDA 13.0, 700 W" or why no GPU is described.
     pub fn line(&self) -> String {
-        let g = self;
-        if g.devices.is_empty() {
+        if self.devices.is_empty() {
             // The reason's head ("no NVIDIA GPU"); run.json keeps it whole.
-            let why = g.unavailable.as_deref().unwrap_or("no GPU");
+            let why = self.unavailable.as_deref().unwrap_or("no GPU");
             return format!("none: {}", why.split(" (").next().unwrap_or(why));
         }
         let mut names: Vec<(String, usize)> = Vec::new();
-        for d in &g.devices {
+        for d in &self.devices {
             match names.iter_mut().find(|(n, _)| *n == d.name) {
                 Some((_, k)) => *k += 1,
                 None => names.push((d.name.clone(), 1)),
             }
         }
         let mut parts: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
-        if let Some(d) = &g.driver {
+        if let Some(d) = &self.driver {
             parts.push(format!("driver {d}"));
         }
-        if let Some(c) = &g.cuda {
+        if let Some(c) = &self.cuda {
             parts.push(format!("CUDA {c}"));
         }
-        let limits: Vec<String> = g
+        let limits: Vec<String> = self
             .devices
             .iter()
             .filter_map(|d| d.power_limit_w.map(|w| format!("{w:.0} W")))
@@ -78,7 +77,7 @@ impl GpuSet {
             l.dedup();
             parts.push(format!("power limit {}", l.join("/")));
         }
-        let clocks: Vec<String> = g
+        let clocks: Vec<String> = self
             .devices
             .iter()
             .filter_map(|d| {
@@ -91,11 +90,24 @@ impl GpuSet {
         if let Some(c) = clocks.first() {
             parts.push(format!("app clocks {c}"));
         }
-        if let Some(p) = g.devices.iter().find_map(|d| d.persistence_mode) {
+        if let Some(p) = self.devices.iter().find_map(|d| d.persistence_mode) {
             parts.push(format!("persistence {}", if p { "on" } else { "off" }));
         }
         parts.join(", ")
     }
+}
+
+/// [`Provenance::same_machine`] on a machine's parts (this machine's, before any run records
+/// them): the same host and the same GPUs but for their boards' UUIDs.
+pub(crate) fn same_machine(host: &HostInfo, gpus: &GpuSet, h: &HostInfo, g: &GpuSet) -> bool {
+    let kind = |g: &GpuSet| {
+        let mut g = g.clone();
+        for d in &mut g.devices {
+            d.uuid = None;
+        }
+        g
+    };
+    host == h && kind(gpus) == kind(g)
 }
 
 /// What tells machines apart (the fields [`Provenance::same_machine`] compares, the GPUs as one
@@ -141,14 +153,7 @@ impl Provenance {
     /// there and whichever boards they were (their UUIDs are not compared: repeats on two
     /// lends of one kind pool; hosts with other names do not).
     pub fn same_machine(&self, other: &Provenance) -> bool {
-        let kind = |g: &GpuSet| {
-            let mut g = g.clone();
-            for d in &mut g.devices {
-                d.uuid = None;
-            }
-            g
-        };
-        self.host == other.host && kind(&self.gpus) == kind(&other.gpus)
+        same_machine(&self.host, &self.gpus, &other.host, &other.gpus)
     }
 
     /// The UUIDs of the GPUs it ran on, where NVML gave them.
