@@ -154,29 +154,37 @@ fn identical_applies_hold_where_noise_is_known_and_a_real_slowdown_fails() {
         .iter()
         .map(|base| compare(base, &slow, "confident"))
         .collect();
-    let slower = against
+    let fired: Vec<(String, String)> = against
         .iter()
-        .find(|o| o.status.code() == Some(1))
-        .unwrap_or_else(|| {
-            panic!(
-                "the slowdown fired against neither apply:\n{}\n{}",
-                text(&against[0]),
-                text(&against[1])
-            )
-        });
-    let v: serde_json::Value = serde_json::from_slice(&slower.stdout).unwrap();
-    let fired: Vec<(&str, &str)> = v["broken"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| (b["metric"].as_str().unwrap(), b["run"].as_str().unwrap()))
+        .filter(|o| o.status.code() == Some(1))
+        .flat_map(|o| {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            v["broken"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| {
+                    (
+                        b["metric"].as_str().unwrap().to_string(),
+                        b["run"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
         .collect();
+    // Both of the single run's latencies grow when the engine loses a core; which of them
+    // clears its limit with confidence depends on what else the machine was doing during
+    // the baseline, so the test asks for one of them, never for quality.
     assert!(
         fired
             .iter()
-            .any(|(m, r)| *m == "tpot_p50" && r.ends_with("mmlu single")),
-        "{fired:?}"
+            .any(|(m, r)| ["ttft_p50", "tpot_p50"].contains(&m.as_str()) && r.ends_with("mmlu single")),
+        "the slowdown fired no latency gate of the single run against either apply: {fired:?}\n{}\n{}",
+        text(&against[0]),
+        text(&against[1])
     );
+    assert!(fired.iter().all(|(m, _)| m != "quality"), "{fired:?}");
+    let slower = against.iter().find(|o| o.status.code() == Some(1)).unwrap();
     assert!(text(slower).contains("regression: "), "{}", text(slower));
     for l in text(slower).lines().filter(|l| l.contains("mmlu single")) {
         eprintln!("{l}");
