@@ -414,4 +414,49 @@ fn compare_matches_configurations_and_gates_regressions() {
         ],
     );
     assert_eq!(out.status.code(), Some(2));
+    // A gate that could fire only on an improvement is bad input, naming the gate meant.
+    let out = bench(
+        &cb,
+        &[
+            "compare",
+            base.to_str().unwrap(),
+            s.to_str().unwrap(),
+            "--fail-on",
+            "tokens_per_s>+5%",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("`tokens_per_s<…`"), "{}", text(&out));
+    // A gate never passes what it did not see: B's cache never ran the sweep.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = bench(
+        &empty,
+        &[
+            "compare",
+            base.to_str().unwrap(),
+            s.to_str().unwrap(),
+            "--fail-on",
+            "ttft_p50>+5%",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v = json_of(&out);
+    let unjudged = v["unjudged"].as_array().unwrap();
+    assert!(
+        unjudged[0]
+            .as_str()
+            .unwrap()
+            .contains("mmlu single: no finished run of this configuration in B"),
+        "{v}"
+    );
+    assert!(
+        unjudged
+            .iter()
+            .any(|u| u.as_str().unwrap().contains("judged no configuration")),
+        "{v}"
+    );
+    assert!(v["broken"].as_array().unwrap().is_empty(), "{v}");
 }

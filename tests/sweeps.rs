@@ -315,7 +315,7 @@ fn gc_keeps_every_record_while_a_sweeps_inputs_are_unavailable() {
         ),
     )
     .unwrap();
-    let gc = |server: &str| {
+    let gc_with = |server: &str, extra: &[&str]| {
         Command::cargo_bin("bench360")
             .unwrap()
             .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -328,9 +328,18 @@ fn gc_keeps_every_record_while_a_sweeps_inputs_are_unavailable() {
                 "gc",
                 "sweeps/quickstart.kdl",
             ])
+            .args(extra)
             .output()
             .unwrap()
     };
+    let gc = |server: &str| gc_with(server, &[]);
+    // `--only` would leave the rest of the sweep out of what gc keeps: refused, nothing
+    // deleted.
+    let out = gc_with("/bin/true", &["--only", "task=mmlu"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--only") && err.contains("nothing deleted"), "{err}");
+    assert!(record.exists());
     let out = gc("/nonexistent/llama-server");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");

@@ -37,6 +37,9 @@ struct Compared<'a> {
     broken: Vec<&'a compare::Verdict<'a>>,
     /// The gates whose point estimate is past the limit but whose interval is not.
     inconclusive: Vec<&'a compare::Verdict<'a>>,
+    /// What the gates could not judge (a configuration missing or failed in B, a gated metric
+    /// absent on one side, a gate that judged nothing): each fails the comparison.
+    unjudged: &'a [String],
     rule: compare::GateRule,
 }
 
@@ -73,6 +76,7 @@ pub(crate) fn run(
     let verdicts = compare::judge_all(&gates, &matched, rule);
     let fired = |v: &&compare::Verdict| matches!(v.judgement, compare::Judgement::Fired { .. });
     let broken: Vec<&compare::Verdict> = verdicts.iter().filter(fired).collect();
+    let unjudged = compare::unjudged(&gates, &matched, &only_a);
     match format {
         Format::Json => {
             let v = Compared {
@@ -81,6 +85,7 @@ pub(crate) fn run(
                 only_b: &only_b,
                 broken: broken.clone(),
                 inconclusive: verdicts.iter().filter(|v| !fired(v)).collect(),
+                unjudged: &unjudged,
                 rule,
             };
             println!("{}", serde_json::to_string(&v)?);
@@ -91,8 +96,11 @@ pub(crate) fn run(
     for v in &verdicts {
         eprintln!("{}", compare::verdict_line(v));
     }
+    for u in &unjudged {
+        eprintln!("{u}");
+    }
     if matched.is_empty() {
         eprintln!("no configuration ran on both sides");
     }
-    Ok(u8::from(!broken.is_empty()))
+    Ok(u8::from(!broken.is_empty() || !unjudged.is_empty()))
 }

@@ -19,6 +19,13 @@ pub(crate) struct Collected {
 }
 
 pub(crate) fn run(ctx: &Ctx, sweeps: &[PathBuf], dry_run: bool) -> anyhow::Result<Collected> {
+    // What `--only` leaves out of a plan would look unused, and be deleted.
+    anyhow::ensure!(
+        ctx.overrides.only.is_empty(),
+        "gc keeps what each sweep's whole plan uses, and `--only` would leave the rest of the \
+         sweep out of it and delete its records (nothing deleted): give gc the sweep files, with \
+         the `--set` they were applied with, and no `--only`"
+    );
     let store = Store::open(&ctx.cache)?;
     let mut keep = BTreeSet::new();
     for p in sweeps {

@@ -30,10 +30,28 @@ pub(crate) fn parse_gate(s: &str) -> Result<Gate, CompareError> {
         });
     }
     let num = rest.trim().trim_end_matches('%');
-    let limit: f64 = num.parse::<f64>().map_err(|_| CompareError::GateLimit {
-        gate: s.into(),
-        limit: rest.into(),
-    })? / 100.0;
+    let limit: f64 = num
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| CompareError::GateLimit {
+            gate: s.into(),
+            limit: rest.into(),
+        })?
+        / 100.0;
+    // A gate that can only fire on an improvement never fires on a regression: refused,
+    // with the gate that was meant.
+    let higher_is_better = HIGHER_IS_BETTER.contains(&metric);
+    if above == higher_is_better {
+        let (op, meant) = if above { ('>', '<') } else { ('<', '>') };
+        return Err(CompareError::GateDirection {
+            gate: s.into(),
+            metric: metric.into(),
+            op,
+            meant,
+            better: if higher_is_better { "higher" } else { "lower" },
+        });
+    }
     Ok(Gate {
         metric: metric.to_string(),
         above,
@@ -44,6 +62,15 @@ pub(crate) fn parse_gate(s: &str) -> Result<Gate, CompareError> {
 
 pub(crate) use crate::cli::GateRule;
 
+/// The metrics where more is better: their regression gates are `<`; every other metric's
+/// are `>`.
+const HIGHER_IS_BETTER: &[&str] = &["tokens_per_s", "quality"];
+
+/// McNemar's p below which a pass/fail quality change counts as more than chance, for the
+/// confident rule: the bootstrap of the ratio alone is too narrow when few items changed
+/// answer.
+const MCNEMAR_ALPHA: f64 = 0.05;
+
 /// What a gate says of one matched configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
@@ -51,8 +78,10 @@ pub(crate) enum Judgement {
     /// Past the limit (with the rule's confidence).
     Fired { change: f64, ci: Option<(f64, f64)> },
     /// The point estimate is past the limit but the interval reaches back over it, or there
-    /// is no interval: the data cannot tell. `need`: about how many observations per side
-    /// (requests; items for quality) would make the interval narrow enough, when known.
+    /// is no interval, or (pass/fail quality) McNemar's test cannot tell the items that
+    /// changed answer from chance: the data cannot tell. `need`: about how many observations
+    /// per side (requests; items for quality) would make the interval narrow enough, when
+    /// known.
     Inconclusive {
         change: f64,
         ci: Option<(f64, f64)>,
@@ -61,6 +90,9 @@ pub(crate) enum Judgement {
         /// What `n` and `need` count: requests, items (quality) or batches (requests sent
         /// together, resampled as one).
         unit: &'static str,
+        /// McNemar's p, when it is what held the verdict back.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mcnemar_p: Option<f64>,
     },
 }
 
@@ -100,23 +132,36 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
         return Some(Judgement::Fired { change, ci });
     }
     match ci {
-        // The bound nearest the limit is past it too.
-        Some((lo, hi)) if past(g, if g.above { lo } else { hi }) => {
-            Some(Judgement::Fired { change, ci })
-        }
+        // The bound nearest the limit is past it too — and, for pass/fail quality, McNemar's
+        // test says the items that changed answer are more than chance.
+        Some((lo, hi)) if past(g, if g.above { lo } else { hi }) => match c.p {
+            Some(p) if c.metric == "quality" && p >= MCNEMAR_ALPHA => {
+                Some(Judgement::Inconclusive {
+                    change,
+                    ci,
+                    n,
+                    need: None,
+                    unit,
+                    mcnemar_p: Some(p),
+                })
+            }
+            _ => Some(Judgement::Fired { change, ci }),
+        },
         Some((lo, hi)) => {
-            // The half-width shrinks as 1/√n: n · (half-width / distance to the limit)².
-            let half = (hi - lo) / 2.0;
+            // The interval's side toward the limit shrinks as 1/√n: n · (that side's width
+            // / the distance to the limit)².
+            let near = if g.above { change - lo } else { hi - change };
             let gap = (change - g.limit).abs();
             let need = n
-                .filter(|_| gap > 0.0)
-                .map(|n| (n as f64 * (half / gap).powi(2)).ceil() as usize);
+                .filter(|_| gap > 0.0 && near > 0.0)
+                .map(|n| (n as f64 * (near / gap).powi(2)).ceil() as usize);
             Some(Judgement::Inconclusive {
                 change,
                 ci,
                 n,
                 need,
                 unit,
+                mcnemar_p: None,
             })
         }
         // Too few requests (or batches) for a percentile's interval: it exists from
@@ -127,8 +172,74 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
             n,
             need: c.interval_from,
             unit,
+            mcnemar_p: None,
         }),
     }
+}
+
+/// A saturation search's figure that mixes its probes: every one but quality (the same
+/// items' answers whatever the rate).
+fn mixes_probes(m: &Matched, metric: &str) -> bool {
+    m.saturation && metric != "quality"
+}
+
+/// What the gates could not judge, one line each: a configuration of A without a finished
+/// run in B (not run there, failed, or configured otherwise: its match key differs), a gated
+/// metric that one side has and the other lacks, a gate that judged no configuration at
+/// all. A gate holds only over what it saw, so each of these fails the comparison as a
+/// regression does. Empty without gates.
+pub(crate) fn unjudged(gates: &[Gate], matched: &[Matched], only_a: &[String]) -> Vec<String> {
+    if gates.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = only_a
+        .iter()
+        .map(|l| {
+            format!(
+                "unjudged: {l}: no finished run of this configuration in B (not run, failed, \
+                 or configured otherwise there): no gate saw it"
+            )
+        })
+        .collect();
+    for g in gates {
+        let (mut judged, mut absent) = (0, 0);
+        for m in matched {
+            let Some(c) = m.changes.iter().find(|c| c.metric == g.metric) else {
+                continue;
+            };
+            if mixes_probes(m, &g.metric) {
+                absent += 1;
+                out.push(format!(
+                    "unjudged: {}: a saturation search's {} mixes every probe's rate (gate {}); \
+                     its answer is the rate it found (saturation.json, the report)",
+                    m.label, g.metric, g.text
+                ));
+                continue;
+            }
+            match (c.a, c.b) {
+                (Some(_), Some(_)) => judged += 1,
+                (None, None) => {}
+                (a, _) => {
+                    absent += 1;
+                    out.push(format!(
+                        "unjudged: {}: {} is absent in {} (gate {})",
+                        m.label,
+                        g.metric,
+                        if a.is_none() { "A" } else { "B" },
+                        g.text
+                    ))
+                }
+            }
+        }
+        if judged == 0 && absent == 0 {
+            out.push(format!(
+                "unjudged: gate {} judged no configuration: none that both sides ran has {} on \
+                 both sides",
+                g.text, g.metric
+            ));
+        }
+    }
+    out
 }
 
 /// Every gate's verdict on every matched configuration where its point estimate is past the
@@ -140,7 +251,7 @@ pub(crate) fn judge_all<'a>(
 ) -> Vec<Verdict<'a>> {
     let mut out = Vec::new();
     for g in gates {
-        for m in matched {
+        for m in matched.iter().filter(|m| !mixes_probes(m, &g.metric)) {
             let Some(c) = m.changes.iter().find(|c| c.metric == g.metric) else {
                 continue;
             };
@@ -178,8 +289,13 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
             n,
             need,
             unit: what,
+            mcnemar_p,
         } => {
             let more = match (need, n) {
+                _ if mcnemar_p.is_some() => format!(
+                    "McNemar's p = {:.3}: the items that changed answer could be chance",
+                    mcnemar_p.unwrap_or_default()
+                ),
                 (Some(need), Some(n)) if need > n => {
                     format!("need ~{} more {what} per side", need - n)
                 }
@@ -197,6 +313,169 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
                 ci(*c),
                 v.gate
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(metric: &'static str, a: Option<f64>, b: Option<f64>) -> Change {
+        Change {
+            metric,
+            a,
+            b,
+            change: a.zip(b).map(|(a, b)| (b - a) / a),
+            ci: None,
+            n: Some(100),
+            p: None,
+            interval_from: None,
+            groups: None,
+        }
+    }
+
+    fn matched(label: &str, changes: Vec<Change>) -> Matched {
+        Matched {
+            label: label.into(),
+            changes,
+            saturation: false,
+        }
+    }
+
+    /// A gate holds only over what it saw: a configuration B lacks, a gated metric one side
+    /// lacks and a gate that judged nothing are each said, and each fails the comparison.
+    #[test]
+    fn what_a_gate_could_not_see_is_said_never_passed() {
+        let gates = vec![
+            parse_gate("ttft_p50>+5%").unwrap(),
+            parse_gate("j_per_token>+5%").unwrap(),
+            parse_gate("quality<-2%").unwrap(),
+        ];
+        let m = vec![
+            matched(
+                "mmlu single",
+                vec![
+                    change("ttft_p50", Some(10.0), Some(10.0)),
+                    change("j_per_token", None, None),
+                    change("quality", Some(0.5), None),
+                ],
+            ),
+            matched(
+                "synth single",
+                vec![
+                    change("ttft_p50", Some(10.0), Some(10.0)),
+                    change("j_per_token", None, None),
+                    change("quality", None, None),
+                ],
+            ),
+        ];
+        let u = unjudged(&gates, &m, &["spider single".to_string()]);
+        assert_eq!(u.len(), 3, "{u:#?}");
+        assert!(
+            u[0].starts_with("unjudged: spider single: no finished run"),
+            "{u:#?}"
+        );
+        // Quality absent on both sides of a synthetic run is no gap: the task has none.
+        assert_eq!(
+            u[1],
+            "unjudged: gate j_per_token>+5% judged no configuration: none that both sides ran \
+             has j_per_token on both sides"
+        );
+        assert_eq!(
+            u[2],
+            "unjudged: mmlu single: quality is absent in B (gate quality<-2%)"
+        );
+        // A saturation search's latencies mix its probes' rates: said, never judged.
+        let mut sat = m[0].clone();
+        sat.saturation = true;
+        sat.changes[0].b = Some(50.0);
+        sat.changes[0].change = Some(4.0);
+        sat.changes[0].ci = Some((3.0, 5.0));
+        let sat = [sat];
+        assert!(judge_all(&gates[..1], &sat, GateRule::Confident).is_empty());
+        let u = unjudged(&gates[..1], &sat, &[]);
+        assert!(
+            u[0].contains("a saturation search's ttft_p50 mixes every probe's rate"),
+            "{u:#?}"
+        );
+        // Nothing matched: every gate judged nothing. No gates: nothing to say.
+        assert_eq!(unjudged(&gates[..1], &[], &[]).len(), 1);
+        assert!(unjudged(&[], &[], &["x".to_string()]).is_empty());
+    }
+
+    /// Pass/fail quality: an interval past the limit fires only where McNemar's test says the
+    /// items that changed answer are more than chance (40 items, 4 lost and none gained: the
+    /// bootstrap's interval can clear −2 % while p = 0.125).
+    #[test]
+    fn a_quality_drop_that_mcnemar_cannot_tell_from_chance_does_not_fire() {
+        let g = parse_gate("quality<-2%").unwrap();
+        let mut c = change("quality", Some(0.75), Some(0.65));
+        c.ci = Some((-0.25, -0.03));
+        c.n = Some(40);
+        c.p = Some(0.125);
+        let j = judge(&g, &c, GateRule::Confident).unwrap();
+        let Judgement::Inconclusive { mcnemar_p, .. } = j else {
+            panic!("{j:?}")
+        };
+        assert_eq!(mcnemar_p, Some(0.125));
+        let v = Verdict {
+            gate: &g.text,
+            metric: "quality",
+            run: "r".into(),
+            judgement: j,
+        };
+        assert!(
+            verdict_line(&v).contains("McNemar's p = 0.125"),
+            "{}",
+            verdict_line(&v)
+        );
+        c.p = Some(0.01);
+        assert!(matches!(
+            judge(&g, &c, GateRule::Confident),
+            Some(Judgement::Fired { .. })
+        ));
+        // A mean score (no McNemar) fires on its interval alone; the point rule ignores p.
+        c.p = Some(0.5);
+        assert!(matches!(
+            judge(&g, &c, GateRule::Point),
+            Some(Judgement::Fired { .. })
+        ));
+    }
+
+    /// How many more requests a change needs is read from the interval's side toward the
+    /// limit: a ratio's interval is skewed, and only that side has to clear it.
+    #[test]
+    fn the_requests_needed_come_from_the_side_toward_the_limit() {
+        let g = parse_gate("tpot_p50>+5%").unwrap();
+        let mut c = change("tpot_p50", Some(10.0), Some(11.0));
+        c.ci = Some((0.02, 0.6));
+        // Toward the limit: 0.10 − 0.02 = 0.08 over a distance of 0.05: 100 · 1.6² = 256.
+        match judge(&g, &c, GateRule::Confident).unwrap() {
+            Judgement::Inconclusive { need, .. } => assert_eq!(need, Some(256)),
+            j => panic!("{j:?}"),
+        }
+    }
+
+    #[test]
+    fn a_gate_that_could_only_fire_on_an_improvement_is_refused() {
+        for (gate, meant) in [
+            ("tokens_per_s>+5%", "tokens_per_s<…"),
+            ("quality>-2%", "quality<…"),
+            ("ttft_p99<-5%", "ttft_p99>…"),
+            ("j_per_token<+5%", "j_per_token>…"),
+        ] {
+            let e = parse_gate(gate).unwrap_err().to_string();
+            assert!(e.contains(meant), "{gate}: {e}");
+        }
+        assert!(parse_gate("tokens_per_s<-5%").is_ok());
+        // A limit of either sign is the user's: `>-100%` fires on any change.
+        assert!(parse_gate("ttft_p50>-100%").is_ok());
+        for bad in ["ttft_p99>NaN%", "ttft_p99>inf%"] {
+            assert!(
+                matches!(parse_gate(bad), Err(CompareError::GateLimit { .. })),
+                "{bad}"
+            );
         }
     }
 }

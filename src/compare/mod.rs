@@ -49,6 +49,10 @@ pub(crate) struct RunValues {
     /// Energy per correct answer (report's `j_per_correct`); absent in older baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub j_per_correct: Option<f64>,
+    /// A saturation search: its latency, throughput and energy figures mix every probe's
+    /// rate, so gates do not judge them. Absent (false) in older baselines.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saturation: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -90,6 +94,7 @@ pub(crate) fn from_rows(rows: &[Row]) -> Vec<RunValues> {
                 output_tokens_per_s: r.data.stats.as_ref().map(|s| s.output_tokens_per_s),
                 j_per_output_token: r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token),
                 j_per_correct: r.j_per_correct,
+                saturation: c.scenario_kind == "saturation",
             })
         })
         .collect()
@@ -125,6 +130,17 @@ pub(crate) enum CompareError {
     GateMetric { gate: String, metric: String },
     #[error("--fail-on `{gate}`: `{limit}` is not a percentage")]
     GateLimit { gate: String, limit: String },
+    #[error(
+        "--fail-on `{gate}`: {better} {metric} is better, so `{op}` fires only on an \
+         improvement and never on a regression; a regression gate on it is `{metric}{meant}…`"
+    )]
+    GateDirection {
+        gate: String,
+        metric: String,
+        op: char,
+        meant: char,
+        better: &'static str,
+    },
 }
 
 pub(crate) fn load(path: &Path) -> Result<Baseline, CompareError> {
@@ -258,6 +274,9 @@ fn mean_ratio_ci(a: &[f64], b: &[f64], seed: u64, metric: &str) -> Option<(f64, 
 pub(crate) struct Matched {
     pub label: String,
     pub changes: Vec<Change>,
+    /// Either side is a saturation search (its figures mix the probes' rates).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub saturation: bool,
 }
 
 /// Which per-request values a metric is computed from, with the group of each (empty: none).
@@ -414,6 +433,7 @@ pub(crate) fn compare(
             matched.push(Matched {
                 label: ra.label.clone(),
                 changes: METRICS.iter().map(|m| change(m, ra, rb, seed)).collect(),
+                saturation: ra.saturation || rb.saturation,
             });
         }
     }
@@ -567,6 +587,7 @@ mod tests {
             output_tokens_per_s: Some(100.0 * scale),
             j_per_output_token: None,
             j_per_correct: None,
+            saturation: false,
         }
     }
 
@@ -619,6 +640,7 @@ mod tests {
                 n: Some(200),
                 need: Some(437),
                 unit: "requests",
+                mcnemar_p: None,
             }
         );
         assert!(parse_gate("ttft>5%").is_err());
@@ -643,7 +665,8 @@ mod tests {
         let noisy = c(0.053, Some((-0.9, 11.32)));
         match judge(&gate, &noisy, GateRule::Confident).unwrap() {
             Judgement::Inconclusive { need, .. } => {
-                // Half-width 6.11 over a distance of 0.003 to the limit: ~4 million per side.
+                // The side toward the limit, 0.953, over a distance of 0.003 to it: ~10
+                // million per side.
                 assert!(need.unwrap() > 1_000_000, "{need:?}");
             }
             j => panic!("{j:?}"),
