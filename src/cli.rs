@@ -37,7 +37,8 @@ pub(crate) struct SweepArgs {
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
     /// Run only part of the matrix: `engine=vllm`, `model=m1,m2` (repeatable; axes model,
-    /// quantization, engine, task, scenario).
+    /// quantization, engine, task, scenario, repeat, and the engine settings parallel,
+    /// ctx-size, gpu-memory, dtype, tensor-parallel, variant).
     #[arg(long = "only", value_name = "AXIS=VALUE")]
     pub only: Vec<String>,
 }
@@ -248,7 +249,8 @@ pub(crate) enum Command {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Executor {
-    /// Run on this machine, one deployment after the other.
+    /// Run on this machine: deployments on disjoint devices (`gpus`, `cpus`) at once, up to
+    /// `--max-parallel`; the others one after the other.
     Local,
     /// Submit the DAG to Slurm (sbatch), one job per deployment.
     Slurm,
@@ -279,7 +281,7 @@ pub(crate) struct RunArgs {
     /// Length of an open-loop run, seconds.
     #[arg(long, default_value_t = 60.0)]
     pub duration: f64,
-    /// Requests of a closed-loop run (default: 8 × concurrency, at least the prompts).
+    /// Requests of a closed-loop run (default: 8 × concurrency, at least prompts × turns).
     #[arg(long)]
     pub requests: Option<u64>,
     /// Prompt tokens of every request, as the server counts them (chat template included).
