@@ -338,7 +338,10 @@ fn gc_keeps_every_record_while_a_sweeps_inputs_are_unavailable() {
     let out = gc_with("/bin/true", &["--only", "task=mmlu"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--only") && err.contains("nothing deleted"), "{err}");
+    assert!(
+        err.contains("--only") && err.contains("nothing deleted"),
+        "{err}"
+    );
     assert!(record.exists());
     let out = gc("/nonexistent/llama-server");
     let err = String::from_utf8_lossy(&out.stderr);

@@ -3,7 +3,10 @@
 use super::*;
 
 /// The job's own record of a deployment (or report) job, kept while it runs; `end` completes
-/// it. Only inside a Slurm job of this sweep (`SLURM_JOB_ID` set).
+/// it. Only inside a Slurm job bench360 submitted: `SLURM_JOB_ID` set, and its script's
+/// [`JOB_MARK`] naming the same job — a shell in `salloc` or an `srun` step has
+/// `SLURM_JOB_ID` too, and is no job of the sweep (its `report` would end 0 with runs
+/// missing, its `apply` would write job records that `plan` reads as the cluster's).
 pub(crate) struct InJob {
     dir: SweepDir,
     run: JobRun,
@@ -12,6 +15,9 @@ pub(crate) struct InJob {
 impl InJob {
     pub fn begin(store: &Store, plan: &Plan, deployment: Option<usize>) -> Option<InJob> {
         let job_id = std::env::var("SLURM_JOB_ID").ok()?;
+        if std::env::var(JOB_MARK).ok().as_deref() != Some(job_id.as_str()) {
+            return None;
+        }
         let dir = SweepDir::new(store, &plan.sweep);
         let (what, machine, artifacts) = match deployment {
             Some(d) => {

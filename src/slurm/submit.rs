@@ -76,10 +76,14 @@ pub(super) fn slurm_path(p: &Path) -> String {
     p.display().to_string().replace('%', "%%")
 }
 
+/// Set by a job script bench360 wrote to the job's id: what tells a job of a sweep from any
+/// other process with `SLURM_JOB_ID` (a shell in `salloc`, an `srun` step).
+pub(crate) const JOB_MARK: &str = "BENCH360_SLURM_JOB";
+
 pub(super) fn batch_script(argv: &[String], what: &str, sweep: &str) -> String {
     let clean = |s: &str| s.replace(|c: char| c.is_control(), " ");
     format!(
-        "#!/bin/sh\n# bench360: {} of sweep {}\nexec {}\n",
+        "#!/bin/sh\n# bench360: {} of sweep {}\n{JOB_MARK}=\"$SLURM_JOB_ID\"\nexport {JOB_MARK}\nexec {}\n",
         clean(what),
         clean(sweep),
         argv.iter()

@@ -214,6 +214,11 @@ fn each_deployment_becomes_a_job_and_the_report_waits_for_all() {
         )),
         "{script}"
     );
+    // The script marks the job as one of the sweep's: a shell in `salloc` is not.
+    assert!(
+        script.contains("\nBENCH360_SLURM_JOB=\"$SLURM_JOB_ID\"\nexport BENCH360_SLURM_JOB\nexec "),
+        "{script}"
+    );
     let (rargs, rscript) = &subs[2];
     assert!(rargs.contains(&"--dependency=afterany:101:102".to_string()));
     assert!(rargs.contains(&"--job-name=b360-two-report".to_string()));
