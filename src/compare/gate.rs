@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{pct, Change, CompareError, Matched, METRICS};
+use super::{shown, Change, CompareError, Matched, METRICS};
 
 /// A regression gate: `METRIC>+5%` fails when B's change exceeds +5 %, `METRIC<-2%` when it
 /// falls below −2 % — by default only when the change's 95 % interval is past the limit
@@ -271,15 +271,21 @@ pub(crate) fn judge_all<'a>(
 /// A verdict as one line of text.
 pub(crate) fn verdict_line(v: &Verdict) -> String {
     let ci = |c: Option<(f64, f64)>| {
-        c.map(|(lo, hi)| format!(", 95 % interval {} … {}", pct(Some(lo)), pct(Some(hi))))
-            .unwrap_or_default()
+        c.map(|(lo, hi)| {
+            format!(
+                ", 95 % interval {} … {}",
+                shown(v.metric, Some(lo)),
+                shown(v.metric, Some(hi))
+            )
+        })
+        .unwrap_or_default()
     };
     match &v.judgement {
         Judgement::Fired { change, ci: c } => format!(
             "regression: {}: {} changed {}{} (gate {})",
             v.run,
             v.metric,
-            pct(Some(*change)),
+            shown(v.metric, Some(*change)),
             ci(*c),
             v.gate
         ),
@@ -309,7 +315,7 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
                 "inconclusive: {}: {} changed {}{}, which does not clear the limit (gate {}): {more}",
                 v.run,
                 v.metric,
-                pct(Some(*change)),
+                shown(v.metric, Some(*change)),
                 ci(*c),
                 v.gate
             )

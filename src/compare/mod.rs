@@ -49,10 +49,14 @@ pub(crate) struct RunValues {
     /// Energy per correct answer (report's `j_per_correct`); absent in older baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub j_per_correct: Option<f64>,
-    /// A saturation search: its latency, throughput and energy figures mix every probe's
-    /// rate, so gates do not judge them. Absent (false) in older baselines.
+    /// A saturation search (its figures mix every probe's rate); false in older baselines.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub saturation: bool,
+    /// Requests sent and failed (`error_rate`); 0 in older baselines.
+    #[serde(default)]
+    pub requests: usize,
+    #[serde(default)]
+    pub failed: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -95,6 +99,8 @@ pub(crate) fn from_rows(rows: &[Row]) -> Vec<RunValues> {
                 j_per_output_token: r.data.telemetry.as_ref().and_then(|t| t.j_per_output_token),
                 j_per_correct: r.j_per_correct,
                 saturation: c.scenario_kind == "saturation",
+                requests: r.data.stats.as_ref().map_or(0, |s| s.requests),
+                failed: r.data.stats.as_ref().map_or(0, |s| s.failed),
             })
         })
         .collect()
@@ -173,6 +179,7 @@ pub(crate) const METRICS: &[&str] = &[
     "j_per_token",
     "j_per_correct",
     "quality",
+    "error_rate",
 ];
 
 /// One metric of one matched configuration: A, B, the relative change (B − A) / A and its
@@ -274,7 +281,7 @@ fn mean_ratio_ci(a: &[f64], b: &[f64], seed: u64, metric: &str) -> Option<(f64, 
 pub(crate) struct Matched {
     pub label: String,
     pub changes: Vec<Change>,
-    /// Either side is a saturation search (its figures mix the probes' rates).
+    /// Either side is a saturation search.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub saturation: bool,
 }
@@ -320,6 +327,9 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Change {
+    if metric == "error_rate" {
+        return errors::change(a, b);
+    }
     if metric == "quality" {
         if let Some(c) = paired_quality(a, b, seed) {
             return c;
@@ -450,22 +460,12 @@ pub(crate) fn compare(
     (matched, only_a, only_b)
 }
 
+mod errors;
 mod gate;
+mod show;
 pub(crate) use gate::*;
-
-pub(super) fn pct(v: Option<f64>) -> String {
-    v.map(|x| format!("{:+.1}%", x * 100.0))
-        .unwrap_or_else(|| "–".into())
-}
-
-fn num(v: Option<f64>) -> String {
-    match v {
-        Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
-        Some(x) if x.abs() >= 1.0 => format!("{x:.2}"),
-        Some(x) => format!("{x:.4}"),
-        None => "–".into(),
-    }
-}
+pub(crate) use show::shown;
+use show::num;
 
 /// The comparison for a terminal: per configuration, the metrics in aligned columns.
 pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
@@ -517,9 +517,15 @@ fn cells(c: &Change) -> [String; 6] {
         c.metric.to_string(),
         num(c.a),
         num(c.b),
-        pct(c.change),
-        c.ci.map(|(lo, hi)| format!("{} … {}", pct(Some(lo)), pct(Some(hi))))
-            .unwrap_or_else(|| "–".into()),
+        shown(c.metric, c.change),
+        c.ci.map(|(lo, hi)| {
+            format!(
+                "{} … {}",
+                shown(c.metric, Some(lo)),
+                shown(c.metric, Some(hi))
+            )
+        })
+        .unwrap_or_else(|| "–".into()),
         match (c.n, c.p) {
             (Some(n), Some(p)) => format!("{n} (McNemar p {})", crate::report::answer::fmt_p(p)),
             (Some(n), None) => match c.groups {
@@ -588,6 +594,8 @@ mod tests {
             j_per_output_token: None,
             j_per_correct: None,
             saturation: false,
+            requests: 200,
+            failed: 0,
         }
     }
 
