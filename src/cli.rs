@@ -195,7 +195,9 @@ pub(crate) enum Command {
         /// Write A's per-request values as a baseline file instead of comparing.
         #[arg(long, value_name = "FILE")]
         save: Option<PathBuf>,
-        /// Exit 1 when a change crosses a limit: `ttft_p99>+5%`, `quality<-2%` (repeatable).
+        /// Exit 1 when a change crosses a limit — `ttft_p99>+5%`, `quality<-2%`,
+        /// `error_rate>+1%` (points) — or where a gate cannot judge (a configuration or a
+        /// metric missing on one side) (repeatable).
         #[arg(long = "fail-on", value_name = "GATE")]
         fail_on: Vec<String>,
         /// How a gate judges: `confident` fires only when the change's 95 % interval is past

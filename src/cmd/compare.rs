@@ -76,7 +76,21 @@ pub(crate) fn run(
     let verdicts = compare::judge_all(&gates, &matched, rule);
     let fired = |v: &&compare::Verdict| matches!(v.judgement, compare::Judgement::Fired { .. });
     let broken: Vec<&compare::Verdict> = verdicts.iter().filter(fired).collect();
-    let unjudged = compare::unjudged(&gates, &matched, &only_a);
+    // `--only` narrows a sweep's plan, not a baseline file: the baseline's configurations
+    // it leaves out are not missing from B.
+    let baseline_a = Path::new(&sides[0])
+        .extension()
+        .is_some_and(|x| x == "json");
+    let narrowed = baseline_a && !ctx.overrides.only.is_empty();
+    let unjudged = compare::unjudged(&gates, &matched, if narrowed { &[] } else { &only_a });
+    if narrowed && !gates.is_empty() && !only_a.is_empty() {
+        eprintln!(
+            "note: --only narrows B's plan, not the baseline: its {} configuration{} outside \
+             B are not judged",
+            only_a.len(),
+            super::plural(only_a.len())
+        );
+    }
     match format {
         Format::Json => {
             let v = Compared {

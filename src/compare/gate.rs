@@ -188,6 +188,8 @@ fn mixes_probes(m: &Matched, metric: &str) -> bool {
 /// metric that one side has and the other lacks, a gate that judged no configuration at
 /// all. A gate holds only over what it saw, so each of these fails the comparison as a
 /// regression does. Empty without gates.
+/// `only_a` holds the configurations of A whose absence in B counts (not those that a
+/// `--only` narrowing B's plan left out of a baseline's).
 pub(crate) fn unjudged(gates: &[Gate], matched: &[Matched], only_a: &[String]) -> Vec<String> {
     if gates.is_empty() {
         return Vec::new();
@@ -217,16 +219,30 @@ pub(crate) fn unjudged(gates: &[Gate], matched: &[Matched], only_a: &[String]) -
                 continue;
             }
             match (c.a, c.b) {
+                // A change with no relative size (A is 0) toward the gate's side is unseen.
+                (Some(a), Some(b)) if c.change.is_none() && (b > a) == g.above && a != b => {
+                    absent += 1;
+                    out.push(format!(
+                        "unjudged: {}: {} went from {a} to {b}, a change with no relative size \
+                         (gate {})",
+                        m.label, g.metric, g.text
+                    ));
+                }
                 (Some(_), Some(_)) => judged += 1,
                 (None, None) => {}
                 (a, _) => {
                     absent += 1;
                     out.push(format!(
-                        "unjudged: {}: {} is absent in {} (gate {})",
+                        "unjudged: {}: {} is absent in {} (gate {}){}",
                         m.label,
                         g.metric,
                         if a.is_none() { "A" } else { "B" },
-                        g.text
+                        g.text,
+                        if a.is_none() {
+                            "; a baseline saved before bench360 kept it lacks it: save it again"
+                        } else {
+                            ""
+                        }
                     ))
                 }
             }
@@ -332,7 +348,7 @@ mod tests {
             metric,
             a,
             b,
-            change: a.zip(b).map(|(a, b)| (b - a) / a),
+            change: a.zip(b).filter(|(a, _)| *a != 0.0).map(|(a, b)| (b - a) / a),
             ci: None,
             n: Some(100),
             p: None,
@@ -404,6 +420,21 @@ mod tests {
         assert!(
             u[0].contains("a saturation search's ttft_p50 mixes every probe's rate"),
             "{u:#?}"
+        );
+        // From 0 toward the gate's side: no relative size, said; away from it: holds.
+        let g = parse_gate("quality<-2%").unwrap();
+        let mut q = m[0].clone();
+        q.changes[2] = change("quality", Some(0.0), Some(0.5));
+        assert_eq!(q.changes[2].change, None);
+        assert!(unjudged(std::slice::from_ref(&g), &[q.clone()], &[]).is_empty());
+        let up = parse_gate("ttft_p50>+5%").unwrap();
+        q.changes[0] = change("ttft_p50", Some(0.0), Some(3.0));
+        let u = unjudged(&[up], &[q], &[]);
+        assert!(u[0].contains("went from 0 to 3"), "{u:#?}");
+        // Absent in A: a baseline saved before the metric was kept, said so.
+        assert!(
+            unjudged(&gates[2..], &m[..1], &[])[0].contains("absent in B"),
+            "{m:#?}"
         );
         // Nothing matched: every gate judged nothing. No gates: nothing to say.
         assert_eq!(unjudged(&gates[..1], &[], &[]).len(), 1);

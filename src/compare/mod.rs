@@ -465,7 +465,7 @@ mod gate;
 mod show;
 pub(crate) use gate::*;
 pub(crate) use show::shown;
-use show::num;
+use show::value;
 
 /// The comparison for a terminal: per configuration, the metrics in aligned columns.
 pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
@@ -515,8 +515,8 @@ const HEADER: [&str; 6] = ["metric", "A", "B", "change", "95 % CI", "n"];
 fn cells(c: &Change) -> [String; 6] {
     [
         c.metric.to_string(),
-        num(c.a),
-        num(c.b),
+        value(c.metric, c.a),
+        value(c.metric, c.b),
         shown(c.metric, c.change),
         c.ci.map(|(lo, hi)| {
             format!(

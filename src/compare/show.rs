@@ -15,8 +15,17 @@ pub(crate) fn shown(metric: &str, v: Option<f64>) -> String {
     }
 }
 
+/// A metric's value: the error rate in per cent, every other with as many digits as its
+/// size needs.
+pub(super) fn value(metric: &str, v: Option<f64>) -> String {
+    match v {
+        Some(x) if metric == "error_rate" => format!("{:.1}%", x * 100.0),
+        _ => num(v),
+    }
+}
+
 /// A value with as many digits as its size needs.
-pub(super) fn num(v: Option<f64>) -> String {
+fn num(v: Option<f64>) -> String {
     match v {
         Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
         Some(x) if x.abs() >= 1.0 => format!("{x:.2}"),

@@ -4,7 +4,8 @@ use super::*;
 
 /// The job's own record of a deployment (or report) job, kept while it runs; `end` completes
 /// it. Only inside a Slurm job bench360 submitted: `SLURM_JOB_ID` set, and its script's
-/// [`JOB_MARK`] naming the same job — a shell in `salloc` or an `srun` step has
+/// [`JOB_MARK`] naming the same job (or, for a job submitted before scripts carried it, its
+/// name starting with [`JOB_NAME_PREFIX`]) — a shell in `salloc` or an `srun` step has
 /// `SLURM_JOB_ID` too, and is no job of the sweep (its `report` would end 0 with runs
 /// missing, its `apply` would write job records that `plan` reads as the cluster's).
 pub(crate) struct InJob {
@@ -15,7 +16,11 @@ pub(crate) struct InJob {
 impl InJob {
     pub fn begin(store: &Store, plan: &Plan, deployment: Option<usize>) -> Option<InJob> {
         let job_id = std::env::var("SLURM_JOB_ID").ok()?;
-        if std::env::var(JOB_MARK).ok().as_deref() != Some(job_id.as_str()) {
+        // A job submitted before its script carried the mark is known by the name bench360
+        // gave it.
+        let marked = std::env::var(JOB_MARK).ok().as_deref() == Some(job_id.as_str());
+        let named = std::env::var("SLURM_JOB_NAME").is_ok_and(|n| n.starts_with(JOB_NAME_PREFIX));
+        if !(marked || named) {
             return None;
         }
         let dir = SweepDir::new(store, &plan.sweep);

@@ -80,6 +80,9 @@ pub(super) fn slurm_path(p: &Path) -> String {
 /// other process with `SLURM_JOB_ID` (a shell in `salloc`, an `srun` step).
 pub(crate) const JOB_MARK: &str = "BENCH360_SLURM_JOB";
 
+/// How the name of every job bench360 submits begins.
+pub(crate) const JOB_NAME_PREFIX: &str = "b360-";
+
 pub(super) fn batch_script(argv: &[String], what: &str, sweep: &str) -> String {
     let clean = |s: &str| s.replace(|c: char| c.is_control(), " ");
     format!(
@@ -235,7 +238,7 @@ impl Submit<'_> {
                 continue;
             }
             let after: Vec<String> = by_key.get(&key).cloned().into_iter().collect();
-            let job_name = format!("b360-{}-{}", dir_name(&plan.sweep), &key[..8]);
+            let job_name = format!("{JOB_NAME_PREFIX}{}-{}", dir_name(&plan.sweep), &key[..8]);
             let args = self.deployment_args(d, &job_name, &after);
             let mut argv = self.base_argv();
             argv.extend([
@@ -314,7 +317,7 @@ impl Submit<'_> {
             .map(|s| s.job_id.clone())
             .chain(out.kept.iter().map(|k| k.1.clone()))
             .collect();
-        let job_name = format!("b360-{}-report", dir_name(&plan.sweep));
+        let job_name = format!("{JOB_NAME_PREFIX}{}-report", dir_name(&plan.sweep));
         let args = self.report_args(&job_name, &after);
         let mut argv = self.base_argv();
         argv.extend(["report".into(), self.sweep_file.display().to_string()]);
