@@ -370,16 +370,13 @@ fn compare_matches_configurations_and_gates_regressions() {
         &["compare", &side(&ca), "--save", base.to_str().unwrap()],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let out = bench(
-        &cb,
-        &[
-            "compare",
-            base.to_str().unwrap(),
-            s.to_str().unwrap(),
-            "--fail-on",
-            "ttft_p50>-100%",
-        ],
-    );
+    // `compare base.json SWEEP ARGS…` with B read from `cache`.
+    let against_base = |cache: &Path, args: &[&str]| {
+        let mut all = vec!["compare", base.to_str().unwrap(), s.to_str().unwrap()];
+        all.extend_from_slice(args);
+        bench(cache, &all)
+    };
+    let out = against_base(&cb, &["--fail-on", "ttft_p50>-100%"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("regression:"), "{}", text(&out));
     // The terminal table aligns its columns; --format markdown is a Markdown table.
@@ -390,58 +387,20 @@ fn compare_matches_configurations_and_gates_regressions() {
         "{}",
         text(&out)
     );
-    let md = bench(
-        &cb,
-        &[
-            "compare",
-            base.to_str().unwrap(),
-            s.to_str().unwrap(),
-            "--format",
-            "markdown",
-        ],
-    );
+    let md = against_base(&cb, &["--format", "markdown"]);
     assert_eq!(md.status.code(), Some(0), "{}", text(&md));
     assert!(text(&md).contains("| ttft_p50 |"), "{}", text(&md));
     assert!(text(&md).contains("|---|---|---|---|---|"), "{}", text(&md));
-    let out = bench(
-        &cb,
-        &[
-            "compare",
-            base.to_str().unwrap(),
-            s.to_str().unwrap(),
-            "--fail-on",
-            "bogus>1%",
-        ],
-    );
+    let out = against_base(&cb, &["--fail-on", "bogus>1%"]);
     assert_eq!(out.status.code(), Some(2));
     // A gate that could fire only on an improvement is bad input, naming the gate meant.
-    let out = bench(
-        &cb,
-        &[
-            "compare",
-            base.to_str().unwrap(),
-            s.to_str().unwrap(),
-            "--fail-on",
-            "tokens_per_s>+5%",
-        ],
-    );
+    let out = against_base(&cb, &["--fail-on", "tokens_per_s>+5%"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("`tokens_per_s<…`"), "{}", text(&out));
     // A gate never passes what it did not see: B's cache never ran the sweep.
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let out = bench(
-        &empty,
-        &[
-            "compare",
-            base.to_str().unwrap(),
-            s.to_str().unwrap(),
-            "--fail-on",
-            "ttft_p50>+5%",
-            "--format",
-            "json",
-        ],
-    );
+    let out = against_base(&empty, &["--fail-on", "ttft_p50>+5%", "--format", "json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = json_of(&out);
     let unjudged = v["unjudged"].as_array().unwrap();

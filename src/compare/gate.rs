@@ -348,7 +348,10 @@ mod tests {
             metric,
             a,
             b,
-            change: a.zip(b).filter(|(a, _)| *a != 0.0).map(|(a, b)| (b - a) / a),
+            change: a
+                .zip(b)
+                .filter(|(a, _)| *a != 0.0)
+                .map(|(a, b)| (b - a) / a),
             ci: None,
             n: Some(100),
             p: None,
