@@ -11,10 +11,15 @@ use crate::compare::{self, Matched, RunValues};
 use crate::report;
 use crate::store::Store;
 
+/// Whether a side names a baseline file written by `--save` (else a sweep file).
+fn is_baseline(spec: &str) -> bool {
+    Path::new(spec).extension().is_some_and(|x| x == "json")
+}
+
 /// One side: a baseline file, or a sweep file in `--cache` (or `CACHE_DIR=SWEEP_FILE`).
 fn side(ctx: &Ctx, spec: &str) -> anyhow::Result<(String, Vec<RunValues>)> {
     let p = Path::new(spec);
-    if p.extension().is_some_and(|x| x == "json") {
+    if is_baseline(spec) {
         let b = compare::load(p)?;
         return Ok((b.sweep, b.runs));
     }
@@ -78,10 +83,7 @@ pub(crate) fn run(
     let broken: Vec<&compare::Verdict> = verdicts.iter().filter(fired).collect();
     // `--only` narrows a sweep's plan, not a baseline file: the baseline's configurations
     // it leaves out are not missing from B.
-    let baseline_a = Path::new(&sides[0])
-        .extension()
-        .is_some_and(|x| x == "json");
-    let narrowed = baseline_a && !ctx.overrides.only.is_empty();
+    let narrowed = is_baseline(&sides[0]) && !ctx.overrides.only.is_empty();
     let unjudged = compare::unjudged(&gates, &matched, if narrowed { &[] } else { &only_a });
     if narrowed && !gates.is_empty() && !only_a.is_empty() {
         eprintln!(

@@ -5,15 +5,13 @@
 //! (Newcombe 1998, method 10: each side's Wilson score interval, combined).
 
 use super::{Change, RunValues};
-
-/// z for a two-sided 95 % interval.
-const Z95: f64 = 1.959_963_984_540_054;
+use crate::record::paired::Z_975;
 
 /// Wilson's 95 % score interval of `x` in `n` (n > 0).
 fn wilson(x: usize, n: usize) -> (f64, f64) {
-    let (n, p, z2) = (n as f64, x as f64 / n as f64, Z95 * Z95);
+    let (n, p, z2) = (n as f64, x as f64 / n as f64, Z_975 * Z_975);
     let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    let half = Z_975 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
@@ -54,22 +52,9 @@ mod tests {
 
     fn counts(requests: usize, failed: usize) -> RunValues {
         RunValues {
-            label: "r".into(),
-            config: "c".into(),
-            ttft_ms: Vec::new(),
-            tpot_ms: Vec::new(),
-            e2e_ms: Vec::new(),
-            ttft_group: Vec::new(),
-            tpot_group: Vec::new(),
-            e2e_group: Vec::new(),
-            scores: Vec::new(),
-            score_samples: Vec::new(),
-            output_tokens_per_s: None,
-            j_per_output_token: None,
-            j_per_correct: None,
-            saturation: false,
             requests,
             failed,
+            ..super::super::tests::run("c", 1.0)
         }
     }
 

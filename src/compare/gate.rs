@@ -177,6 +177,13 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
     }
 }
 
+impl Matched {
+    /// This configuration's change of one metric.
+    pub(crate) fn change(&self, metric: &str) -> Option<&Change> {
+        self.changes.iter().find(|c| c.metric == metric)
+    }
+}
+
 /// A saturation search's figure that mixes its probes: every one but quality (the same
 /// items' answers whatever the rate).
 fn mixes_probes(m: &Matched, metric: &str) -> bool {
@@ -188,6 +195,7 @@ fn mixes_probes(m: &Matched, metric: &str) -> bool {
 /// metric that one side has and the other lacks, a gate that judged no configuration at
 /// all. A gate holds only over what it saw, so each of these fails the comparison as a
 /// regression does. Empty without gates.
+///
 /// `only_a` holds the configurations of A whose absence in B counts (not those that a
 /// `--only` narrowing B's plan left out of a baseline's).
 pub(crate) fn unjudged(gates: &[Gate], matched: &[Matched], only_a: &[String]) -> Vec<String> {
@@ -206,7 +214,7 @@ pub(crate) fn unjudged(gates: &[Gate], matched: &[Matched], only_a: &[String]) -
     for g in gates {
         let (mut judged, mut absent) = (0, 0);
         for m in matched {
-            let Some(c) = m.changes.iter().find(|c| c.metric == g.metric) else {
+            let Some(c) = m.change(&g.metric) else {
                 continue;
             };
             if mixes_probes(m, &g.metric) {
@@ -268,7 +276,7 @@ pub(crate) fn judge_all<'a>(
     let mut out = Vec::new();
     for g in gates {
         for m in matched.iter().filter(|m| !mixes_probes(m, &g.metric)) {
-            let Some(c) = m.changes.iter().find(|c| c.metric == g.metric) else {
+            let Some(c) = m.change(&g.metric) else {
                 continue;
             };
             if let Some(judgement) = judge(g, c, rule) {
@@ -313,19 +321,18 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
             unit: what,
             mcnemar_p,
         } => {
-            let more = match (need, n) {
-                _ if mcnemar_p.is_some() => format!(
-                    "McNemar's p = {:.3}: the items that changed answer could be chance",
-                    mcnemar_p.unwrap_or_default()
-                ),
-                (Some(need), Some(n)) if need > n => {
+            let more = match (mcnemar_p, need, n) {
+                (Some(p), ..) => {
+                    format!("McNemar's p = {p:.3}: the items that changed answer could be chance")
+                }
+                (None, Some(need), Some(n)) if need > n => {
                     format!("need ~{} more {what} per side", need - n)
                 }
-                (Some(_), _) => format!("need more {what}"),
-                (None, _) if c.is_none() => {
+                (None, Some(_), _) => format!("need more {what}"),
+                (None, None, _) if c.is_none() => {
                     "no interval for this metric from one run (`--gate-rule point` judges the point estimate)".to_string()
                 }
-                (None, _) => format!("need more {what}"),
+                (None, None, _) => format!("need more {what}"),
             };
             format!(
                 "inconclusive: {}: {} changed {}{}, which does not clear the limit (gate {}): {more}",
@@ -434,10 +441,18 @@ mod tests {
         q.changes[0] = change("ttft_p50", Some(0.0), Some(3.0));
         let u = unjudged(&[up], &[q], &[]);
         assert!(u[0].contains("went from 0 to 3"), "{u:#?}");
-        // Absent in A: a baseline saved before the metric was kept, said so.
+        // Absent in B: said; absent in A (a baseline saved before the metric was kept): said,
+        // with what to do.
         assert!(
             unjudged(&gates[2..], &m[..1], &[])[0].contains("absent in B"),
             "{m:#?}"
+        );
+        let mut old = m[0].clone();
+        old.changes[2] = change("quality", None, Some(0.5));
+        let u = unjudged(&gates[2..], &[old], &[]);
+        assert!(
+            u[0].contains("quality is absent in A") && u[0].contains("save it again"),
+            "{u:#?}"
         );
         // Nothing matched: every gate judged nothing. No gates: nothing to say.
         assert_eq!(unjudged(&gates[..1], &[], &[]).len(), 1);

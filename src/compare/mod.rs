@@ -577,7 +577,7 @@ pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]
 mod tests {
     use super::*;
 
-    fn run(config: &str, scale: f64) -> RunValues {
+    pub(super) fn run(config: &str, scale: f64) -> RunValues {
         RunValues {
             label: format!("run {config}"),
             config: config.into(),
@@ -620,15 +620,11 @@ mod tests {
         let b = vec![run("x", 1.5)];
         let (m, only_a, only_b) = compare(&a, &b);
         assert_eq!((m.len(), only_a.len(), only_b.len()), (1, 1, 0));
-        let ttft = m[0]
-            .changes
-            .iter()
-            .find(|c| c.metric == "ttft_p50")
-            .unwrap();
+        let ttft = m[0].change("ttft_p50").unwrap();
         assert!((ttft.change.unwrap() - 0.5).abs() < 1e-9, "{ttft:?}");
         let (lo, hi) = ttft.ci.unwrap();
         assert!(lo <= 0.5 && 0.5 <= hi && lo > 0.0, "{lo} {hi}");
-        let same = m[0].changes.iter().find(|c| c.metric == "quality").unwrap();
+        let same = m[0].change("quality").unwrap();
         assert_eq!(same.change, Some(0.0));
         let gates = vec![
             parse_gate("ttft_p50>+5%").unwrap(),

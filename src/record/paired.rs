@@ -258,7 +258,7 @@ pub(crate) fn percentile_min_n_at(q: f64, alpha: f64) -> usize {
 }
 
 /// z of the two-sided 5 % test and of 80 % power.
-const Z_975: f64 = 1.959_963_984_540_054;
+pub(crate) const Z_975: f64 = 1.959_963_984_540_054;
 const Z_80: f64 = 0.841_621_233_572_914_3;
 
 /// Items a paired test at 5 % (two-sided) with 80 % power would need to detect a mean

@@ -479,7 +479,7 @@ pub(crate) fn t95(df: usize) -> f64 {
         // Cornish–Fisher expansion of the t quantile around the normal one (error < 1e-5
         // from 31 degrees of freedom on), so the value falls smoothly towards 1.96.
         _ => {
-            let z: f64 = 1.959_963_984_540_054;
+            let z = super::paired::Z_975;
             let v = df as f64;
             let (z3, z5, z7, z9) = (z.powi(3), z.powi(5), z.powi(7), z.powi(9));
             z + (z3 + z) / (4.0 * v)
