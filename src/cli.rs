@@ -205,6 +205,10 @@ pub(crate) enum Command {
         /// `point` fires on the point estimate.
         #[arg(long = "gate-rule", value_enum, default_value_t = GateRule::Confident)]
         gate_rule: GateRule,
+        /// Judge the gates where A and B ran on other hardware (GPU model or count, power
+        /// limit, CPU, cores) too; without it such a configuration is unjudged (exit 1).
+        #[arg(long = "across-machines")]
+        across_machines: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Terminal)]
         format: Format,

@@ -55,6 +55,7 @@ pub(crate) fn run(
     fail_on: &[String],
     rule: compare::GateRule,
     format: Format,
+    across_machines: bool,
 ) -> anyhow::Result<u8> {
     let gates = fail_on
         .iter()
@@ -84,7 +85,14 @@ pub(crate) fn run(
     // `--only` narrows a sweep's plan, not a baseline file: the baseline's configurations
     // it leaves out are not missing from B.
     let narrowed = is_baseline(&sides[0]) && !ctx.overrides.only.is_empty();
-    let unjudged = compare::unjudged(&gates, &matched, if narrowed { &[] } else { &only_a });
+    let mut unjudged = compare::unjudged(&gates, &matched, if narrowed { &[] } else { &only_a });
+    let machines: Vec<(&str, &compare::MachineCheck)> = matched
+        .iter()
+        .map(|m| (m.label.as_str(), &m.machine))
+        .collect();
+    let (notes, other_hardware) =
+        compare::machine::lines(&machines, !gates.is_empty(), across_machines);
+    unjudged.extend(other_hardware);
     if narrowed && !gates.is_empty() && !only_a.is_empty() {
         eprintln!(
             "note: --only narrows B's plan, not the baseline: its {} configuration{} outside \
@@ -112,8 +120,8 @@ pub(crate) fn run(
     for v in &verdicts {
         eprintln!("{}", compare::verdict_line(v));
     }
-    for u in &unjudged {
-        eprintln!("{u}");
+    for line in notes.iter().chain(&unjudged) {
+        eprintln!("{line}");
     }
     if matched.is_empty() {
         eprintln!("no configuration ran on both sides");

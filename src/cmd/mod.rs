@@ -162,8 +162,17 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             fail_on,
             gate_rule,
             format,
+            across_machines,
             ..
-        } => compare::run(&ctx, &sides, save.as_deref(), &fail_on, gate_rule, format),
+        } => compare::run(
+            &ctx,
+            &sides,
+            save.as_deref(),
+            &fail_on,
+            gate_rule,
+            format,
+            across_machines,
+        ),
         Command::Verify => emit(&verify::run(&ctx)?, false),
         Command::Gc {
             sweeps, dry_run, ..

@@ -372,6 +372,7 @@ mod tests {
             label: label.into(),
             changes,
             saturation: false,
+            machine: crate::compare::MachineCheck::Same,
         }
     }
 

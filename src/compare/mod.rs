@@ -57,6 +57,9 @@ pub(crate) struct RunValues {
     pub requests: usize,
     #[serde(default)]
     pub failed: usize,
+    /// The machine the run was measured on (`machine::of`); absent in older baselines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<machine::Machine>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -101,6 +104,7 @@ pub(crate) fn from_rows(rows: &[Row]) -> Vec<RunValues> {
                 saturation: c.scenario_kind == "saturation",
                 requests: r.data.stats.as_ref().map_or(0, |s| s.requests),
                 failed: r.data.stats.as_ref().map_or(0, |s| s.failed),
+                machine: r.data.provenance.as_ref().map(machine::of),
             })
         })
         .collect()
@@ -284,6 +288,8 @@ pub(crate) struct Matched {
     /// Either side is a saturation search.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub saturation: bool,
+    /// Whether A and B ran on one kind of machine.
+    pub machine: MachineCheck,
 }
 
 /// Which per-request values a metric is computed from, with the group of each (empty: none).
@@ -444,6 +450,7 @@ pub(crate) fn compare(
                 label: ra.label.clone(),
                 changes: METRICS.iter().map(|m| change(m, ra, rb, seed)).collect(),
                 saturation: ra.saturation || rb.saturation,
+                machine: machine::check(ra.machine.as_ref(), rb.machine.as_ref()),
             });
         }
     }
@@ -462,116 +469,11 @@ pub(crate) fn compare(
 
 mod errors;
 mod gate;
+pub(crate) mod machine;
 mod show;
 pub(crate) use gate::*;
-pub(crate) use show::shown;
-use show::value;
-
-/// The comparison for a terminal: per configuration, the metrics in aligned columns.
-pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
-    let mut out = String::new();
-    for m in matched {
-        let rows: Vec<[String; 6]> = m.changes.iter().map(cells).collect();
-        let head = HEADER.map(String::from);
-        let mut w = [0usize; 6];
-        for r in rows.iter().chain(std::iter::once(&head)) {
-            for (i, cell) in r.iter().enumerate() {
-                w[i] = w[i].max(cell.chars().count());
-            }
-        }
-        out.push_str(&format!("{}\n", m.label));
-        for r in std::iter::once(&head).chain(rows.iter()) {
-            let pad = |i: usize| {
-                let fill = " ".repeat(w[i] - r[i].chars().count());
-                if i == 0 {
-                    format!("{}{fill}", r[i])
-                } else {
-                    format!("{fill}{}", r[i])
-                }
-            };
-            out.push_str(&format!(
-                "  {}  {}  {}  {}  {}  {}\n",
-                pad(0),
-                pad(1),
-                pad(2),
-                pad(3),
-                pad(4),
-                pad(5)
-            ));
-        }
-        out.push('\n');
-    }
-    if !matched.is_empty() {
-        out.push_str(SCOPE);
-    }
-    out.push_str(&unmatched(only_a, only_b));
-    out
-}
-
-const HEADER: [&str; 6] = ["metric", "A", "B", "change", "95 % CI", "n"];
-
-/// One change as shown, in [`HEADER`]'s order (`n`: requests per side, the smaller; for
-/// quality the items, paired, with McNemar's p for pass/fail metrics).
-fn cells(c: &Change) -> [String; 6] {
-    [
-        c.metric.to_string(),
-        value(c.metric, c.a),
-        value(c.metric, c.b),
-        shown(c.metric, c.change),
-        c.ci.map(|(lo, hi)| {
-            format!(
-                "{} … {}",
-                shown(c.metric, Some(lo)),
-                shown(c.metric, Some(hi))
-            )
-        })
-        .unwrap_or_else(|| "–".into()),
-        match (c.n, c.p) {
-            (Some(n), Some(p)) => format!("{n} (McNemar p {})", crate::report::answer::fmt_p(p)),
-            (Some(n), None) => match c.groups {
-                Some(g) => format!("{n} in {g} batches"),
-                None => n.to_string(),
-            },
-            _ => "–".into(),
-        },
-    ]
-}
-
-/// What the intervals cover, said under the tables.
-const SCOPE: &str = "Intervals resample each run's requests (a batch's as one): they cover the noise between requests within a run, not a change of the machine between the runs; declare repeats to see how much runs vary.\n";
-
-/// The configurations only one side ran.
-fn unmatched(only_a: &[String], only_b: &[String]) -> String {
-    let mut out = String::new();
-    if !only_a.is_empty() {
-        out.push_str(&format!("Only in A: {}\n", only_a.join(", ")));
-    }
-    if !only_b.is_empty() {
-        out.push_str(&format!("Only in B: {}\n", only_b.join(", ")));
-    }
-    out
-}
-
-/// The comparison as Markdown: one table per configuration.
-pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
-    let mut out = String::new();
-    for m in matched {
-        out.push_str(&format!(
-            "### {}\n\n| {} |\n|---|---|---|---|---|---|\n",
-            m.label,
-            HEADER.join(" | ")
-        ));
-        for c in &m.changes {
-            out.push_str(&format!("| {} |\n", cells(c).join(" | ")));
-        }
-        out.push('\n');
-    }
-    if !matched.is_empty() {
-        out.push_str(SCOPE);
-    }
-    out.push_str(&unmatched(only_a, only_b));
-    out
-}
+pub(crate) use machine::MachineCheck;
+pub(crate) use show::{markdown, shown, terminal};
 
 #[cfg(test)]
 mod tests {
@@ -596,6 +498,7 @@ mod tests {
             saturation: false,
             requests: 200,
             failed: 0,
+            machine: None,
         }
     }
 
@@ -763,7 +666,7 @@ mod tests {
             }
             j => panic!("{j:?}"),
         }
-        assert_eq!(cells(&c)[5], "12 in 3 batches");
+        assert_eq!(show::cells(&c)[5], "12 in 3 batches");
     }
 
     #[test]

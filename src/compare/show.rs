@@ -1,4 +1,6 @@
-//! How the comparison shows a value and a change.
+//! How the comparison shows a value, a change and the tables.
+
+use super::{Change, Matched};
 
 /// A relative change in per cent, signed; – when there is none.
 pub(super) fn pct(v: Option<f64>) -> String {
@@ -32,4 +34,116 @@ fn num(v: Option<f64>) -> String {
         Some(x) => format!("{x:.4}"),
         None => "–".into(),
     }
+}
+
+/// The comparison for a terminal: per configuration, the metrics in aligned columns.
+pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
+    let mut out = String::new();
+    for m in matched {
+        let rows: Vec<[String; 6]> = m.changes.iter().map(cells).collect();
+        let head = HEADER.map(String::from);
+        let mut w = [0usize; 6];
+        for r in rows.iter().chain(std::iter::once(&head)) {
+            for (i, cell) in r.iter().enumerate() {
+                w[i] = w[i].max(cell.chars().count());
+            }
+        }
+        out.push_str(&format!("{}\n", m.label));
+        if let Some(l) = m.machine.line() {
+            out.push_str(&format!("  {l}\n"));
+        }
+        for r in std::iter::once(&head).chain(rows.iter()) {
+            let pad = |i: usize| {
+                let fill = " ".repeat(w[i] - r[i].chars().count());
+                if i == 0 {
+                    format!("{}{fill}", r[i])
+                } else {
+                    format!("{fill}{}", r[i])
+                }
+            };
+            out.push_str(&format!(
+                "  {}  {}  {}  {}  {}  {}\n",
+                pad(0),
+                pad(1),
+                pad(2),
+                pad(3),
+                pad(4),
+                pad(5)
+            ));
+        }
+        out.push('\n');
+    }
+    if !matched.is_empty() {
+        out.push_str(SCOPE);
+    }
+    out.push_str(&unmatched(only_a, only_b));
+    out
+}
+
+const HEADER: [&str; 6] = ["metric", "A", "B", "change", "95 % CI", "n"];
+
+/// One change as shown, in [`HEADER`]'s order (`n`: requests per side, the smaller; for
+/// quality the items, paired, with McNemar's p for pass/fail metrics).
+pub(super) fn cells(c: &Change) -> [String; 6] {
+    [
+        c.metric.to_string(),
+        value(c.metric, c.a),
+        value(c.metric, c.b),
+        shown(c.metric, c.change),
+        c.ci.map(|(lo, hi)| {
+            format!(
+                "{} … {}",
+                shown(c.metric, Some(lo)),
+                shown(c.metric, Some(hi))
+            )
+        })
+        .unwrap_or_else(|| "–".into()),
+        match (c.n, c.p) {
+            (Some(n), Some(p)) => format!("{n} (McNemar p {})", crate::report::answer::fmt_p(p)),
+            (Some(n), None) => match c.groups {
+                Some(g) => format!("{n} in {g} batches"),
+                None => n.to_string(),
+            },
+            _ => "–".into(),
+        },
+    ]
+}
+
+/// What the intervals cover, said under the tables.
+const SCOPE: &str = "Intervals resample each run's requests (a batch's as one): they cover the noise between requests within a run, not a change of the machine between the runs; declare repeats to see how much runs vary.\n";
+
+/// The configurations only one side ran.
+fn unmatched(only_a: &[String], only_b: &[String]) -> String {
+    let mut out = String::new();
+    if !only_a.is_empty() {
+        out.push_str(&format!("Only in A: {}\n", only_a.join(", ")));
+    }
+    if !only_b.is_empty() {
+        out.push_str(&format!("Only in B: {}\n", only_b.join(", ")));
+    }
+    out
+}
+
+/// The comparison as Markdown: one table per configuration.
+pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
+    let mut out = String::new();
+    for m in matched {
+        out.push_str(&format!("### {}\n\n", m.label));
+        if let Some(l) = m.machine.line() {
+            out.push_str(&format!("{l}\n\n"));
+        }
+        out.push_str(&format!(
+            "| {} |\n|---|---|---|---|---|---|\n",
+            HEADER.join(" | ")
+        ));
+        for c in &m.changes {
+            out.push_str(&format!("| {} |\n", cells(c).join(" | ")));
+        }
+        out.push('\n');
+    }
+    if !matched.is_empty() {
+        out.push_str(SCOPE);
+    }
+    out.push_str(&unmatched(only_a, only_b));
+    out
 }
