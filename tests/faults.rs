@@ -422,36 +422,49 @@ fn compare_matches_configurations_and_gates_regressions() {
     // The baseline keeps the machine of each run; B on the same machine: nothing said.
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
-    assert_eq!(saved["runs"][0]["machine"]["GPUs"], "none", "{saved}");
+    let machine = &saved["runs"][0]["machine"];
+    let (gpus, kernel) = (
+        machine["GPUs"].as_str().unwrap(),
+        machine["kernel"].as_str().unwrap(),
+    );
     let gate = ["--fail-on", "ttft_p50>+1000%", "--format", "json"];
     let out = against_base(&cb, &gate);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(json_of(&out)["matched"][0]["machine"]["state"], "same");
-    // A baseline from other hardware: the gate does not judge it (exit 1) unless told to.
+    assert!(!text(&out).contains("note:"), "{}", text(&out));
+    // A baseline from other hardware: no gate judges it, even one that any change fires (exit
+    // 1, `unjudged`, nothing `broken`), unless --across-machines.
     let mut other = saved.clone();
     for r in other["runs"].as_array_mut().unwrap() {
-        r["machine"]["GPUs"] = "NVIDIA H200 ×1".into();
+        r["machine"]["GPUs"] = "Test GPU ×3".into();
         r["machine"]["kernel"] = "6.18.44-other".into();
     }
     std::fs::write(&base, other.to_string()).unwrap();
-    let out = against_base(&cb, &gate);
+    let fires = ["--fail-on", "ttft_p50>-100%", "--format", "json"];
+    let out = against_base(&cb, &fires);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = json_of(&out);
     let u = v["unjudged"][0].as_str().unwrap();
-    assert!(
-        u.contains("machines differ: GPUs: NVIDIA H200 ×1 → none; kernel: 6.18.44-other → "),
-        "{v}"
-    );
+    let said =
+        format!("machines differ: GPUs: Test GPU ×3 → {gpus}; kernel: 6.18.44-other → {kernel}");
+    assert!(u.contains(&said), "{v}");
     assert!(u.contains("--across-machines"), "{v}");
-    assert_eq!(
-        v["matched"][0]["machine"]["fields"][0]["hardware"], true,
-        "{v}"
-    );
-    let mut across = gate.to_vec();
+    assert!(v["broken"].as_array().unwrap().is_empty(), "{v}");
+    let m = &v["matched"][0]["machine"];
+    assert_eq!(m["state"], "differs", "{v}");
+    assert_eq!(m["fields"][0]["field"], "GPUs", "{v}");
+    assert_eq!(m["fields"][0]["hardware"], true, "{v}");
+    let mut across = fires.to_vec();
     across.push("--across-machines");
     let out = against_base(&cb, &across);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(text(&out).contains("note: ") && text(&out).contains("machines differ: GPUs"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v = json_of(&out);
+    assert!(!v["broken"].as_array().unwrap().is_empty(), "{v}");
+    assert!(v["unjudged"].as_array().unwrap().is_empty(), "{v}");
+    assert!(text(&out).contains("note: ") && text(&out).contains(&said));
+    // The terminal table names the other hardware under the configuration.
+    let out = against_base(&cb, &[]);
+    assert!(text(&out).contains(&format!("  {said}")), "{}", text(&out));
     // A baseline saved before compare kept machines: said, and judged.
     for r in other["runs"].as_array_mut().unwrap() {
         r.as_object_mut().unwrap().remove("machine");
@@ -459,8 +472,14 @@ fn compare_matches_configurations_and_gates_regressions() {
     std::fs::write(&base, other.to_string()).unwrap();
     let out = against_base(&cb, &gate);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        json_of(&out)["matched"][0]["machine"]["side"],
+        "A",
+        "{}",
+        text(&out)
+    );
     assert!(
-        text(&out).contains("A does not record the machine it ran on"),
+        text(&out).contains("A did not record the machine it ran on"),
         "{}",
         text(&out)
     );

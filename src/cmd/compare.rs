@@ -79,7 +79,14 @@ pub(crate) fn run(
     );
     let (_, b) = side(ctx, &sides[1])?;
     let (matched, only_a, only_b) = compare::compare(&a, &b);
-    let verdicts = compare::judge_all(&gates, &matched, rule);
+    // A configuration whose sides ran on other hardware is not judged (it is `unjudged`
+    // below), unless --across-machines.
+    let judged: Vec<Matched> = matched
+        .iter()
+        .filter(|m| across_machines || !m.machine.hardware_differs())
+        .cloned()
+        .collect();
+    let verdicts = compare::judge_all(&gates, &judged, rule);
     let fired = |v: &&compare::Verdict| matches!(v.judgement, compare::Judgement::Fired { .. });
     let broken: Vec<&compare::Verdict> = verdicts.iter().filter(fired).collect();
     // `--only` narrows a sweep's plan, not a baseline file: the baseline's configurations

@@ -1,8 +1,9 @@
 //! Whether the two sides of a matched configuration were measured on the same kind of machine.
-//! A change between runs on other hardware (another GPU model or count, power limit, CPU or
-//! core count) is the machines' as much as B's: a gate over such a pair does not judge it
-//! unless `--across-machines` says to. Lesser differences (the host's name, its memory, the
-//! kernel, the GPU driver, CUDA, clocks) are said beside the comparison and judged.
+//! A change between runs on other hardware (another GPU model or count, power limit or
+//! application clocks, CPU or core count) is the machines' as much as B's: a gate does not judge
+//! such a pair unless `--across-machines` says to. Lesser differences (the host's name, its
+//! memory, the kernel, the GPU driver, CUDA) are said beside the comparison and judged. An
+//! endpoint's runs record the machine bench360 ran on, not its server's: they are not checked.
 
 use std::collections::BTreeMap;
 
@@ -14,25 +15,40 @@ use crate::record::provenance::{GpuSet, Provenance};
 pub(crate) type Machine = BTreeMap<String, String>;
 
 /// The fields whose difference makes a gate not judge the pair.
-const HARDWARE: &[&str] = &["CPU", "cores", "GPUs", "GPU power limit"];
+const HARDWARE: &[&str] = &["CPU", "cores", "GPUs", "GPU power limit", "GPU clocks"];
+
+/// The field that marks a run against an endpoint (its URL): its server's machine is unknown.
+const ENDPOINT: &str = "endpoint";
 
 /// The fields of a run's machine that compare looks at (`--save` keeps them).
 pub(crate) fn of(p: &Provenance) -> Machine {
-    let h = &p.host;
     let mut m = Machine::new();
+    if let Some(url) = p
+        .engine_artifact
+        .as_deref()
+        .and_then(|a| a.strip_prefix("endpoint:"))
+    {
+        m.insert(ENDPOINT.into(), url.to_string());
+        return m;
+    }
+    let h = &p.host;
     m.insert("host".into(), h.hostname.clone());
     m.insert("CPU".into(), h.cpu_model.clone());
     m.insert("cores".into(), h.cores.to_string());
-    m.insert(
-        "memory".into(),
-        format!("{:.1} GiB", h.memory_bytes as f64 / (1u64 << 30) as f64),
-    );
+    m.insert("memory".into(), format!("{} MiB", h.memory_bytes >> 20));
     m.insert("kernel".into(), h.kernel.clone());
-    m.insert("GPUs".into(), gpu_models(&p.gpus));
     let g = &p.gpus;
+    m.insert("GPUs".into(), gpu_models(g));
+    // Per device, sorted (the order NVML or `gpus` listed them in is no difference); `?` for
+    // a device whose value NVML did not give.
     let each = |f: &dyn Fn(&crate::record::provenance::GpuInfo) -> Option<String>| {
-        let v: Vec<String> = g.devices.iter().filter_map(f).collect();
-        (!v.is_empty()).then(|| v.join(", "))
+        let mut v: Vec<String> = g
+            .devices
+            .iter()
+            .map(|d| f(d).unwrap_or_else(|| "?".into()))
+            .collect();
+        v.sort();
+        (!v.iter().all(|x| x == "?")).then(|| v.join(", "))
     };
     let optional = [
         ("GPU driver", g.driver.clone()),
@@ -59,24 +75,22 @@ pub(crate) fn of(p: &Provenance) -> Machine {
     m
 }
 
-/// The GPU models with their counts (`NVIDIA H200 ×2`), or `none` (whatever the reason NVML
-/// gave: no GPU is no GPU).
+/// The GPU models with their counts, sorted (`NVIDIA H200 ×2`), or `none` with the reason NVML
+/// gave (`none: NVML unavailable`): a GPU NVML could not see is not known to be absent.
 fn gpu_models(g: &GpuSet) -> String {
-    let mut names: Vec<(String, usize)> = Vec::new();
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &g.devices {
-        match names.iter_mut().find(|(n, _)| *n == d.name) {
-            Some((_, k)) => *k += 1,
-            None => names.push((d.name.clone(), 1)),
-        }
+        *names.entry(d.name.as_str()).or_default() += 1;
     }
     if names.is_empty() {
-        return "none".into();
+        return g.line();
     }
     let parts: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
     parts.join(", ")
 }
 
-/// One field that differs between A's machine and B's.
+/// One field that differs between A's machine and B's (`(not recorded)` on the side whose run
+/// did not record it).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub(crate) struct FieldDiff {
     pub field: String,
@@ -92,9 +106,13 @@ pub(crate) struct FieldDiff {
 pub(crate) enum MachineCheck {
     #[default]
     Same,
-    /// A side whose run did not record its machine (a baseline saved before compare kept it,
-    /// a run recorded before provenance was).
+    /// A side (`A`, `B`, or `A and B`) whose run did not record its machine (a baseline saved,
+    /// or a run recorded, before bench360 kept it): not checked, and judged.
     Unrecorded {
+        side: &'static str,
+    },
+    /// A side ran against an endpoint: its server's machine is not known to bench360.
+    Endpoint {
         side: &'static str,
     },
     Differs {
@@ -106,9 +124,16 @@ pub(crate) enum MachineCheck {
 pub(crate) fn check(a: Option<&Machine>, b: Option<&Machine>) -> MachineCheck {
     let (a, b) = match (a, b) {
         (Some(a), Some(b)) => (a, b),
+        (None, None) => return MachineCheck::Unrecorded { side: "A and B" },
         (None, _) => return MachineCheck::Unrecorded { side: "A" },
         (_, None) => return MachineCheck::Unrecorded { side: "B" },
     };
+    match (a.contains_key(ENDPOINT), b.contains_key(ENDPOINT)) {
+        (true, true) => return MachineCheck::Endpoint { side: "A and B" },
+        (true, false) => return MachineCheck::Endpoint { side: "A" },
+        (false, true) => return MachineCheck::Endpoint { side: "B" },
+        (false, false) => {}
+    }
     let none = String::from("(not recorded)");
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
@@ -144,9 +169,11 @@ impl MachineCheck {
         match self {
             MachineCheck::Same => None,
             MachineCheck::Unrecorded { side } => Some(format!(
-                "{side} does not record the machine it ran on (a baseline saved, or a run \
-                 recorded, before bench360 kept it): whether A and B ran on one kind of machine \
-                 is not known"
+                "{side} did not record the machine {} ran on (saved or recorded before bench360                  kept it): whether A and B ran on one kind of machine is not known",
+                if side.contains(" and ") { "they" } else { "it" }
+            )),
+            MachineCheck::Endpoint { side } => Some(format!(
+                "{side} ran against an endpoint, whose server's machine bench360 does not see:                  whether A and B ran on one kind of machine is not known"
             )),
             MachineCheck::Differs { fields } => {
                 let mut f: Vec<&FieldDiff> = fields.iter().collect();
@@ -276,6 +303,46 @@ mod tests {
         assert_eq!(
             lines(&[("r", &MachineCheck::Same)], true, false),
             (vec![], vec![])
+        );
+    }
+
+    #[test]
+    fn order_missing_values_and_endpoints() {
+        let two = |first: &str, second: &str, w: Option<f64>| {
+            let mut p = Provenance::default();
+            for (i, name) in [first, second].into_iter().enumerate() {
+                p.gpus.devices.push(GpuInfo {
+                    index: i as u32,
+                    name: name.into(),
+                    power_limit_w: if i == 0 { Some(700.0) } else { w },
+                    ..GpuInfo::default()
+                });
+            }
+            of(&p)
+        };
+        // The order the GPUs were listed in is no difference.
+        let a = two("NVIDIA H200", "NVIDIA H100", Some(700.0));
+        let b = two("NVIDIA H100", "NVIDIA H200", Some(700.0));
+        assert_eq!(check(Some(&a), Some(&b)), MachineCheck::Same);
+        assert_eq!(a["GPUs"], "NVIDIA H100 ×1, NVIDIA H200 ×1");
+        // A power limit NVML did not give on one device is `?`, not a shorter list.
+        let c = two("NVIDIA H200", "NVIDIA H100", None);
+        assert_eq!(c["GPU power limit"], "700 W, ?");
+        assert!(check(Some(&a), Some(&c)).hardware_differs());
+        // No GPU described: the reason stays (an NVML failure is not "no GPU").
+        let mut p = Provenance::default();
+        p.gpus.unavailable = Some("NVML unavailable (libnvidia-ml.so.1: not found)".into());
+        assert_eq!(of(&p)["GPUs"], "none: NVML unavailable");
+        // An endpoint's run says nothing of its server: not compared.
+        p.engine_artifact = Some("endpoint:http://10.0.0.1:8000/v1".into());
+        let e = of(&p);
+        assert_eq!(e.len(), 1);
+        let line = check(Some(&a), Some(&e)).line().unwrap();
+        assert!(line.starts_with("B ran against an endpoint"), "{line}");
+        assert!(!check(Some(&a), Some(&e)).hardware_differs());
+        assert_eq!(
+            check(None, None),
+            MachineCheck::Unrecorded { side: "A and B" }
         );
     }
 }

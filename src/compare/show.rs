@@ -49,7 +49,7 @@ pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]
             }
         }
         out.push_str(&format!("{}\n", m.label));
-        if let Some(l) = m.machine.line() {
+        if let Some(l) = hardware_line(m) {
             out.push_str(&format!("  {l}\n"));
         }
         for r in std::iter::once(&head).chain(rows.iter()) {
@@ -129,7 +129,7 @@ pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]
     let mut out = String::new();
     for m in matched {
         out.push_str(&format!("### {}\n\n", m.label));
-        if let Some(l) = m.machine.line() {
+        if let Some(l) = hardware_line(m) {
             out.push_str(&format!("{l}\n\n"));
         }
         out.push_str(&format!(
@@ -146,4 +146,13 @@ pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]
     }
     out.push_str(&unmatched(only_a, only_b));
     out
+}
+
+/// The machines' difference shown under a configuration's table: only other hardware (the
+/// lesser differences, which repeat under every table on CI runners, are one grouped note).
+fn hardware_line(m: &Matched) -> Option<String> {
+    m.machine
+        .hardware_differs()
+        .then(|| m.machine.line())
+        .flatten()
 }
