@@ -206,7 +206,7 @@ pub(crate) enum Command {
         #[arg(long = "gate-rule", value_enum, default_value_t = GateRule::Confident)]
         gate_rule: GateRule,
         /// Judge the gates where A and B ran on other hardware (GPU model or count, power
-        /// limit, CPU, cores) too; without it such a configuration is unjudged (exit 1).
+        /// limit or application clocks, CPU, cores) too; without it such a configuration is unjudged (exit 1).
         #[arg(long = "across-machines", requires = "fail_on")]
         across_machines: bool,
         /// Output format.

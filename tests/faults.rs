@@ -479,7 +479,9 @@ fn compare_matches_configurations_and_gates_regressions() {
         text(&out)
     );
     assert!(
-        text(&out).contains("A did not record the machine it ran on"),
+        text(&out).contains(
+            "A did not record the machine it ran on (saved or recorded before bench360 kept it)"
+        ),
         "{}",
         text(&out)
     );

@@ -93,12 +93,20 @@ pub(crate) fn run(
     // it leaves out are not missing from B.
     let narrowed = is_baseline(&sides[0]) && !ctx.overrides.only.is_empty();
     let mut unjudged = compare::unjudged(&gates, &matched, if narrowed { &[] } else { &only_a });
-    let machines: Vec<(&str, &compare::MachineCheck)> = matched
+    // A configuration on other hardware is unjudged where a gate would have judged it: a gated
+    // metric present on a side. (`unjudged` above counted it among the judged, so "judged no
+    // configuration" is not said beside it.)
+    let gated = |m: &Matched| {
+        gates.iter().any(|g| {
+            m.change(&g.metric)
+                .is_some_and(|c| c.a.is_some() || c.b.is_some())
+        })
+    };
+    let machines: Vec<(&str, &compare::MachineCheck, bool)> = matched
         .iter()
-        .map(|m| (m.label.as_str(), &m.machine))
+        .map(|m| (m.label.as_str(), &m.machine, gated(m)))
         .collect();
-    let (notes, other_hardware) =
-        compare::machine::lines(&machines, !gates.is_empty(), across_machines);
+    let (notes, other_hardware) = compare::machine::lines(&machines, across_machines);
     unjudged.extend(other_hardware);
     if narrowed && !gates.is_empty() && !only_a.is_empty() {
         eprintln!(

@@ -75,8 +75,8 @@ pub(crate) fn of(p: &Provenance) -> Machine {
     m
 }
 
-/// The GPU models with their counts, sorted (`NVIDIA H200 ×2`), or `none` with the reason NVML
-/// gave (`none: NVML unavailable`): a GPU NVML could not see is not known to be absent.
+/// The GPU models with their counts, sorted (`NVIDIA H200 ×2`), or `none` with the head of the
+/// reason NVML gave (`none: no NVIDIA GPU`, as the report's provenance line says it).
 fn gpu_models(g: &GpuSet) -> String {
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &g.devices {
@@ -169,11 +169,13 @@ impl MachineCheck {
         match self {
             MachineCheck::Same => None,
             MachineCheck::Unrecorded { side } => Some(format!(
-                "{side} did not record the machine {} ran on (saved or recorded before bench360                  kept it): whether A and B ran on one kind of machine is not known",
+                "{side} did not record the machine {} ran on (saved or recorded before bench360 \
+                 kept it): whether A and B ran on one kind of machine is not known",
                 if side.contains(" and ") { "they" } else { "it" }
             )),
             MachineCheck::Endpoint { side } => Some(format!(
-                "{side} ran against an endpoint, whose server's machine bench360 does not see:                  whether A and B ran on one kind of machine is not known"
+                "{side} ran against an endpoint, whose server's machine bench360 does not see: \
+                 whether A and B ran on one kind of machine is not known"
             )),
             MachineCheck::Differs { fields } => {
                 let mut f: Vec<&FieldDiff> = fields.iter().collect();
@@ -189,30 +191,34 @@ impl MachineCheck {
     }
 }
 
-/// The notes and unjudged lines of the machines, for the gates (`gated`) or not: per distinct
-/// difference, the configurations it concerns. A hardware difference under a gate is an
-/// `unjudged:` line (unless `across`); any other difference, or one not gated, is a `note:`.
+/// The notes and unjudged lines of the machines: per distinct difference, the configurations it
+/// concerns. A hardware difference of a configuration a gate would judge (`gated`: a gated
+/// metric present on a side) is an `unjudged:` line (unless `across`); any other difference,
+/// or one no gate would judge, is a `note:`.
 pub(crate) fn lines(
-    checks: &[(&str, &MachineCheck)],
-    gated: bool,
+    checks: &[(&str, &MachineCheck, bool)],
     across: bool,
 ) -> (Vec<String>, Vec<String>) {
     let mut groups: Vec<(String, bool, Vec<&str>)> = Vec::new();
-    for (label, c) in checks {
+    for (label, c, gated) in checks {
         let Some(line) = c.line() else { continue };
-        match groups.iter_mut().find(|(l, _, _)| *l == line) {
+        let blocks = *gated && c.hardware_differs();
+        match groups
+            .iter_mut()
+            .find(|(l, b, _)| *l == line && *b == blocks)
+        {
             Some((_, _, labels)) => labels.push(label),
-            None => groups.push((line, c.hardware_differs(), vec![label])),
+            None => groups.push((line, blocks, vec![label])),
         }
     }
     let (mut notes, mut unjudged) = (Vec::new(), Vec::new());
-    for (line, hardware, labels) in groups {
+    for (line, blocks, labels) in groups {
         let which = match labels.as_slice() {
             [one] => (*one).to_string(),
             [first, ..] => format!("{} configurations (first: {first})", labels.len()),
             [] => continue,
         };
-        if hardware && gated && !across {
+        if blocks && !across {
             unjudged.push(format!(
                 "unjudged: {which}: {line}: a change is the machines' as much as B's; compare \
                  runs of one kind of machine, or pass --across-machines to judge anyway"
@@ -287,21 +293,27 @@ mod tests {
         let a = machine("NVIDIA H200", "k");
         let gpu = check(Some(&a), Some(&machine("NVIDIA H100", "k")));
         let kernel = check(Some(&a), Some(&machine("NVIDIA H200", "k2")));
-        let checks = [("r1", &gpu), ("r2", &gpu), ("r3", &kernel)];
-        let (notes, unjudged) = lines(&checks, true, false);
+        let checks = [
+            ("r1", &gpu, true),
+            ("r2", &gpu, true),
+            ("r3", &kernel, true),
+        ];
+        let (notes, unjudged) = lines(&checks, false);
         assert_eq!(unjudged.len(), 1, "{unjudged:?}");
         assert!(unjudged[0]
             .starts_with("unjudged: 2 configurations (first: r1): machines differ: GPUs"));
         assert_eq!(notes, ["note: r3: machines differ: kernel: k → k2"]);
-        // Without gates, or with --across-machines, the GPU difference is a note.
-        for (gated, across) in [(false, false), (true, true)] {
-            let (notes, unjudged) = lines(&checks, gated, across);
+        // With --across-machines, or where no gate would judge it (no gate, or no gated
+        // metric on either side), the GPU difference is a note.
+        let ungated = checks.map(|(l, c, _)| (l, c, false));
+        for (checks, across) in [(&checks, true), (&ungated, false)] {
+            let (notes, unjudged) = lines(checks, across);
             assert!(unjudged.is_empty());
             assert_eq!(notes.len(), 2);
         }
         // The same machines say nothing.
         assert_eq!(
-            lines(&[("r", &MachineCheck::Same)], true, false),
+            lines(&[("r", &MachineCheck::Same, true)], false),
             (vec![], vec![])
         );
     }
@@ -329,10 +341,11 @@ mod tests {
         let c = two("NVIDIA H200", "NVIDIA H100", None);
         assert_eq!(c["GPU power limit"], "700 W, ?");
         assert!(check(Some(&a), Some(&c)).hardware_differs());
-        // No GPU described: the reason stays (an NVML failure is not "no GPU").
+        // No GPU described: the head of NVML's reason (a host without NVML and one without a
+        // device read alike).
         let mut p = Provenance::default();
-        p.gpus.unavailable = Some("NVML unavailable (libnvidia-ml.so.1: not found)".into());
-        assert_eq!(of(&p)["GPUs"], "none: NVML unavailable");
+        p.gpus.unavailable = Some("no NVIDIA GPU (NVML unavailable: libnvidia-ml.so.1)".into());
+        assert_eq!(of(&p)["GPUs"], "none: no NVIDIA GPU");
         // An endpoint's run says nothing of its server: not compared.
         p.engine_artifact = Some("endpoint:http://10.0.0.1:8000/v1".into());
         let e = of(&p);
