@@ -2,7 +2,8 @@
 //! (same binary, same machine, same sweep) never fire on quality nor on runs too small for an
 //! interval, and a real slowdown — the same configurations with the engine squeezed onto one
 //! core — fails the latency gates beyond noise (against either identical apply, so that one
-//! slowed by something else on the machine does not hide it).
+//! slowed by something else on the machine does not hide it) once `--across-machines` lets
+//! the gates judge across the core count that compare sees change.
 
 mod common;
 
@@ -74,7 +75,7 @@ fn identical_applies_hold_where_noise_is_known_and_a_real_slowdown_fails() {
         let out = quickstart(&e, c, &["apply", "--quiet"], false);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
-    let compare = |base: &Path, other: &Path, rule: &str| -> Output {
+    let compare = |base: &Path, other: &Path, rule: &str, extra: &[&str]| -> Output {
         let mut args = vec![
             "compare".to_string(),
             side(base),
@@ -84,6 +85,7 @@ fn identical_applies_hold_where_noise_is_known_and_a_real_slowdown_fails() {
             "--gate-rule".into(),
             rule.into(),
         ];
+        args.extend(extra.iter().map(|a| a.to_string()));
         for g in GATES {
             args.push("--fail-on".into());
             args.push(g.to_string());
@@ -104,7 +106,7 @@ fn identical_applies_hold_where_noise_is_known_and_a_real_slowdown_fails() {
     // the noise between requests, not a change of the machine between the two applies (that
     // is what repeats are for): whether one fires depends on this machine keeping its speed,
     // so it is shown, not asserted.
-    let same = compare(&a, &b, "confident");
+    let same = compare(&a, &b, "confident", &[]);
     let v: serde_json::Value = serde_json::from_slice(&same.stdout).unwrap();
     assert_eq!(v["matched"].as_array().unwrap().len(), 3, "{v}");
     let broken = v["broken"].as_array().unwrap();
@@ -148,11 +150,23 @@ fn identical_applies_hold_where_noise_is_known_and_a_real_slowdown_fails() {
     );
     let out = quickstart(&e, &slow, &["apply", "--quiet"], true);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    // Against either identical apply: one that something else on the machine slowed down
-    // (another build, a CI neighbour) is no baseline, and the other still is.
+    // bench360 itself ran on one core there, and recorded it: compare sees another machine
+    // (its cores), and no gate judges what that changed unless told to.
+    let pinned = compare(&a, &slow, "confident", &[]);
+    assert_eq!(pinned.status.code(), Some(1), "{}", text(&pinned));
+    let v: serde_json::Value = serde_json::from_slice(&pinned.stdout).unwrap();
+    assert!(v["broken"].as_array().unwrap().is_empty(), "{v}");
+    let u = v["unjudged"][0].as_str().unwrap();
+    assert!(
+        u.contains("machines differ: cores: ") && u.ends_with("judge anyway"),
+        "{v}"
+    );
+    // Against either identical apply, judged across the core count: one that something else on
+    // the machine slowed down (another build, a CI neighbour) is no baseline, and the other
+    // still is.
     let against: Vec<Output> = [&a, &b]
         .iter()
-        .map(|base| compare(base, &slow, "confident"))
+        .map(|base| compare(base, &slow, "confident", &["--across-machines"]))
         .collect();
     // The gates that fired (metric, run), per comparison.
     let broken: Vec<Vec<(String, String)>> = against
