@@ -31,12 +31,10 @@ pub(crate) fn of(p: &Provenance) -> Machine {
         m.insert(ENDPOINT.into(), url.to_string());
         return m;
     }
-    let h = &p.host;
-    m.insert("host".into(), h.hostname.clone());
-    m.insert("CPU".into(), h.cpu_model.clone());
-    m.insert("cores".into(), h.cores.to_string());
-    m.insert("memory".into(), format!("{} MiB", h.memory_bytes >> 20));
-    m.insert("kernel".into(), h.kernel.clone());
+    // The host's fields as the report names them (host, CPU, cores, memory, kernel).
+    for (k, v) in p.host.fields() {
+        m.insert(k.into(), v);
+    }
     let g = &p.gpus;
     m.insert("GPUs".into(), gpu_models(g));
     // Per device, sorted (the order NVML or `gpus` listed them in is no difference); `?` for
