@@ -76,15 +76,11 @@ pub(crate) fn of(p: &Provenance) -> Machine {
 /// The GPU models with their counts, sorted (`NVIDIA H200 ×2`), or `none` with the head of the
 /// reason NVML gave (`none: no NVIDIA GPU`, as the report's provenance line says it).
 fn gpu_models(g: &GpuSet) -> String {
-    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
-    for d in &g.devices {
-        *names.entry(d.name.as_str()).or_default() += 1;
-    }
-    if names.is_empty() {
+    let models = g.models();
+    if models.is_empty() {
         return g.line();
     }
-    let parts: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
-    parts.join(", ")
+    models.join(", ")
 }
 
 /// One field that differs between A's machine and B's (`(not recorded)` on the side whose run

@@ -128,9 +128,9 @@ fn unmatched(only_a: &[String], only_b: &[String]) -> String {
 pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]) -> String {
     let mut out = String::new();
     for m in matched {
-        out.push_str(&format!("### {}\n\n", m.label));
+        out.push_str(&format!("### {}\n\n", md_text(&m.label)));
         if let Some(l) = hardware_line(m) {
-            out.push_str(&format!("{l}\n\n"));
+            out.push_str(&format!("{}\n\n", md_text(&l)));
         }
         out.push_str(&format!(
             "| {} |\n|---|---|---|---|---|---|\n",
@@ -148,6 +148,23 @@ pub(crate) fn markdown(matched: &[Matched], only_a: &[String], only_b: &[String]
     out
 }
 
+/// Text as Markdown shows it literally: every character Markdown could read as markup
+/// (emphasis, code, links, HTML, a table's `|`) escaped — CPU models, host names and labels
+/// come from the machines and the sweep.
+fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(
+            c,
+            '\\' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '|' | '#' | '~'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The machines' difference shown under a configuration's table: only other hardware (the
 /// lesser differences, which repeat under every table on CI runners, are one grouped note).
 fn hardware_line(m: &Matched) -> Option<String> {
@@ -155,4 +172,16 @@ fn hardware_line(m: &Matched) -> Option<String> {
         .hardware_differs()
         .then(|| m.machine.line())
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn markdown_text_shows_machine_names_literally() {
+        assert_eq!(
+            super::md_text("CPU: Xeon_8480 *ES* → EPYC|9654 <lab> [x] `y` #1 ~z~ \\"),
+            "CPU: Xeon\\_8480 \\*ES\\* → EPYC\\|9654 \\<lab\\> \\[x\\] \\`y\\` \\#1 \\~z\\~ \\\\"
+        );
+        assert_eq!(super::md_text("plain 1.5b@vllm"), "plain 1.5b@vllm");
+    }
 }

@@ -40,13 +40,41 @@ impl HostInfo {
 
 /// The CPU's model name as /proc/cpuinfo gives it (`unknown` where it gives none).
 pub(crate) fn cpu_model() -> String {
-    fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
+    cpu_model_of(&fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+}
+
+/// The CPU model a /proc/cpuinfo text names: its `model name` (x86), else, on Arm, where the
+/// kernel gives no name, the core's implementer and part numbers (with the core's name for the
+/// server cores whose numbers Arm publishes), so that two Arm machines of other cores do not
+/// read alike; `unknown` where it says neither.
+pub(crate) fn cpu_model_of(cpuinfo: &str) -> String {
+    let field = |key: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(name) = field("model name") {
+        return name;
+    }
+    let (Some(implementer), Some(part)) = (field("CPU implementer"), field("CPU part")) else {
+        return "unknown".into();
+    };
+    // Arm Ltd's (0x41) Neoverse server cores, by their part numbers.
+    let core = match (implementer.as_str(), part.as_str()) {
+        ("0x41", "0xd0c") => Some("Arm Neoverse-N1"),
+        ("0x41", "0xd40") => Some("Arm Neoverse-V1"),
+        ("0x41", "0xd49") => Some("Arm Neoverse-N2"),
+        ("0x41", "0xd4f") => Some("Arm Neoverse-V2"),
+        _ => None,
+    };
+    let ids = format!("implementer {implementer}, part {part}");
+    match core {
+        Some(c) => format!("{c} ({ids})"),
+        None => format!("Arm CPU ({ids})"),
+    }
 }
 
 /// This machine's [`HostInfo`] (`unknown` for what /proc does not say).
@@ -92,6 +120,27 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cpu_model_is_named_on_x86_and_on_arm() {
+        let x86 = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel\t\t: 143\n\
+                   model name\t: Intel(R) Xeon(R) Platinum 8480+\n";
+        assert_eq!(super::cpu_model_of(x86), "Intel(R) Xeon(R) Platinum 8480+");
+        // Arm: no model name; Grace's cores and an unlisted part.
+        let grace = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\n\
+                     CPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n";
+        assert_eq!(
+            super::cpu_model_of(grace),
+            "Arm Neoverse-V2 (implementer 0x41, part 0xd4f)"
+        );
+        let other = grace.replace("0xd4f", "0xd05");
+        assert_eq!(
+            super::cpu_model_of(&other),
+            "Arm CPU (implementer 0x41, part 0xd05)"
+        );
+        assert_ne!(super::cpu_model_of(grace), super::cpu_model_of(&other));
+        assert_eq!(super::cpu_model_of(""), "unknown");
+    }
+
     #[test]
     fn stat_fields_follow_a_command_name_with_spaces_and_parentheses() {
         let f = super::stat_fields("4242 (vllm (engine) 0) S 4200 4242 4242 0 -1");

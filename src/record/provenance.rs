@@ -46,6 +46,16 @@ pub(crate) struct GpuSet {
 }
 
 impl GpuSet {
+    /// The GPU models with their counts (`NVIDIA H200 ×2`), in the models' name order, so
+    /// the order NVML listed the devices in makes no difference; empty without devices.
+    pub fn models(&self) -> Vec<String> {
+        let mut names: std::collections::BTreeMap<&str, usize> = Default::default();
+        for d in &self.devices {
+            *names.entry(d.name.as_str()).or_default() += 1;
+        }
+        names.iter().map(|(n, k)| format!("{n} ×{k}")).collect()
+    }
+
     /// "NVIDIA H200 ×1, driver 580.95, CUDA 13.0, 700 W" or why no GPU is described.
     pub fn line(&self) -> String {
         if self.devices.is_empty() {
@@ -53,14 +63,7 @@ impl GpuSet {
             let why = self.unavailable.as_deref().unwrap_or("no GPU");
             return format!("none: {}", why.split(" (").next().unwrap_or(why));
         }
-        let mut names: Vec<(String, usize)> = Vec::new();
-        for d in &self.devices {
-            match names.iter_mut().find(|(n, _)| *n == d.name) {
-                Some((_, k)) => *k += 1,
-                None => names.push((d.name.clone(), 1)),
-            }
-        }
-        let mut parts: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
+        let mut parts = self.models();
         if let Some(d) = &self.driver {
             parts.push(format!("driver {d}"));
         }

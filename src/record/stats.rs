@@ -315,6 +315,8 @@ pub(crate) fn run_stats(requests: &[RequestRecord], chunks: &[ChunkRecord]) -> R
 #[cfg(test)]
 mod tests;
 
+pub(crate) mod block;
+
 /// The 2.5th and 97.5th percentiles of bootstrap estimates (sorted here): a 95 %
 /// percentile-bootstrap interval. None without estimates.
 pub(crate) fn interval95(mut estimates: Vec<f64>) -> Option<(f64, f64)> {
@@ -379,7 +381,8 @@ pub(crate) fn resample_groups(
 /// [`batches`]): whole groups are resampled, and there is no interval with fewer than
 /// `min_groups` of them (a percentile's interval needs as many independent observations as
 /// its order-statistic rule asks of requests). Ungrouped values (one per instant, or no
-/// group names): exactly [`bootstrap_ci`].
+/// group names): [`time_block_bootstrap_ci`], which is exactly [`bootstrap_ci`] where
+/// neighbours in time do not move together.
 pub(crate) fn grouped_bootstrap_ci(
     values: &[f64],
     groups: &[i64],
@@ -389,7 +392,7 @@ pub(crate) fn grouped_bootstrap_ci(
     stat: impl Fn(&mut [f64]) -> Option<f64>,
 ) -> Option<(f64, f64)> {
     let Some(gs) = batches(values, groups) else {
-        return bootstrap_ci(values, rounds, seed, stat);
+        return time_block_bootstrap_ci(values, groups, rounds, seed, stat);
     };
     if gs.len() < min_groups.max(2) {
         return None;
@@ -399,6 +402,38 @@ pub(crate) fn grouped_bootstrap_ci(
     let mut estimates = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         resample_groups(&gs, &mut rng, &mut sample);
+        if let Some(e) = stat(&mut sample) {
+            estimates.push(e);
+        }
+    }
+    interval95(estimates)
+}
+
+/// [`bootstrap_ci`] of requests that each have their own instant (`at`, one per value), in
+/// their time order with the circular block bootstrap ([`block::block_length`]): neighbours
+/// in time share the server's state, so runs of them are resampled together, as long as the
+/// series' autocorrelation asks (blocks of one, the ordinary bootstrap, where it has none).
+/// Without instants: the ordinary bootstrap.
+fn time_block_bootstrap_ci(
+    values: &[f64],
+    at: &[i64],
+    rounds: usize,
+    seed: u64,
+    stat: impl Fn(&mut [f64]) -> Option<f64>,
+) -> Option<(f64, f64)> {
+    if at.len() != values.len() {
+        return bootstrap_ci(values, rounds, seed, stat);
+    }
+    let series = block::in_time_order(values, at);
+    let b = block::block_length(&series);
+    if b <= 1 {
+        return bootstrap_ci(values, rounds, seed, stat);
+    }
+    let mut rng = crate::record::rng::SplitMix64::new(seed);
+    let mut sample = Vec::with_capacity(series.len());
+    let mut estimates = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        block::resample_blocks(&series, b, &mut rng, &mut sample);
         if let Some(e) = stat(&mut sample) {
             estimates.push(e);
         }

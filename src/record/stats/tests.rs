@@ -8,9 +8,12 @@ fn latencies_sent_together_are_resampled_together() {
         .map(|i| f64::from(i / 4) + 0.01 * f64::from(i))
         .collect();
     let p50 = |x: &mut [f64]| pct_of(x, 50.0);
-    // One request per instant: the ordinary bootstrap, number for number.
-    let apart: Vec<i64> = (0..40).collect();
+    // One request per instant, neighbours in time unrelated (the values in a scrambled
+    // order): the ordinary bootstrap, number for number.
+    let mut apart: Vec<i64> = (0..40).collect();
+    crate::record::rng::SplitMix64::new(9).shuffle(&mut apart);
     assert_eq!(batches(&v, &apart), None);
+    assert_eq!(block::block_length(&block::in_time_order(&v, &apart)), 1);
     assert_eq!(
         grouped_bootstrap_ci(&v, &apart, 6, 500, 3, p50),
         bootstrap_ci(&v, 500, 3, p50)
