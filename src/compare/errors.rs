@@ -43,6 +43,7 @@ pub(super) fn change(a: &RunValues, b: &RunValues) -> Change {
         p: None,
         interval_from: None,
         groups: None,
+        effective: None,
     }
 }
 

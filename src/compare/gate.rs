@@ -364,6 +364,7 @@ mod tests {
             p: None,
             interval_from: None,
             groups: None,
+            effective: None,
         }
     }
 

@@ -210,6 +210,12 @@ pub(crate) struct Change {
     /// number of them — the observations behind the interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
+    /// Requests each at their own instant whose neighbours in time moved together (a closed
+    /// or open loop's overlap, a stream's drift): the smaller side's effective number of
+    /// independent requests for this percentile, which its interval rests on (absent where
+    /// each side's requests are worth their count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective: Option<usize>,
 }
 
 /// Each side's percentile interval has coverage 1 − SIDE_ALPHA (97.5 %), so that the ratio's
@@ -219,17 +225,36 @@ const SIDE_ALPHA: f64 = 0.025;
 /// The interval of B's percentile over A's, minus 1, from each side's distribution-free
 /// order-statistic interval (`record::paired::order_statistic_ci`, 97.5 % each): when both
 /// hold their true percentile — at least 95 % of the time — the true ratio lies within
-/// [B_low / A_high, B_high / A_low] − 1. None when either side has too few requests for
-/// its interval, or A's may be zero.
-fn percentile_ratio_ci(a: &[f64], b: &[f64], q: f64) -> Option<(f64, f64)> {
+/// [B_low / A_high, B_high / A_low] − 1. A side whose requests moved together in time is
+/// worth fewer independent requests (`effective`, per side), and its interval is as wide as
+/// that many would leave it. None when either side has too few for its interval, or A's may
+/// be zero.
+fn percentile_ratio_ci(
+    a: &[f64],
+    b: &[f64],
+    q: f64,
+    effective: (usize, usize),
+) -> Option<(f64, f64)> {
     let sorted = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
         v
     };
-    let (al, ah) = crate::record::paired::order_statistic_ci(&sorted(a), q, SIDE_ALPHA)?;
-    let (bl, bh) = crate::record::paired::order_statistic_ci(&sorted(b), q, SIDE_ALPHA)?;
+    use crate::record::paired::order_statistic_ci_effective as ci;
+    let (al, ah) = ci(&sorted(a), q, SIDE_ALPHA, effective.0)?;
+    let (bl, bh) = ci(&sorted(b), q, SIDE_ALPHA, effective.1)?;
     (al > 0.0).then(|| (bl / ah - 1.0, bh / al - 1.0))
+}
+
+/// How many independent requests a side's values are worth for the q-th percentile: their
+/// count, unless they have their instants (`at`) and neighbours in time moved together
+/// (`record::stats::block::percentile_effective_n`).
+fn effective_n(values: &[f64], at: &[i64], q: f64) -> usize {
+    if at.len() != values.len() {
+        return values.len();
+    }
+    use crate::record::stats::block;
+    block::percentile_effective_n(&block::in_time_order(values, at), q)
 }
 
 /// The interval of B's percentile over A's, minus 1, when either side's requests came in
@@ -353,6 +378,12 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                     |k: &Option<Vec<Vec<f64>>>, v: &[f64]| k.as_ref().map_or(v.len(), Vec::len);
                 count(&ka, va).min(count(&kb, vb))
             });
+            let eff = if groups.is_none() && q >= 0.0 {
+                (effective_n(va, ga, q), effective_n(vb, gb, q))
+            } else {
+                (va.len(), vb.len())
+            };
+            let effective = (eff.0 < va.len() || eff.1 < vb.len()).then_some(eff.0.min(eff.1));
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
             } else if groups.is_some() {
@@ -365,8 +396,16 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                     metric,
                 )
             } else {
-                percentile_ratio_ci(va, vb, q)
+                percentile_ratio_ci(va, vb, q, eff)
             };
+            // Where requests moved together, an interval needs more of them: as many more as
+            // the side worth the least independent ones asks.
+            let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
+            let inflation = |e: usize, n: usize| n as f64 / e.max(1) as f64;
+            let interval_from = (q >= 0.0).then(|| {
+                let f = inflation(eff.0, va.len()).max(inflation(eff.1, vb.len()));
+                (min_n as f64 * f).ceil() as usize
+            });
             Change {
                 metric,
                 a: ea,
@@ -375,9 +414,9 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 ci,
                 n: Some(n),
                 p: None,
-                interval_from: (q >= 0.0)
-                    .then(|| crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA)),
+                interval_from,
                 groups,
+                effective,
             }
         }
         None => {
@@ -396,6 +435,7 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 p: None,
                 interval_from: None,
                 groups: None,
+                effective: None,
             }
         }
     }
@@ -428,6 +468,7 @@ fn paired_quality(a: &RunValues, b: &RunValues, seed: u64) -> Option<Change> {
         p: p.mcnemar.map(|m| m.p),
         interval_from: None,
         groups: None,
+        effective: None,
     })
 }
 
@@ -502,6 +543,42 @@ mod tests {
         }
     }
 
+    /// Requests at their own instants whose neighbours moved together (AR(1), φ = 0.8) are
+    /// worth fewer independent ones: the percentile's interval widens and `effective` says
+    /// by how much; the same values in a scrambled order are worth their count.
+    #[test]
+    fn a_percentile_of_requests_that_moved_together_rests_on_fewer() {
+        let mut rng = SplitMix64::new(5);
+        let mut x = 0.0;
+        let series: Vec<f64> = (0..1000)
+            .map(|_| {
+                x = 0.8 * x + rng.normal();
+                100.0 + 10.0 * x
+            })
+            .collect();
+        let (mut a, mut b) = (run("x", 1.0), run("x", 1.0));
+        a.ttft_ms = series.clone();
+        b.ttft_ms = series.iter().map(|v| v * 1.02).collect();
+        let (mut sa, mut sb) = (a.clone(), b.clone());
+        a.ttft_group = (0..1000).collect();
+        b.ttft_group = a.ttft_group.clone();
+        let dependent = change("ttft_p50", &a, &b, 3);
+        let e = dependent.effective.unwrap();
+        assert!((100..600).contains(&e), "{e}");
+        assert!(dependent.interval_from.unwrap() > 7, "{dependent:?}");
+        let mut order: Vec<i64> = (0..1000).collect();
+        rng.shuffle(&mut order);
+        sa.ttft_group = order.clone();
+        sb.ttft_group = order;
+        let scrambled = change("ttft_p50", &sa, &sb, 3);
+        assert_eq!(scrambled.effective, None, "{scrambled:?}");
+        let w = |c: &Change| c.ci.map(|(l, h)| h - l).unwrap();
+        assert!(
+            w(&dependent) > 1.5 * w(&scrambled),
+            "{dependent:?} {scrambled:?}"
+        );
+    }
+
     /// Quality's interval resamples questions: 20 questions asked 10 times each give about
     /// √10 the interval of 200 independent requests.
     #[test]
@@ -567,6 +644,7 @@ mod tests {
             p: None,
             interval_from: None,
             groups: None,
+            effective: None,
         };
         // The quickstart's case: +5.3 % with an interval of −90 % … +1132 %.
         let noisy = c(0.053, Some((-0.9, 11.32)));
@@ -646,7 +724,13 @@ mod tests {
             assert_eq!(c.groups, Some(12));
             let (lo, hi) = c.ci.expect("12 batches per side are enough for p50");
             grouped_misses += u64::from(lo > 0.0 || hi < 0.0);
-            let (lo, hi) = percentile_ratio_ci(&a.tpot_ms, &b.tpot_ms, 50.0).unwrap();
+            let (lo, hi) = percentile_ratio_ci(
+                &a.tpot_ms,
+                &b.tpot_ms,
+                50.0,
+                (a.tpot_ms.len(), b.tpot_ms.len()),
+            )
+            .unwrap();
             flat_misses += u64::from(lo > 0.0 || hi < 0.0);
         }
         assert!(

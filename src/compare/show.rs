@@ -100,9 +100,10 @@ pub(super) fn cells(c: &Change) -> [String; 6] {
         .unwrap_or_else(|| "–".into()),
         match (c.n, c.p) {
             (Some(n), Some(p)) => format!("{n} (McNemar p {})", crate::report::answer::fmt_p(p)),
-            (Some(n), None) => match c.groups {
-                Some(g) => format!("{n} in {g} batches"),
-                None => n.to_string(),
+            (Some(n), None) => match (c.groups, c.effective) {
+                (Some(g), _) => format!("{n} in {g} batches"),
+                (None, Some(e)) => format!("{n} (worth {e})"),
+                (None, None) => n.to_string(),
             },
             _ => "–".into(),
         },
@@ -110,7 +111,7 @@ pub(super) fn cells(c: &Change) -> [String; 6] {
 }
 
 /// What the intervals cover, said under the tables.
-const SCOPE: &str = "Intervals resample each run's requests (a batch's as one): they cover the noise between requests within a run, not a change of the machine between the runs; declare repeats to see how much runs vary.\n";
+const SCOPE: &str = "Intervals resample each run's requests (a batch's as one; `worth N`: requests that moved together in time, worth N independent ones): they cover the noise between requests within a run, not a change of the machine between the runs; declare repeats to see how much runs vary.\n";
 
 /// The configurations only one side ran.
 fn unmatched(only_a: &[String], only_b: &[String]) -> String {

@@ -210,7 +210,35 @@ pub(crate) fn binomial_cdf(k: u64, n: u64, p: f64) -> f64 {
 /// that P(B ≤ u − 1) ≥ 1 − α/2, B ~ Binomial(n, q). None when either end does not exist (too
 /// few values: see [`percentile_min_n_at`]).
 pub(crate) fn order_statistic_ci(sorted: &[f64], q: f64, alpha: f64) -> Option<(f64, f64)> {
+    let (l, u) = order_statistic_ranks(sorted.len(), q, alpha)?;
+    Some((sorted[l - 1], sorted[u - 1]))
+}
+
+/// [`order_statistic_ci`] of values that move together in time, worth `effective` independent
+/// ones for this percentile (`record::stats::block::percentile_effective_n`): the ranks
+/// Binomial(effective, q) gives, carried over to the whole sample at the same fractions of it
+/// (the lower rounded down, the upper up), so the interval is as wide as `effective`
+/// independent values would leave it. None when `effective` values are too few for an
+/// interval.
+pub(crate) fn order_statistic_ci_effective(
+    sorted: &[f64],
+    q: f64,
+    alpha: f64,
+    effective: usize,
+) -> Option<(f64, f64)> {
     let n = sorted.len();
+    if effective >= n {
+        return order_statistic_ci(sorted, q, alpha);
+    }
+    let (l, u) = order_statistic_ranks(effective, q, alpha)?;
+    let scale = n as f64 / effective as f64;
+    let lo = ((l as f64 * scale).floor() as usize).clamp(1, n);
+    let hi = ((u as f64 * scale).ceil() as usize).clamp(1, n);
+    Some((sorted[lo - 1], sorted[hi - 1]))
+}
+
+/// The 1-based ranks (l, u) of [`order_statistic_ci`] for n values.
+fn order_statistic_ranks(n: usize, q: f64, alpha: f64) -> Option<(usize, usize)> {
     let p = q / 100.0;
     if n == 0 || p <= 0.0 || p >= 1.0 {
         return None;
@@ -244,7 +272,7 @@ pub(crate) fn order_statistic_ci(sorted: &[f64], q: f64, alpha: f64) -> Option<(
         .take(n)
         .take_while(|c| **c < 1.0 - alpha / 2.0)
         .count();
-    (l >= 1 && u <= n).then(|| (sorted[l - 1], sorted[u - 1]))
+    (l >= 1 && u <= n).then_some((l, u))
 }
 
 /// The smallest sample with a two-sided distribution-free interval of the q-th percentile at
@@ -369,6 +397,27 @@ mod tests {
             let got = mcnemar_exact(b, c);
             assert!(close(got, want, 1e-9), "b={b} c={c}: {got} vs scipy {want}");
         }
+    }
+
+    #[test]
+    fn fewer_effective_values_widen_the_order_statistic_interval() {
+        let sorted: Vec<f64> = (0..1000).map(f64::from).collect();
+        let full = order_statistic_ci(&sorted, 50.0, 0.05).unwrap();
+        assert_eq!(
+            order_statistic_ci_effective(&sorted, 50.0, 0.05, 1000),
+            Some(full)
+        );
+        assert_eq!(
+            order_statistic_ci_effective(&sorted, 50.0, 0.05, 5000),
+            Some(full)
+        );
+        // Worth 100: the ranks of Binomial(100, ½) (40 and 61) at the same fractions of 1000.
+        let (l100, u100) = order_statistic_ranks(100, 50.0, 0.05).unwrap();
+        let (lo, hi) = order_statistic_ci_effective(&sorted, 50.0, 0.05, 100).unwrap();
+        assert_eq!((lo, hi), ((l100 * 10 - 1) as f64, (u100 * 10 - 1) as f64));
+        assert!(lo < full.0 && hi > full.1);
+        // Worth fewer than p99's rule asks: no interval.
+        assert_eq!(order_statistic_ci_effective(&sorted, 99.0, 0.05, 100), None);
     }
 
     #[test]

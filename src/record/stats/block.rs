@@ -11,12 +11,28 @@
 
 use crate::record::rng::SplitMix64;
 
-/// The circular block bootstrap's block length for `series` (in its time order): 1 where
-/// no lag's autocorrelation is significant; at most min(3√n, n/3).
-pub(crate) fn block_length(series: &[f64]) -> usize {
+/// What the block length and the effective sample size rest on: the series' spectral
+/// estimates at frequency 0 over lags |k| ≤ M = 2m̂ (m̂ by Politis' flat-top rule), weighted by
+/// the flat-top kernel.
+struct Spectrum {
+    n: usize,
+    /// The largest block: min(3√n, n/3).
+    b_max: usize,
+    /// No lag's autocorrelation is significant (m̂ = 0).
+    flat: bool,
+    /// Σ λ(k/M)·|k|·R(k) over |k| ≤ M.
+    g: f64,
+    /// The long-run variance Σ λ(k/M)·R(k) over |k| ≤ M.
+    lrv: f64,
+    /// The variance R(0).
+    r0: f64,
+}
+
+/// None for fewer than 8 values or a constant series.
+fn spectrum(series: &[f64]) -> Option<Spectrum> {
     let n = series.len();
     if n < 8 {
-        return 1;
+        return None;
     }
     let nf = n as f64;
     let mean = series.iter().sum::<f64>() / nf;
@@ -24,7 +40,7 @@ pub(crate) fn block_length(series: &[f64]) -> usize {
     let autocov = |k: usize| dev.iter().zip(&dev[k..]).map(|(a, b)| a * b).sum::<f64>() / nf;
     let r0 = autocov(0);
     if r0 <= 0.0 || !r0.is_finite() {
-        return 1;
+        return None;
     }
     let b_max = (3.0 * nf.sqrt()).min(nf / 3.0).ceil() as usize;
     // The flat-top rule: the first lag m after which k_n lags in a row are insignificant
@@ -36,10 +52,6 @@ pub(crate) fn block_length(series: &[f64]) -> usize {
     let m = (0..=max_lag)
         .find(|&m| (1..=k_n).all(|k| rho.get(m + k).is_none_or(|r| r.abs() < bound)))
         .unwrap_or(max_lag);
-    if m == 0 {
-        return 1;
-    }
-    // The spectral estimates over lags |k| ≤ M = 2m, weighted by the flat-top kernel.
     let big_m = (2 * m).min(max_lag);
     let flat_top = |k: usize| {
         let t = k as f64 / big_m as f64;
@@ -49,18 +61,58 @@ pub(crate) fn block_length(series: &[f64]) -> usize {
             2.0 * (1.0 - t)
         }
     };
-    let (mut g, mut s0) = (0.0, r0);
+    let (mut g, mut lrv) = (0.0, r0);
     for (k, r) in rho.iter().enumerate().take(big_m + 1).skip(1) {
         let w = flat_top(k) * r * r0;
         g += 2.0 * k as f64 * w;
-        s0 += 2.0 * w;
+        lrv += 2.0 * w;
     }
-    let d_cb = 4.0 / 3.0 * s0 * s0;
+    Some(Spectrum {
+        n,
+        b_max,
+        flat: m == 0,
+        g,
+        lrv,
+        r0,
+    })
+}
+
+/// The circular block bootstrap's block length for `series` (in its time order): 1 where
+/// no lag's autocorrelation is significant; at most min(3√n, n/3).
+pub(crate) fn block_length(series: &[f64]) -> usize {
+    let Some(sp) = spectrum(series) else {
+        return 1;
+    };
+    if sp.flat {
+        return 1;
+    }
+    let d_cb = 4.0 / 3.0 * sp.lrv * sp.lrv;
     if d_cb <= 0.0 || !d_cb.is_finite() {
-        return b_max.max(1);
+        return sp.b_max.max(1);
     }
-    let b = (2.0 * g * g / d_cb).cbrt() * nf.cbrt();
-    (b.ceil() as usize).clamp(1, b_max.max(1))
+    let b = (2.0 * sp.g * sp.g / d_cb).cbrt() * (sp.n as f64).cbrt();
+    (b.ceil() as usize).clamp(1, sp.b_max.max(1))
+}
+
+/// How many independent values `series` (in its time order) is worth for its q-th percentile
+/// (0–100): n · Var(I) / LRV(I) of the indicator I_t = [x_t ≤ the percentile], whose long-run
+/// variance is what a sample percentile's variance rests on. n where neighbours do not move
+/// together (never more than n: a negative correlation is not counted as information).
+pub(crate) fn percentile_effective_n(series: &[f64], q: f64) -> usize {
+    let n = series.len();
+    let mut sorted = series.to_vec();
+    let Some(cut) = crate::record::stats::pct_of(&mut sorted, q) else {
+        return n;
+    };
+    let indicator: Vec<f64> = series
+        .iter()
+        .map(|x| f64::from(u8::from(*x <= cut)))
+        .collect();
+    match spectrum(&indicator) {
+        Some(sp) if !sp.flat && sp.lrv > sp.r0 => ((n as f64) * sp.r0 / sp.lrv).floor() as usize,
+        _ => n,
+    }
+    .clamp(1, n.max(1))
 }
 
 /// One circular block-bootstrap resample of `series` into `into`: blocks of `b` consecutive
@@ -116,6 +168,23 @@ mod tests {
         assert_eq!(block_length(&trend), (3.0 * 300f64.sqrt()).ceil() as usize);
         assert_eq!(block_length(&[5.0; 100]), 1);
         assert_eq!(block_length(&[1.0, 2.0, 3.0]), 1);
+    }
+
+    #[test]
+    fn a_dependent_series_is_worth_fewer_values_for_its_percentiles() {
+        let mut rng = SplitMix64::new(11);
+        let iid = ar1(0.0, 2000, &mut rng);
+        for q in [50.0, 95.0] {
+            let e = percentile_effective_n(&iid, q);
+            assert!(e >= 1800, "iid q{q}: {e}");
+        }
+        // φ = 0.8: the median's indicator has a long-run variance several times its variance
+        // (for a Gaussian AR(1), Σ (2/π)·arcsin(φ^|k|) over k ≈ 5.6).
+        let ar = ar1(0.8, 2000, &mut rng);
+        let e = percentile_effective_n(&ar, 50.0);
+        assert!((150..=800).contains(&e), "{e}");
+        assert_eq!(percentile_effective_n(&[1.0; 50], 50.0), 50);
+        assert_eq!(percentile_effective_n(&[], 50.0), 0);
     }
 
     #[test]
