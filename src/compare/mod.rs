@@ -211,99 +211,11 @@ pub(crate) struct Change {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
     /// Requests each at their own instant whose neighbours in time moved together (a closed
-    /// or open loop's overlap, a stream's drift): the smaller side's effective number of
-    /// independent requests for this percentile, which its interval rests on (absent where
+    /// or open loop's overlap, a stream's drift): each side's requests and the independent
+    /// ones they are worth for this percentile, which its interval rests on (absent where
     /// each side's requests are worth their count).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub effective: Option<usize>,
-}
-
-/// Each side's percentile interval has coverage 1 − SIDE_ALPHA (97.5 %), so that the ratio's
-/// interval built from both covers at least 95 %.
-const SIDE_ALPHA: f64 = 0.025;
-
-/// The interval of B's percentile over A's, minus 1, from each side's distribution-free
-/// order-statistic interval (`record::paired::order_statistic_ci`, 97.5 % each): when both
-/// hold their true percentile — at least 95 % of the time — the true ratio lies within
-/// [B_low / A_high, B_high / A_low] − 1. A side whose requests moved together in time is
-/// worth fewer independent requests (`effective`, per side), and its interval is as wide as
-/// that many would leave it. None when either side has too few for its interval, or A's may
-/// be zero.
-fn percentile_ratio_ci(
-    a: &[f64],
-    b: &[f64],
-    q: f64,
-    effective: (usize, usize),
-) -> Option<(f64, f64)> {
-    let sorted = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    use crate::record::paired::order_statistic_ci_effective as ci;
-    let (al, ah) = ci(&sorted(a), q, SIDE_ALPHA, effective.0)?;
-    let (bl, bh) = ci(&sorted(b), q, SIDE_ALPHA, effective.1)?;
-    (al > 0.0).then(|| (bl / ah - 1.0, bh / al - 1.0))
-}
-
-/// How many independent requests a side's values are worth for the q-th percentile: their
-/// count, unless they have their instants (`at`) and neighbours in time moved together
-/// (`record::stats::block::percentile_effective_n`).
-fn effective_n(values: &[f64], at: &[i64], q: f64) -> usize {
-    if at.len() != values.len() {
-        return values.len();
-    }
-    use crate::record::stats::block;
-    block::percentile_effective_n(&block::in_time_order(values, at), q)
-}
-
-/// The interval of B's percentile over A's, minus 1, when either side's requests came in
-/// groups (see [`crate::record::stats::batches`]; a side without groups is one group per
-/// request): whole groups of each side resampled on their own, 95 % percentile-bootstrap
-/// interval of the ratio. None when either side has fewer groups than its percentile's
-/// order-statistic rule asks of independent requests.
-fn grouped_ratio_ci(
-    ga: &[Vec<f64>],
-    gb: &[Vec<f64>],
-    q: f64,
-    seed: u64,
-    metric: &str,
-) -> Option<(f64, f64)> {
-    use crate::record::stats::resample_groups;
-    let min = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
-    if ga.len() < min || gb.len() < min {
-        return None;
-    }
-    let mut rng = SplitMix64::derive(seed, &format!("{metric}/groups"));
-    let (mut sa, mut sb) = (Vec::new(), Vec::new());
-    crate::record::stats::interval95(
-        (0..ROUNDS)
-            .filter_map(|_| {
-                resample_groups(ga, &mut rng, &mut sa);
-                resample_groups(gb, &mut rng, &mut sb);
-                ratio(pct_of(&mut sa, q), pct_of(&mut sb, q))
-            })
-            .collect(),
-    )
-}
-
-/// The 95 % percentile-bootstrap interval of the relative change of a mean (each side's
-/// values resampled on their own).
-fn mean_ratio_ci(a: &[f64], b: &[f64], seed: u64, metric: &str) -> Option<(f64, f64)> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let mut rng = SplitMix64::derive(seed, metric);
-    crate::record::stats::interval95(
-        (0..ROUNDS)
-            .filter_map(|_| {
-                ratio(
-                    mean_of(&mut resample(a, &mut rng)),
-                    mean_of(&mut resample(b, &mut rng)),
-                )
-            })
-            .collect(),
-    )
+    pub effective: Option<Effective>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -383,7 +295,16 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             } else {
                 (va.len(), vb.len())
             };
-            let effective = (eff.0 < va.len() || eff.1 < vb.len()).then_some(eff.0.min(eff.1));
+            let effective = (eff.0 < va.len() || eff.1 < vb.len()).then_some(Effective {
+                a: Worth {
+                    n: va.len(),
+                    worth: eff.0,
+                },
+                b: Worth {
+                    n: vb.len(),
+                    worth: eff.1,
+                },
+            });
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
             } else if groups.is_some() {
@@ -403,7 +324,9 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
             let inflation = |e: usize, n: usize| n as f64 / e.max(1) as f64;
             let interval_from = (q >= 0.0).then(|| {
-                let f = inflation(eff.0, va.len()).max(inflation(eff.1, vb.len()));
+                let f = inflation(eff.0, va.len())
+                    .max(inflation(eff.1, vb.len()))
+                    .max(1.0);
                 (min_n as f64 * f).ceil() as usize
             });
             Change {
@@ -510,6 +433,8 @@ pub(crate) fn compare(
 
 mod errors;
 mod gate;
+mod interval;
+use interval::*;
 pub(crate) mod machine;
 mod show;
 pub(crate) use gate::*;
@@ -564,8 +489,13 @@ mod tests {
         b.ttft_group = a.ttft_group.clone();
         let dependent = change("ttft_p50", &a, &b, 3);
         let e = dependent.effective.unwrap();
-        assert!((100..600).contains(&e), "{e}");
-        assert!(dependent.interval_from.unwrap() > 7, "{dependent:?}");
+        assert_eq!((e.a.n, e.b.n), (1000, 1000));
+        // B is A's series scaled: the same indicator, worth the same.
+        assert_eq!(e.a.worth, e.b.worth);
+        assert!((100..600).contains(&e.a.worth), "{e:?}");
+        // p50's rule asks 7 independent requests per side (at 97.5 %): 1000 / worth times 7.
+        let need = (7.0 * 1000.0 / e.a.worth as f64).ceil() as usize;
+        assert_eq!(dependent.interval_from, Some(need), "{dependent:?}");
         let mut order: Vec<i64> = (0..1000).collect();
         rng.shuffle(&mut order);
         sa.ttft_group = order.clone();

@@ -102,7 +102,9 @@ pub(super) fn cells(c: &Change) -> [String; 6] {
             (Some(n), Some(p)) => format!("{n} (McNemar p {})", crate::report::answer::fmt_p(p)),
             (Some(n), None) => match (c.groups, c.effective) {
                 (Some(g), _) => format!("{n} in {g} batches"),
-                (None, Some(e)) => format!("{n} (worth {e})"),
+                (None, Some(e)) => {
+                    format!("{}/{} (worth {}/{})", e.a.n, e.b.n, e.a.worth, e.b.worth)
+                }
                 (None, None) => n.to_string(),
             },
             _ => "–".into(),
@@ -111,7 +113,7 @@ pub(super) fn cells(c: &Change) -> [String; 6] {
 }
 
 /// What the intervals cover, said under the tables.
-const SCOPE: &str = "Intervals resample each run's requests (a batch's as one; `worth N`: requests that moved together in time, worth N independent ones): they cover the noise between requests within a run, not a change of the machine between the runs; declare repeats to see how much runs vary.\n";
+const SCOPE: &str = "Intervals resample each run's requests (a batch's as one; `A/B (worth a/b)`: each side's requests, which moved together in time, and the independent ones they are worth): they cover the noise between requests within a run, not a change of the machine between the runs; declare repeats to see how much runs vary.\n";
 
 /// The configurations only one side ran.
 fn unmatched(only_a: &[String], only_b: &[String]) -> String {

@@ -44,9 +44,9 @@ pub(crate) fn cpu_model() -> String {
 }
 
 /// The CPU model a /proc/cpuinfo text names: its `model name` (x86), else, on Arm, where the
-/// kernel gives no name, the core's implementer and part numbers (with the core's name for the
-/// server cores whose numbers Arm publishes), so that two Arm machines of other cores do not
-/// read alike; `unknown` where it says neither.
+/// kernel gives no name, the first core's implementer and part numbers (with the core's name
+/// for the server cores whose numbers Arm publishes), so that two Arm machines of other cores
+/// do not read alike; `unknown` where it says neither.
 pub(crate) fn cpu_model_of(cpuinfo: &str) -> String {
     let field = |key: &str| {
         cpuinfo
@@ -56,8 +56,10 @@ pub(crate) fn cpu_model_of(cpuinfo: &str) -> String {
             .map(|(_, v)| v.trim().to_string())
             .filter(|v| !v.is_empty())
     };
-    if let Some(name) = field("model name") {
-        return name;
+    // x86: exactly as bench360 has always read it (the text between the first and a second
+    // colon, trimmed, empty if empty), so that no x86 key moves.
+    if let Some(l) = cpuinfo.lines().find(|l| l.starts_with("model name")) {
+        return l.split(':').nth(1).unwrap_or_default().trim().to_string();
     }
     let (Some(implementer), Some(part)) = (field("CPU implementer"), field("CPU part")) else {
         return "unknown".into();

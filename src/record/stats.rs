@@ -377,22 +377,23 @@ pub(crate) fn resample_groups(
     }
 }
 
-/// [`bootstrap_ci`] of a percentile-like `stat` when requests came in groups (see
-/// [`batches`]): whole groups are resampled, and there is no interval with fewer than
-/// `min_groups` of them (a percentile's interval needs as many independent observations as
-/// its order-statistic rule asks of requests). Ungrouped values (one per instant, or no
-/// group names): [`time_block_bootstrap_ci`], which is exactly [`bootstrap_ci`] where
-/// neighbours in time do not move together.
+/// The 95 % bootstrap interval of the q-th percentile (0–100) of a run's requests. Requests
+/// that came in groups (see [`batches`]): whole groups are resampled, and there is no
+/// interval with fewer than `min_groups` of them (a percentile's interval needs as many
+/// independent observations as its order-statistic rule asks of requests). Requests each at
+/// their own instant: [`time_block_bootstrap_ci`], which is exactly [`bootstrap_ci`] where
+/// neighbours in time do not move together. No instants: [`bootstrap_ci`].
 pub(crate) fn grouped_bootstrap_ci(
     values: &[f64],
     groups: &[i64],
+    q: f64,
     min_groups: usize,
     rounds: usize,
     seed: u64,
-    stat: impl Fn(&mut [f64]) -> Option<f64>,
 ) -> Option<(f64, f64)> {
+    let stat = move |v: &mut [f64]| pct_of(v, q);
     let Some(gs) = batches(values, groups) else {
-        return time_block_bootstrap_ci(values, groups, rounds, seed, stat);
+        return time_block_bootstrap_ci(values, groups, q, rounds, seed);
     };
     if gs.len() < min_groups.max(2) {
         return None;
@@ -409,23 +410,25 @@ pub(crate) fn grouped_bootstrap_ci(
     interval95(estimates)
 }
 
-/// [`bootstrap_ci`] of requests that each have their own instant (`at`, one per value), in
-/// their time order with the circular block bootstrap ([`block::block_length`]): neighbours
-/// in time share the server's state, so runs of them are resampled together, as long as the
-/// series' autocorrelation asks (blocks of one, the ordinary bootstrap, where it has none).
+/// [`bootstrap_ci`] of the q-th percentile of requests that each have their own instant
+/// (`at`, one per value), in their time order with the circular block bootstrap
+/// ([`block::percentile_block_length`]): neighbours in time share the server's state, so runs
+/// of them are resampled together, as long as the autocorrelation of which requests fall
+/// below the percentile asks (blocks of one, the ordinary bootstrap, where it has none).
 /// Without instants: the ordinary bootstrap.
 fn time_block_bootstrap_ci(
     values: &[f64],
     at: &[i64],
+    q: f64,
     rounds: usize,
     seed: u64,
-    stat: impl Fn(&mut [f64]) -> Option<f64>,
 ) -> Option<(f64, f64)> {
+    let stat = move |v: &mut [f64]| pct_of(v, q);
     if at.len() != values.len() {
         return bootstrap_ci(values, rounds, seed, stat);
     }
     let series = block::in_time_order(values, at);
-    let b = block::block_length(&series);
+    let b = block::percentile_block_length(&series, q);
     if b <= 1 {
         return bootstrap_ci(values, rounds, seed, stat);
     }

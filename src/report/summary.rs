@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::ColdStart;
-use crate::record::stats::{
-    self, bootstrap_ci, cluster_bootstrap_mean_ci, mean_of, pct_of, RunStats,
-};
+use crate::record::stats::{self, bootstrap_ci, cluster_bootstrap_mean_ci, mean_of, RunStats};
 use crate::record::Columns;
 use crate::spec::{Cost, Slo};
 use crate::trace::Cell;
@@ -213,10 +211,10 @@ fn latency_ci(values: &[f64], groups: &[i64], q: f64, seed: u64) -> Option<(f64,
     crate::record::stats::grouped_bootstrap_ci(
         values,
         groups,
+        q,
         crate::record::paired::percentile_min_n(q),
         ROUNDS,
         seed,
-        move |v: &mut [f64]| pct_of(v, q),
     )
 }
 

@@ -94,32 +94,60 @@ pub(crate) fn block_length(series: &[f64]) -> usize {
     (b.ceil() as usize).clamp(1, sp.b_max.max(1))
 }
 
+/// The fewest values on the rarer side of a percentile whose indicator's autocorrelation is
+/// estimated: below that, one or two chance neighbours among a handful of slow requests read
+/// as dependence. A thinner tail takes the dependence of the nearest percentile that has them.
+const MIN_TAIL: usize = 30;
+
+/// The indicator I_t = [x_t ≤ the p-th percentile] of `series`, p the q-th percentile (0–100)
+/// moved in from the tail until MIN_TAIL values lie beyond it: the series whose long-run
+/// variance a sample percentile's variance rests on. None with fewer than 2·MIN_TAIL values.
+fn indicator(series: &[f64], q: f64) -> Option<Vec<f64>> {
+    let n = series.len();
+    if n < 2 * MIN_TAIL {
+        return None;
+    }
+    let edge = 100.0 * MIN_TAIL as f64 / n as f64;
+    let q = q.clamp(edge, 100.0 - edge);
+    let mut sorted = series.to_vec();
+    let cut = crate::record::stats::pct_of(&mut sorted, q)?;
+    Some(
+        series
+            .iter()
+            .map(|x| f64::from(u8::from(*x <= cut)))
+            .collect(),
+    )
+}
+
 /// How many independent values `series` (in its time order) is worth for its q-th percentile
-/// (0–100): n · Var(I) / LRV(I) of the indicator I_t = [x_t ≤ the percentile], whose long-run
-/// variance is what a sample percentile's variance rests on. n where neighbours do not move
-/// together (never more than n: a negative correlation is not counted as information).
+/// (0–100): n · Var(I) / LRV(I) of its [`indicator`]. n where neighbours do not move together,
+/// where fewer than 2·MIN_TAIL values leave dependence unmeasured, and never more than n (a
+/// negative correlation is not counted as information).
 pub(crate) fn percentile_effective_n(series: &[f64], q: f64) -> usize {
     let n = series.len();
-    let mut sorted = series.to_vec();
-    let Some(cut) = crate::record::stats::pct_of(&mut sorted, q) else {
+    let Some(ind) = indicator(series, q) else {
         return n;
     };
-    let indicator: Vec<f64> = series
-        .iter()
-        .map(|x| f64::from(u8::from(*x <= cut)))
-        .collect();
-    match spectrum(&indicator) {
+    match spectrum(&ind) {
         Some(sp) if !sp.flat && sp.lrv > sp.r0 => ((n as f64) * sp.r0 / sp.lrv).floor() as usize,
         _ => n,
     }
-    .clamp(1, n.max(1))
+    .clamp(1, n)
+}
+
+/// The circular block bootstrap's block length for the q-th percentile of `series` (in its
+/// time order): [`block_length`] of its [`indicator`], since a percentile moves with which
+/// requests fall below it — the raw values' autocorrelation is ruled by a few outliers. 1
+/// with fewer than 2·MIN_TAIL values.
+pub(crate) fn percentile_block_length(series: &[f64], q: f64) -> usize {
+    indicator(series, q).map_or(1, |ind| block_length(&ind))
 }
 
 /// One circular block-bootstrap resample of `series` into `into`: blocks of `b` consecutive
 /// values (wrapping at the end), each starting at a uniformly drawn position, until `into`
 /// holds as many values as `series`.
 pub(crate) fn resample_blocks(series: &[f64], b: usize, rng: &mut SplitMix64, into: &mut Vec<f64>) {
-    let n = series.len();
+    let (n, b) = (series.len(), b.max(1));
     into.clear();
     while into.len() < n {
         let start = rng.below(n);
@@ -131,6 +159,7 @@ pub(crate) fn resample_blocks(series: &[f64], b: usize, rng: &mut SplitMix64, in
 /// The values in their requests' time order (`at`: each value's scheduled instant; ties keep
 /// their order).
 pub(crate) fn in_time_order(values: &[f64], at: &[i64]) -> Vec<f64> {
+    debug_assert_eq!(values.len(), at.len());
     let mut idx: Vec<usize> = (0..values.len()).collect();
     idx.sort_by_key(|&i| at[i]);
     idx.into_iter().map(|i| values[i]).collect()
@@ -156,7 +185,7 @@ mod tests {
     fn independent_requests_get_blocks_of_one_and_dependent_ones_longer_blocks() {
         let mut rng = SplitMix64::new(7);
         let iid = ar1(0.0, 1000, &mut rng);
-        assert!(block_length(&iid) <= 2, "{}", block_length(&iid));
+        assert_eq!(block_length(&iid), 1);
         let ar = ar1(0.8, 1000, &mut rng);
         let b = block_length(&ar);
         // The optimal circular block for φ = 0.8 at n = 1000 is (2G²/D)^⅓·n^⅓ with
@@ -185,6 +214,35 @@ mod tests {
         assert!((150..=800).contains(&e), "{e}");
         assert_eq!(percentile_effective_n(&[1.0; 50], 50.0), 50);
         assert_eq!(percentile_effective_n(&[], 50.0), 0);
+    }
+
+    #[test]
+    fn a_thin_tail_of_independent_requests_does_not_read_as_dependence() {
+        // p99 of 500 requests has five beyond it: two of them side by side by chance must not
+        // cost the percentile its interval (437 are needed for one at p99).
+        let mut rng = SplitMix64::new(3);
+        let reps = 200;
+        let whole = (0..reps)
+            .filter(|_| percentile_effective_n(&ar1(0.0, 500, &mut rng), 99.0) == 500)
+            .count();
+        assert!(whole >= reps * 95 / 100, "{whole} of {reps}");
+    }
+
+    #[test]
+    fn a_few_stalls_do_not_hide_the_dependence_of_the_rest() {
+        // AR(1) requests with 2 % independent stalls a hundred times as slow: the raw values'
+        // autocorrelation is the stalls', the median's indicator still sees the dependence.
+        let mut rng = SplitMix64::new(8);
+        let x: Vec<f64> = ar1(0.7, 1000, &mut rng)
+            .into_iter()
+            .map(|v| if rng.next_f64() < 0.02 { 100.0 + v } else { v })
+            .collect();
+        assert!(
+            percentile_block_length(&x, 50.0) > 3,
+            "{}",
+            percentile_block_length(&x, 50.0)
+        );
+        assert!(percentile_effective_n(&x, 50.0) < 600);
     }
 
     #[test]
@@ -218,7 +276,7 @@ mod tests {
             let x = ar1(0.7, 300, &mut rng);
             let at: Vec<i64> = (0..300).collect();
             let covers = |c: Option<(f64, f64)>| c.is_some_and(|(lo, hi)| lo <= 0.0 && 0.0 <= hi);
-            block_hits += usize::from(covers(grouped_bootstrap_ci(&x, &at, 6, 400, rep, p50)));
+            block_hits += usize::from(covers(grouped_bootstrap_ci(&x, &at, 50.0, 6, 400, rep)));
             plain_hits += usize::from(covers(bootstrap_ci(&x, 400, rep, p50)));
         }
         let (block, plain) = (

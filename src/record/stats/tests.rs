@@ -13,9 +13,8 @@ fn latencies_sent_together_are_resampled_together() {
     let mut apart: Vec<i64> = (0..40).collect();
     crate::record::rng::SplitMix64::new(9).shuffle(&mut apart);
     assert_eq!(batches(&v, &apart), None);
-    assert_eq!(block::block_length(&block::in_time_order(&v, &apart)), 1);
     assert_eq!(
-        grouped_bootstrap_ci(&v, &apart, 6, 500, 3, p50),
+        grouped_bootstrap_ci(&v, &apart, 50.0, 6, 500, 3),
         bootstrap_ci(&v, 500, 3, p50)
     );
     assert_eq!(batches(&v, &[]), None);
@@ -26,12 +25,12 @@ fn latencies_sent_together_are_resampled_together() {
     assert!(split.iter().all(|b| b.len() == 4));
     let w = |c: Option<(f64, f64)>| c.map(|(lo, hi)| hi - lo).unwrap();
     let (by_batch, by_request) = (
-        grouped_bootstrap_ci(&v, &batches, 6, 500, 3, p50),
+        grouped_bootstrap_ci(&v, &batches, 50.0, 6, 500, 3),
         bootstrap_ci(&v, 500, 3, p50),
     );
     assert!(w(by_batch) > w(by_request), "{by_batch:?} {by_request:?}");
     // Fewer batches than the percentile's rule asks for: no interval.
-    assert_eq!(grouped_bootstrap_ci(&v, &batches, 11, 500, 3, p50), None);
+    assert_eq!(grouped_bootstrap_ci(&v, &batches, 50.0, 11, 500, 3), None);
     // The distribution counts its batches as its observations.
     let d = Dist::of_scheduled(v.iter().copied().zip(batches.iter().copied()).collect());
     assert_eq!((d.n, d.groups, d.observations()), (40, Some(10), 10));
