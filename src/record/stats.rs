@@ -36,7 +36,17 @@ pub(crate) struct Dist {
     /// fewer than `n` (see [`batches`]). None: one request per instant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
+    /// Where requests each had their own instant and neighbours in time moved together: the
+    /// independent requests p50, p90, p95 and p99 are worth
+    /// ([`block::percentile_effective_n`]), None where a percentile's are worth their count.
+    /// Set by the report from the per-request values in time order ([`Dist::weigh`]); not
+    /// recorded.
+    #[serde(skip)]
+    pub worth: [Option<usize>; 4],
 }
+
+/// The percentiles [`Dist::worth`] holds, in its order.
+const WORTH_AT: [f64; 4] = [50.0, 90.0, 95.0, 99.0];
 
 /// Linear-interpolation percentile of sorted values, q in [0, 100].
 pub(crate) fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -72,6 +82,7 @@ impl Dist {
             p99: percentile(&v, 99.0),
             max: v.last().copied(),
             groups: None,
+            worth: [None; 4],
         }
     }
 
@@ -89,6 +100,30 @@ impl Dist {
     /// The independent observations behind the percentiles: the groups, else the values.
     pub fn observations(&self) -> usize {
         self.groups.unwrap_or(self.n)
+    }
+
+    /// The independent observations behind the q-th percentile: [`Dist::observations`], or
+    /// fewer where requests that moved together in time are worth fewer ([`Dist::worth`]).
+    pub fn observations_at(&self, q: f64) -> usize {
+        let worth = WORTH_AT
+            .iter()
+            .position(|w| *w == q)
+            .and_then(|i| self.worth[i]);
+        worth.map_or(self.observations(), |w| w.min(self.observations()))
+    }
+
+    /// Sets [`Dist::worth`] from the distribution's values with their requests' scheduled
+    /// instants (`at`, one per value): nothing where requests came in groups (their groups
+    /// are the observations) or without instants.
+    pub fn weigh(&mut self, values: &[f64], at: &[i64]) {
+        if at.len() != values.len() || batches(values, at).is_some() {
+            return;
+        }
+        let series = block::in_time_order(values, at);
+        for (slot, q) in self.worth.iter_mut().zip(WORTH_AT) {
+            let e = block::percentile_effective_n(&series, q);
+            *slot = (e < series.len()).then_some(e);
+        }
     }
 }
 

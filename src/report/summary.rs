@@ -218,8 +218,14 @@ fn latency_ci(values: &[f64], groups: &[i64], q: f64, seed: u64) -> Option<(f64,
     )
 }
 
-pub(crate) fn derive(data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
+pub(crate) fn derive(mut data: RunData, slo: &Slo, cost: Option<&Cost>) -> Row {
     let seed = seed_of(&data.run_key);
+    // What each recorded percentile rests on, where neighbours in time moved together.
+    if let Some(s) = data.stats.as_mut() {
+        s.ttft_ms.weigh(&data.ttft_ms, &data.ttft_group);
+        s.tpot_ms.weigh(&data.tpot_ms, &data.tpot_group);
+        s.e2e_ms.weigh(&data.e2e_ms, &data.e2e_group);
+    }
     let mut row = Row {
         // Requests sent together are resampled together (see `RunData::ttft_group`).
         ttft_p50_ci: latency_ci(&data.ttft_ms, &data.ttft_group, 50.0, seed),

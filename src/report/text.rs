@@ -170,8 +170,9 @@ pub(crate) const THIN: &str = "†";
 
 /// `†` when the q-th percentile of `d` rests on fewer values than [`percentile_min_n`].
 pub(crate) fn thin(d: &Dist, q: f64) -> &'static str {
-    // Requests sent together count once (`Dist::groups`).
-    if d.n > 0 && d.observations() < percentile_min_n(q) {
+    // Requests sent together count once (`Dist::groups`); requests that moved together in
+    // time count as what they are worth (`Dist::worth`).
+    if d.n > 0 && d.observations_at(q) < percentile_min_n(q) {
         THIN
     } else {
         ""
@@ -190,7 +191,7 @@ pub(crate) fn any_thin(rows: &[Row]) -> bool {
 /// The rule behind [`THIN`], in words.
 pub(crate) fn thin_legend() -> String {
     format!(
-        "{THIN}: fewer requests (batches, where requests were sent together) than a distribution-free 95 % interval of that percentile needs (the order-statistic rule: n ≥ ln 0.025 / ln q, i.e. p90 {}, p95 {}, p99 {}); read it as a rough estimate.",
+        "{THIN}: fewer requests (batches, where requests were sent together; the independent requests they are worth, where neighbours in time moved together) than a distribution-free 95 % interval of that percentile needs (the order-statistic rule: n ≥ ln 0.025 / ln q, i.e. p90 {}, p95 {}, p99 {}); read it as a rough estimate.",
         percentile_min_n(90.0),
         percentile_min_n(95.0),
         percentile_min_n(99.0)
@@ -454,6 +455,22 @@ pub(crate) fn per_correct_markdown(rows: &[Row], currency: Option<&str>) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_percentile_is_thin_below_what_its_requests_are_worth() {
+        let d = Dist {
+            n: 1000,
+            ..Default::default()
+        };
+        assert_eq!((thin(&d, 99.0), thin(&d, 50.0)), ("", ""));
+        // Requests that moved together in time, worth 200 for p99 and 400 for p50.
+        let weighed = Dist {
+            worth: [Some(400), None, None, Some(200)],
+            ..d
+        };
+        assert_eq!((thin(&weighed, 99.0), thin(&weighed, 50.0)), (THIN, ""));
+        assert!(thin_legend().contains("worth"));
+    }
 
     #[test]
     fn configurations_not_run_yet_share_one_line() {

@@ -225,3 +225,41 @@ fn an_output_that_arrived_in_one_event_has_no_time_per_token() {
         Some(1.0)
     );
 }
+
+#[test]
+fn a_distribution_weighed_in_time_order_counts_what_its_requests_are_worth() {
+    // 1000 requests, neighbours moving together (AR(1), φ = 0.9), one per instant.
+    let mut rng = crate::record::rng::SplitMix64::new(4);
+    let mut x = 0.0;
+    let v: Vec<f64> = (0..1000)
+        .map(|_| {
+            x = 0.9 * x + rng.normal();
+            50.0 + x
+        })
+        .collect();
+    let at: Vec<i64> = (0..1000).collect();
+    let mut d = Dist::of_scheduled(v.iter().copied().zip(at.iter().copied()).collect());
+    assert_eq!(d.observations_at(99.0), 1000);
+    d.weigh(&v, &at);
+    assert!(
+        d.worth.iter().all(|w| w.is_some_and(|w| w < 1000)),
+        "{:?}",
+        d.worth
+    );
+    assert!(d.observations_at(99.0) < 368, "{:?}", d.worth);
+    assert_eq!(d.observations(), 1000);
+    // Not recorded: stats.json is what the run wrote.
+    let json = serde_json::to_string(&d).unwrap();
+    assert!(!json.contains("worth"), "{json}");
+    // The same values in a scrambled order are worth their count.
+    let mut order = at.clone();
+    rng.shuffle(&mut order);
+    let mut e = Dist::of(v.clone());
+    e.weigh(&v, &order);
+    assert_eq!(e.worth, [None; 4]);
+    // Batches are counted by their groups, not weighed.
+    let batched: Vec<i64> = (0..1000).map(|i| i / 10).collect();
+    let mut b = Dist::of_scheduled(v.iter().copied().zip(batched.iter().copied()).collect());
+    b.weigh(&v, &batched);
+    assert_eq!((b.worth, b.observations_at(99.0)), ([None; 4], 100));
+}
