@@ -82,8 +82,9 @@ pub(crate) fn terminal(matched: &[Matched], only_a: &[String], only_b: &[String]
 
 const HEADER: [&str; 6] = ["metric", "A", "B", "change", "95 % CI", "n"];
 
-/// One change as shown, in [`HEADER`]'s order (`n`: requests per side, the smaller; for
-/// quality the items, paired, with McNemar's p for pass/fail metrics).
+/// One change as shown, in [`HEADER`]'s order (`n`: requests per side, the smaller — or each
+/// side's requests and what they are worth, `A/B (worth a/b)`, where requests moved together
+/// in time; for quality the items, paired, with McNemar's p for pass/fail metrics).
 pub(super) fn cells(c: &Change) -> [String; 6] {
     [
         c.metric.to_string(),
@@ -186,5 +187,29 @@ mod tests {
             "CPU: Xeon\\_8480 \\*ES\\* → EPYC\\|9654 \\<lab\\> \\[x\\] \\`y\\` \\#1 \\~z\\~ \\\\"
         );
         assert_eq!(super::md_text("plain 1.5b@vllm"), "plain 1.5b@vllm");
+    }
+
+    #[test]
+    fn requests_that_moved_together_show_what_each_side_is_worth() {
+        use super::super::{Change, Effective, Worth};
+        let c = Change {
+            metric: "ttft_p50",
+            a: Some(40.0),
+            b: Some(44.0),
+            change: Some(0.1),
+            ci: Some((0.02, 0.2)),
+            n: Some(300),
+            p: None,
+            interval_from: Some(12),
+            groups: None,
+            effective: Some(Effective {
+                a: Worth {
+                    n: 1000,
+                    worth: 240,
+                },
+                b: Worth { n: 300, worth: 300 },
+            }),
+        };
+        assert_eq!(super::cells(&c)[5], "1000/300 (worth 240/300)");
     }
 }

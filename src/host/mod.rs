@@ -57,9 +57,12 @@ pub(crate) fn cpu_model_of(cpuinfo: &str) -> String {
             .filter(|v| !v.is_empty())
     };
     // x86: exactly as bench360 has always read it (the text between the first and a second
-    // colon, trimmed, empty if empty), so that no x86 key moves.
+    // colon, trimmed, empty if empty; `unknown` without a colon), so that no x86 key moves.
     if let Some(l) = cpuinfo.lines().find(|l| l.starts_with("model name")) {
-        return l.split(':').nth(1).unwrap_or_default().trim().to_string();
+        return l
+            .split(':')
+            .nth(1)
+            .map_or_else(|| "unknown".into(), |v| v.trim().to_string());
     }
     let (Some(implementer), Some(part)) = (field("CPU implementer"), field("CPU part")) else {
         return "unknown".into();

@@ -114,9 +114,11 @@ impl Dist {
 
     /// Sets [`Dist::worth`] from the distribution's values with their requests' scheduled
     /// instants (`at`, one per value): nothing where requests came in groups (their groups
-    /// are the observations) or without instants.
+    /// are the observations), without instants, or where `values` are not as many as the
+    /// distribution counted (not its values).
     pub fn weigh(&mut self, values: &[f64], at: &[i64]) {
-        if at.len() != values.len() || batches(values, at).is_some() {
+        // Only the distribution's own values (as many as it counted), one instant each.
+        if values.len() != self.n || at.len() != values.len() || batches(values, at).is_some() {
             return;
         }
         let series = block::in_time_order(values, at);

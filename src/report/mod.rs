@@ -165,7 +165,7 @@ pub(crate) fn markdown(
         out.push_str(&format!("*Read from elsewhere:* {n}\n\n"));
     }
     out.push_str(&text::answer_markdown(answers));
-    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p95 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled. Quality with its 95 % bootstrap interval over dataset items; requests sent together (batches) count once in a percentile's sample, and `ok` says how many batches there were.\n\n");
+    out.push_str("## Runs\n\nLatencies in milliseconds as p50 / p90 / p95 / p99 over successful requests (failed requests are counted apart). TTFT = first generated token − send (a reasoning model's first reasoning token; its first answer token is under Reasoning); TPOT = (last − first generated token) / (completion tokens − 1); ITL = gap between chunks of generated text; E2E = last token − scheduled. Quality with its 95 % bootstrap interval over dataset items; requests sent together (batches) count once in a percentile's sample, and `ok` says how many batches there were; requests each at their own instant whose neighbours moved together count as the independent requests they are worth (the † rule and the intervals).\n\n");
     out.push_str(&runs_section(rows));
     if text::any_thin(rows) {
         out.push_str(&format!("\n{}\n", text::thin_legend()));

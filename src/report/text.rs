@@ -179,12 +179,13 @@ pub(crate) fn thin(d: &Dist, q: f64) -> &'static str {
     }
 }
 
-/// Whether any shown tail percentile of the rows is thin.
+/// Whether any shown tail percentile of the rows is thin (p90, p95 or p99: each has its own
+/// worth where requests moved together in time, so p99's mark no longer implies the others').
 pub(crate) fn any_thin(rows: &[Row]) -> bool {
     rows.iter().filter_map(|r| r.data.stats.as_ref()).any(|s| {
         [&s.ttft_ms, &s.tpot_ms, &s.itl_ms, &s.e2e_ms]
             .iter()
-            .any(|d| !thin(d, 99.0).is_empty())
+            .any(|d| [90.0, 95.0, 99.0].iter().any(|q| !thin(d, *q).is_empty()))
     })
 }
 
@@ -470,6 +471,23 @@ mod tests {
         };
         assert_eq!((thin(&weighed, 99.0), thin(&weighed, 50.0)), (THIN, ""));
         assert!(thin_legend().contains("worth"));
+        // p95 thin while p99 is not (p99's worth measured further in): the legend is still due.
+        let p95_only = Dist {
+            worth: [None, None, Some(50), None],
+            ..d
+        };
+        assert_eq!((thin(&p95_only, 95.0), thin(&p95_only, 99.0)), (THIN, ""));
+        let row = Row {
+            data: super::super::summary::RunData {
+                stats: Some(crate::record::stats::RunStats {
+                    ttft_ms: p95_only,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(any_thin(&[row]));
     }
 
     #[test]

@@ -48,11 +48,22 @@ fn spectrum(series: &[f64]) -> Option<Spectrum> {
     let k_n = 5usize.max(nf.log10().sqrt().ceil() as usize);
     let bound = 2.0 * (nf.log10() / nf).sqrt();
     let max_lag = b_max.min(n - 1);
-    let rho: Vec<f64> = (0..=max_lag).map(|k| autocov(k) / r0).collect();
+    // The autocorrelations as far as the search and the kernel need them (lag by lag: a
+    // series without dependence needs k_n of them, not max_lag).
+    let mut rho: Vec<f64> = vec![1.0];
+    let upto = |rho: &mut Vec<f64>, k: usize| {
+        while rho.len() <= k.min(max_lag) {
+            rho.push(autocov(rho.len()) / r0);
+        }
+    };
     let m = (0..=max_lag)
-        .find(|&m| (1..=k_n).all(|k| rho.get(m + k).is_none_or(|r| r.abs() < bound)))
+        .find(|&m| {
+            upto(&mut rho, m + k_n);
+            (1..=k_n).all(|k| rho.get(m + k).is_none_or(|r| r.abs() < bound))
+        })
         .unwrap_or(max_lag);
     let big_m = (2 * m).min(max_lag);
+    upto(&mut rho, big_m);
     let flat_top = |k: usize| {
         let t = k as f64 / big_m as f64;
         if t <= 0.5 {
@@ -237,6 +248,8 @@ mod tests {
             .into_iter()
             .map(|v| if rng.next_f64() < 0.02 { 100.0 + v } else { v })
             .collect();
+        // The raw values' autocorrelation is the stalls': no dependence seen there.
+        assert_eq!(block_length(&x), 1);
         assert!(
             percentile_block_length(&x, 50.0) > 3,
             "{}",

@@ -138,3 +138,52 @@ fn cost_per_query_formula() {
     };
     assert!((cost_per_query(&hw_only, None, 100.0, 10).unwrap() - 0.01).abs() < 1e-12);
 }
+
+#[test]
+fn each_latency_is_weighed_by_its_own_requests_in_time_order() {
+    // TTFT drifts (AR(1), φ = 0.9) over 1000 requests at their own instants; E2E holds the
+    // same values in a scrambled order. Only TTFT's percentiles are worth fewer requests.
+    let mut rng = crate::record::rng::SplitMix64::new(6);
+    let mut x = 0.0;
+    let ttft: Vec<f64> = (0..1000)
+        .map(|_| {
+            x = 0.9 * x + rng.normal();
+            50.0 + x
+        })
+        .collect();
+    let at: Vec<i64> = (0..1000).collect();
+    let mut scrambled = at.clone();
+    rng.shuffle(&mut scrambled);
+    let stats = RunStats {
+        requests: 1000,
+        ok: 1000,
+        window_s: 100.0,
+        ttft_ms: Dist::of(ttft.clone()),
+        e2e_ms: Dist::of(ttft.clone()),
+        ..Default::default()
+    };
+    let data = RunData {
+        label: "drift".into(),
+        run_key: "drift".into(),
+        stats: Some(stats),
+        ttft_ms: ttft.clone(),
+        ttft_group: at,
+        e2e_ms: ttft,
+        e2e_group: scrambled,
+        ..Default::default()
+    };
+    let row = derive(data, &slo(), None);
+    let s = row.data.stats.as_ref().unwrap();
+    assert!(
+        s.ttft_ms.worth.iter().all(Option::is_some),
+        "{:?}",
+        s.ttft_ms.worth
+    );
+    assert_eq!(
+        crate::report::text::thin(&s.ttft_ms, 99.0),
+        crate::report::text::THIN
+    );
+    assert_eq!(s.e2e_ms.worth, [None; 4]);
+    assert_eq!(crate::report::text::thin(&s.e2e_ms, 99.0), "");
+    assert_eq!(s.tpot_ms.worth, [None; 4]);
+}
