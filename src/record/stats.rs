@@ -372,12 +372,32 @@ pub(crate) fn bootstrap_ci(
     if values.len() < 2 {
         return None;
     }
+    let n = values.len();
+    resampled_ci(
+        rounds,
+        seed,
+        |rng, sample| {
+            sample.clear();
+            sample.extend((0..n).map(|_| values[rng.below(n)]));
+        },
+        stat,
+    )
+}
+
+/// The 95 % percentile-bootstrap interval of `stat` over `rounds` resamples, each drawn by
+/// `resample` into a buffer with a generator seeded by `seed`: the loop every bootstrap here
+/// shares (requests one by one, whole groups, blocks of neighbours).
+fn resampled_ci(
+    rounds: usize,
+    seed: u64,
+    mut resample: impl FnMut(&mut crate::record::rng::SplitMix64, &mut Vec<f64>),
+    stat: impl Fn(&mut [f64]) -> Option<f64>,
+) -> Option<(f64, f64)> {
     let mut rng = crate::record::rng::SplitMix64::new(seed);
+    let mut sample = Vec::new();
     let mut estimates = Vec::with_capacity(rounds);
-    let mut sample = Vec::with_capacity(values.len());
     for _ in 0..rounds {
-        sample.clear();
-        sample.extend((0..values.len()).map(|_| values[rng.below(values.len())]));
+        resample(&mut rng, &mut sample);
         if let Some(e) = stat(&mut sample) {
             estimates.push(e);
         }
@@ -435,16 +455,12 @@ pub(crate) fn grouped_bootstrap_ci(
     if gs.len() < min_groups.max(2) {
         return None;
     }
-    let mut rng = crate::record::rng::SplitMix64::new(seed);
-    let mut sample = Vec::with_capacity(values.len());
-    let mut estimates = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        resample_groups(&gs, &mut rng, &mut sample);
-        if let Some(e) = stat(&mut sample) {
-            estimates.push(e);
-        }
-    }
-    interval95(estimates)
+    resampled_ci(
+        rounds,
+        seed,
+        |rng, sample| resample_groups(&gs, rng, sample),
+        stat,
+    )
 }
 
 /// [`bootstrap_ci`] of the q-th percentile of requests that each have their own instant
@@ -469,16 +485,12 @@ fn time_block_bootstrap_ci(
     if b <= 1 {
         return bootstrap_ci(values, rounds, seed, stat);
     }
-    let mut rng = crate::record::rng::SplitMix64::new(seed);
-    let mut sample = Vec::with_capacity(series.len());
-    let mut estimates = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        block::resample_blocks(&series, b, &mut rng, &mut sample);
-        if let Some(e) = stat(&mut sample) {
-            estimates.push(e);
-        }
-    }
-    interval95(estimates)
+    resampled_ci(
+        rounds,
+        seed,
+        |rng, sample| block::resample_blocks(&series, b, rng, sample),
+        stat,
+    )
 }
 
 /// The 95 % percentile-bootstrap interval of a mean whose observations come in clusters —
