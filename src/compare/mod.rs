@@ -474,12 +474,9 @@ mod tests {
     #[test]
     fn a_percentile_of_requests_that_moved_together_rests_on_fewer() {
         let mut rng = SplitMix64::new(5);
-        let mut x = 0.0;
-        let series: Vec<f64> = (0..1000)
-            .map(|_| {
-                x = 0.8 * x + rng.normal();
-                100.0 + 10.0 * x
-            })
+        let series: Vec<f64> = crate::record::stats::block::ar1_from(0.8, 0.0, 1000, &mut rng)
+            .into_iter()
+            .map(|x| 100.0 + 10.0 * x)
             .collect();
         let (mut a, mut b) = (run("x", 1.0), run("x", 1.0));
         a.ttft_ms = series.clone();

@@ -176,20 +176,28 @@ pub(crate) fn in_time_order(values: &[f64], at: &[i64]) -> Vec<f64> {
     idx.into_iter().map(|i| values[i]).collect()
 }
 
+/// Tests' dependent series: n values of the AR(1) x_t = φ·x_{t−1} + ε_t from x_0 = `x0`, with
+/// standard normal innovations drawn from `rng` — requests whose neighbours move together.
+#[cfg(test)]
+pub(crate) fn ar1_from(phi: f64, x0: f64, n: usize, rng: &mut SplitMix64) -> Vec<f64> {
+    let mut x = x0;
+    (0..n)
+        .map(|_| {
+            x = phi * x + rng.normal();
+            x
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::record::stats::{bootstrap_ci, grouped_bootstrap_ci, pct_of};
 
-    /// A stationary AR(1) series x_t = φ·x_{t−1} + ε_t of standard normal innovations.
+    /// A stationary AR(1) series: [`ar1_from`] a start drawn from its stationary law.
     fn ar1(phi: f64, n: usize, rng: &mut SplitMix64) -> Vec<f64> {
-        let mut x = rng.normal() / (1.0 - phi * phi).sqrt();
-        (0..n)
-            .map(|_| {
-                x = phi * x + rng.normal();
-                x
-            })
-            .collect()
+        let x0 = rng.normal() / (1.0 - phi * phi).sqrt();
+        ar1_from(phi, x0, n, rng)
     }
 
     #[test]

@@ -230,12 +230,9 @@ fn an_output_that_arrived_in_one_event_has_no_time_per_token() {
 fn a_distribution_weighed_in_time_order_counts_what_its_requests_are_worth() {
     // 1000 requests, neighbours moving together (AR(1), φ = 0.9), one per instant.
     let mut rng = crate::record::rng::SplitMix64::new(4);
-    let mut x = 0.0;
-    let v: Vec<f64> = (0..1000)
-        .map(|_| {
-            x = 0.9 * x + rng.normal();
-            50.0 + x
-        })
+    let v: Vec<f64> = block::ar1_from(0.9, 0.0, 1000, &mut rng)
+        .into_iter()
+        .map(|x| 50.0 + x)
         .collect();
     let at: Vec<i64> = (0..1000).collect();
     let mut d = Dist::of_scheduled(v.iter().copied().zip(at.iter().copied()).collect());

@@ -144,12 +144,9 @@ fn each_latency_is_weighed_by_its_own_requests_in_time_order() {
     // TTFT drifts (AR(1), φ = 0.9) over 1000 requests at their own instants; E2E holds the
     // same values in a scrambled order. Only TTFT's percentiles are worth fewer requests.
     let mut rng = crate::record::rng::SplitMix64::new(6);
-    let mut x = 0.0;
-    let ttft: Vec<f64> = (0..1000)
-        .map(|_| {
-            x = 0.9 * x + rng.normal();
-            50.0 + x
-        })
+    let ttft: Vec<f64> = crate::record::stats::block::ar1_from(0.9, 0.0, 1000, &mut rng)
+        .into_iter()
+        .map(|x| 50.0 + x)
         .collect();
     let at: Vec<i64> = (0..1000).collect();
     let mut scrambled = at.clone();
