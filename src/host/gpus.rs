@@ -111,8 +111,50 @@ impl Allocation {
     }
 }
 
+/// NVIDIA display and 3D controllers on the PCI bus under `root` (`/sys/bus/pci/devices` on
+/// Linux): vendor `0x10de`, class `0x0300xx` or `0x0302xx`. Read only where NVML cannot be
+/// loaded, so that "no NVML" on a host with GPUs is not said as "no GPU"; 0 where the folder
+/// cannot be read (not Linux, a container without sysfs).
+pub(crate) fn nvidia_on_pci(root: &std::path::Path) -> usize {
+    let Ok(dir) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let read = |d: &std::path::Path, f: &str| {
+        std::fs::read_to_string(d.join(f))
+            .map(|s| s.trim().to_ascii_lowercase())
+            .unwrap_or_default()
+    };
+    dir.flatten()
+        .filter(|e| {
+            let d = e.path();
+            let class = read(&d, "class");
+            read(&d, "vendor") == "0x10de"
+                && (class.starts_with("0x0300") || class.starts_with("0x0302"))
+        })
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn nvidia_on_pci_counts_nvidia_gpus_only() {
+        let root = tempfile::tempdir().unwrap();
+        let dev = |name: &str, vendor: &str, class: &str| {
+            let d = root.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("vendor"), format!("{vendor}\n")).unwrap();
+            std::fs::write(d.join("class"), format!("{class}\n")).unwrap();
+        };
+        dev("0000:18:00.0", "0x10de", "0x030200"); // H100: 3D controller
+        dev("0000:65:00.0", "0x10DE", "0x030000"); // a VGA-class NVIDIA GPU
+        dev("0000:18:00.1", "0x10de", "0x040300"); // its audio function
+        dev("0000:00:02.0", "0x8086", "0x030000"); // an Intel GPU
+        dev("0000:3b:00.0", "0x15b3", "0x020000"); // a NIC
+        std::fs::create_dir(root.path().join("0000:00:1f.0")).unwrap(); // no files
+        assert_eq!(nvidia_on_pci(root.path()), 2);
+        assert_eq!(nvidia_on_pci(&root.path().join("absent")), 0);
+    }
     use super::*;
 
     fn alloc(vars: &[(&str, &str)]) -> Allocation {

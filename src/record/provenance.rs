@@ -215,6 +215,14 @@ mod tests {
         assert_eq!(p.gpu_line(), "none: NVML not found");
         p.gpus.unavailable = Some("no NVIDIA GPU (NVML unavailable: libnvidia-ml.so.1)".into());
         assert_eq!(p.gpu_line(), "none: no NVIDIA GPU");
+        // A host with GPUs whose NVML cannot be loaded says so, not "no GPU".
+        p.gpus.unavailable = Some(
+            "2 NVIDIA GPUs on the PCI bus but no NVML (libnvidia-ml.so.1: cannot open)".into(),
+        );
+        assert_eq!(
+            p.gpu_line(),
+            "none: 2 NVIDIA GPUs on the PCI bus but no NVML"
+        );
         assert_eq!(
             p.host_line(),
             "CPU X (16 cores), 2.0 GiB, kernel 6.8.0, host h"

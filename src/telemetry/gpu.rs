@@ -1,5 +1,6 @@
 //! NVIDIA GPUs through NVML, loaded at run time (`libnvidia-ml.so.1`): without a driver the
-//! binary runs and says "no NVIDIA GPU". Two samplers per run: the slow total-energy counter
+//! binary runs and says "no NVIDIA GPU" — or, where the PCI bus has NVIDIA GPUs, that they
+//! are there without NVML. Two samplers per run: the slow total-energy counter
 //! (about 4 ms a read on an H200) in its own thread, everything else in another.
 //!
 //! Power is the instant-power field (NVML field 186), which follows the load within 100 ms;
@@ -24,9 +25,13 @@ static NVML: OnceLock<Result<Arc<Nvml>, Unavailable>> = OnceLock::new();
 /// The process-wide NVML handle, or why there is none.
 pub(crate) fn nvml() -> Result<Arc<Nvml>, Unavailable> {
     NVML.get_or_init(|| {
-        Nvml::init()
-            .map(Arc::new)
-            .map_err(|e| Unavailable::NoNvml(e.to_string()))
+        Nvml::init().map(Arc::new).map_err(|e| {
+            let why = e.to_string();
+            match crate::host::gpus::nvidia_on_pci(std::path::Path::new("/sys/bus/pci/devices")) {
+                0 => Unavailable::NoNvml(why),
+                count => Unavailable::NvmlMissing { count, why },
+            }
+        })
     })
     .clone()
 }
@@ -355,7 +360,17 @@ mod tests {
     fn without_a_driver_nvml_says_so_instead_of_numbers() {
         // On machines with a GPU this checks the other branch: devices are listed by name.
         match nvml() {
-            Err(why) => assert!(why.to_string().starts_with("no NVIDIA GPU"), "{why}"),
+            Err(why) => {
+                // The PCI bus says which of the two this host is.
+                let pci =
+                    crate::host::gpus::nvidia_on_pci(std::path::Path::new("/sys/bus/pci/devices"));
+                let head = if pci == 0 {
+                    "no NVIDIA GPU (NVML unavailable: ".to_string()
+                } else {
+                    format!("{pci} NVIDIA GPU")
+                };
+                assert!(why.to_string().starts_with(&head), "{why}");
+            }
             Ok(n) => {
                 let d = devices(&n, None).unwrap();
                 assert!(!d.is_empty());

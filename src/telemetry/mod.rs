@@ -29,6 +29,13 @@ use crate::spec::TelemetryConfig as Config;
 pub(crate) enum Unavailable {
     #[error("no NVIDIA GPU (NVML unavailable: {0})")]
     NoNvml(String),
+    /// NVML cannot be loaded on a host whose PCI bus has NVIDIA GPUs (no driver, or its
+    /// library not where the loader looks): the GPUs are there, their figures are not.
+    #[error(
+        "{count} NVIDIA GPU{} on the PCI bus but no NVML ({why})",
+        if *count == 1 { "" } else { "s" }
+    )]
+    NvmlMissing { count: usize, why: String },
     #[error("NVML device count failed: {0}")]
     DeviceCount(String),
     #[error("no NVIDIA GPU (NVML sees no device)")]
@@ -623,6 +630,22 @@ mod tests {
         assert_eq!(d.peak_w, Some(200.0));
         assert!((d.power_integral_j.unwrap() - 800.0).abs() < 1e-6, "{d:?}");
         assert!(!s.client_cpu_saturated);
+    }
+
+    #[test]
+    fn a_host_with_gpus_but_no_nvml_is_not_said_to_have_none() {
+        let e = |count| {
+            Unavailable::NvmlMissing {
+                count,
+                why: "libnvidia-ml.so.1: cannot open shared object file".into(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            e(1),
+            "1 NVIDIA GPU on the PCI bus but no NVML (libnvidia-ml.so.1: cannot open shared object file)"
+        );
+        assert!(e(8).starts_with("8 NVIDIA GPUs on the PCI bus but no NVML ("));
     }
 
     #[test]
