@@ -60,21 +60,71 @@ pub(super) fn effective_n(values: &[f64], at: &[i64], q: f64) -> usize {
     block::percentile_effective_n(&block::in_time_order(values, at), q)
 }
 
+/// How one side is resampled when either side's requests came in groups: whole groups
+/// (see [`crate::record::stats::batches`]), or, for a side whose requests each had their own
+/// instant, circular blocks of neighbours in time order (a block of 1 where they do not move
+/// together: each request on its own).
+pub(super) enum Resample {
+    Groups(Vec<Vec<f64>>),
+    Blocks { series: Vec<f64>, len: usize },
+}
+
+impl Resample {
+    /// A side's resampling for the q-th percentile: its groups where it has them, else its
+    /// values in time order (`at`, when given for each) in blocks as long as their dependence
+    /// at that percentile asks (`record::stats::block::percentile_block_length`).
+    pub(super) fn of(values: &[f64], at: &[i64], groups: Option<Vec<Vec<f64>>>, q: f64) -> Self {
+        use crate::record::stats::block;
+        match groups {
+            Some(g) => Resample::Groups(g),
+            None if at.len() == values.len() => {
+                let series = block::in_time_order(values, at);
+                let len = block::percentile_block_length(&series, q);
+                Resample::Blocks { series, len }
+            }
+            None => Resample::Blocks {
+                series: values.to_vec(),
+                len: 1,
+            },
+        }
+    }
+
+    /// Independent observations it holds for the q-th percentile: its groups, or what its
+    /// requests are worth.
+    fn observations(&self, q: f64) -> usize {
+        match self {
+            Resample::Groups(g) => g.len(),
+            Resample::Blocks { series, len: 1 } => series.len(),
+            Resample::Blocks { series, .. } => {
+                crate::record::stats::block::percentile_effective_n(series, q)
+            }
+        }
+    }
+
+    fn draw(&self, rng: &mut SplitMix64, into: &mut Vec<f64>) {
+        match self {
+            Resample::Groups(g) => crate::record::stats::resample_groups(g, rng, into),
+            Resample::Blocks { series, len } => {
+                crate::record::stats::block::resample_blocks(series, *len, rng, into)
+            }
+        }
+    }
+}
+
 /// The interval of B's percentile over A's, minus 1, when either side's requests came in
-/// groups (see [`crate::record::stats::batches`]; a side without groups is one group per
-/// request): whole groups of each side resampled on their own, 95 % percentile-bootstrap
-/// interval of the ratio. None when either side has fewer groups than its percentile's
-/// order-statistic rule asks of independent requests.
+/// groups: each side resampled on its own ([`Resample`]: whole groups, or blocks of
+/// neighbours for a side without groups), 95 % percentile-bootstrap interval of the ratio.
+/// None when either side has fewer independent observations than its percentile's
+/// order-statistic rule asks of requests.
 pub(super) fn grouped_ratio_ci(
-    ga: &[Vec<f64>],
-    gb: &[Vec<f64>],
+    a: &Resample,
+    b: &Resample,
     q: f64,
     seed: u64,
     metric: &str,
 ) -> Option<(f64, f64)> {
-    use crate::record::stats::resample_groups;
     let min = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
-    if ga.len() < min || gb.len() < min {
+    if a.observations(q) < min || b.observations(q) < min {
         return None;
     }
     let mut rng = SplitMix64::derive(seed, &format!("{metric}/groups"));
@@ -82,8 +132,8 @@ pub(super) fn grouped_ratio_ci(
     crate::record::stats::interval95(
         (0..ROUNDS)
             .filter_map(|_| {
-                resample_groups(ga, &mut rng, &mut sa);
-                resample_groups(gb, &mut rng, &mut sb);
+                a.draw(&mut rng, &mut sa);
+                b.draw(&mut rng, &mut sb);
                 ratio(pct_of(&mut sa, q), pct_of(&mut sb, q))
             })
             .collect(),

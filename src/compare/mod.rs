@@ -290,11 +290,17 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                     |k: &Option<Vec<Vec<f64>>>, v: &[f64]| k.as_ref().map_or(v.len(), Vec::len);
                 count(&ka, va).min(count(&kb, vb))
             });
-            let eff = if groups.is_none() && q >= 0.0 {
-                (effective_n(va, ga, q), effective_n(vb, gb, q))
-            } else {
-                (va.len(), vb.len())
+            // What each side's requests are worth: a side in groups is counted by its groups
+            // (below), one whose requests each had their own instant by its neighbours'
+            // dependence — also beside a side in groups.
+            let worth = |v: &[f64], g: &[i64], k: &Option<Vec<Vec<f64>>>| {
+                if k.is_none() && q >= 0.0 {
+                    effective_n(v, g, q)
+                } else {
+                    v.len()
+                }
             };
+            let eff = (worth(va, ga, &ka), worth(vb, gb, &kb));
             let effective = (eff.0 < va.len() || eff.1 < vb.len()).then_some(Effective {
                 a: Worth {
                     n: va.len(),
@@ -308,10 +314,9 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
             } else if groups.is_some() {
-                let alone = |v: &[f64]| v.iter().map(|x| vec![*x]).collect::<Vec<_>>();
                 grouped_ratio_ci(
-                    &ka.unwrap_or_else(|| alone(va)),
-                    &kb.unwrap_or_else(|| alone(vb)),
+                    &Resample::of(va, ga, ka, q),
+                    &Resample::of(vb, gb, kb, q),
                     q,
                     seed,
                     metric,
@@ -678,6 +683,39 @@ mod tests {
             j => panic!("{j:?}"),
         }
         assert_eq!(show::cells(&c)[5], "12 in 3 batches");
+    }
+
+    /// A side in batches against one whose requests each had their own instant: the latter
+    /// is resampled in blocks of neighbours where they moved together (AR(1), φ = 0.8), so
+    /// its dependence widens the interval as it does between two such sides.
+    #[test]
+    fn beside_a_batched_side_requests_that_moved_together_are_resampled_in_blocks() {
+        let mut rng = SplitMix64::new(11);
+        let a = batched(&mut rng, 12, 16);
+        let mut b = run("x", 1.0);
+        b.tpot_ms = crate::record::stats::block::ar1_from(0.8, 0.0, 600, &mut rng)
+            .into_iter()
+            .map(|x| 20.0 * (0.3 * x).exp())
+            .collect();
+        b.tpot_group = (0..600).collect();
+        let dependent = change("tpot_p50", &a, &b, 3);
+        assert_eq!(dependent.groups, Some(12));
+        let e = dependent.effective.expect("B's requests moved together");
+        assert_eq!((e.a.n, e.a.worth, e.b.n), (192, 192, 600));
+        assert!(e.b.worth < 400, "{e:?}");
+        let mut order: Vec<i64> = (0..600).collect();
+        rng.shuffle(&mut order);
+        let mut scrambled = b.clone();
+        scrambled.tpot_group = order;
+        let independent = change("tpot_p50", &a, &scrambled, 3);
+        assert_eq!(independent.effective, None, "{independent:?}");
+        // Same values either way: only B's order, and so its blocks, differ.
+        assert_eq!(dependent.b, independent.b);
+        let w = |c: &Change| c.ci.map(|(l, h)| h - l).unwrap();
+        assert!(
+            w(&dependent) > 1.25 * w(&independent),
+            "{dependent:?} {independent:?}"
+        );
     }
 
     #[test]

@@ -381,6 +381,22 @@ mod tests {
     }
 
     #[test]
+    fn a_host_with_gpus_but_no_nvml_is_not_said_to_have_none() {
+        let e = |count| {
+            Unavailable::NvmlMissing {
+                count,
+                why: "libnvidia-ml.so.1: cannot open shared object file".into(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            e(1),
+            "1 NVIDIA GPU on the PCI bus but no NVML (libnvidia-ml.so.1: cannot open shared object file)"
+        );
+        assert!(e(8).starts_with("8 NVIDIA GPUs on the PCI bus but no NVML ("));
+    }
+
+    #[test]
     fn the_engines_processes_are_told_from_others_on_the_device() {
         // 10 is the engine; 11 its child found by procfs; 12 a child started since (its
         // parent 11); 20 another user's job; 30 bench360 itself.

@@ -633,22 +633,6 @@ mod tests {
     }
 
     #[test]
-    fn a_host_with_gpus_but_no_nvml_is_not_said_to_have_none() {
-        let e = |count| {
-            Unavailable::NvmlMissing {
-                count,
-                why: "libnvidia-ml.so.1: cannot open shared object file".into(),
-            }
-            .to_string()
-        };
-        assert_eq!(
-            e(1),
-            "1 NVIDIA GPU on the PCI bus but no NVML (libnvidia-ml.so.1: cannot open shared object file)"
-        );
-        assert!(e(8).starts_with("8 NVIDIA GPUs on the PCI bus but no NVML ("));
-    }
-
-    #[test]
     fn without_any_energy_source_the_summary_says_none() {
         let c = Collected {
             notes: vec!["no NVIDIA GPU (NVML unavailable: x)".into()],
