@@ -207,7 +207,8 @@ pub(crate) struct Change {
     pub interval_from: Option<usize>,
     /// Requests came in groups scheduled at one instant (batches, an offline burst), which
     /// move together: the interval resampled whole groups, and this is the smaller side's
-    /// number of them — the observations behind the interval.
+    /// number of them — the observations behind the interval (against a side without
+    /// groups, what that side's requests are worth, where it is fewer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
     /// Requests each at their own instant whose neighbours in time moved together (a closed
@@ -285,11 +286,6 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let n = va.len().min(vb.len());
             use crate::record::stats::batches;
             let (ka, kb) = (batches(va, ga), batches(vb, gb));
-            let groups = (ka.is_some() || kb.is_some()).then(|| {
-                let count =
-                    |k: &Option<Vec<Vec<f64>>>, v: &[f64]| k.as_ref().map_or(v.len(), Vec::len);
-                count(&ka, va).min(count(&kb, vb))
-            });
             // What each side's requests are worth: a side in groups is counted by its groups
             // (below), one whose requests each had their own instant by its neighbours'
             // dependence — also beside a side in groups.
@@ -301,6 +297,12 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 }
             };
             let eff = (worth(va, ga, &ka), worth(vb, gb, &kb));
+            // Where either side came in groups: the fewer independent observations of the two
+            // sides — one side's groups, or what the other's requests are worth.
+            let groups = (ka.is_some() || kb.is_some()).then(|| {
+                let count = |k: &Option<Vec<Vec<f64>>>, e: usize| k.as_ref().map_or(e, Vec::len);
+                count(&ka, eff.0).min(count(&kb, eff.1))
+            });
             let effective = (eff.0 < va.len() || eff.1 < vb.len()).then_some(Effective {
                 a: Worth {
                     n: va.len(),
@@ -325,13 +327,17 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 percentile_ratio_ci(va, vb, q, eff)
             };
             // Where requests moved together, an interval needs more of them: as many more as
-            // the side worth the least independent ones asks.
+            // the side worth the least independent ones asks. Where either side came in
+            // groups, it needs as many independent observations (groups) as the rule asks.
             let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
             let inflation = |e: usize, n: usize| n as f64 / e.max(1) as f64;
             let interval_from = (q >= 0.0).then(|| {
-                let f = inflation(eff.0, va.len())
-                    .max(inflation(eff.1, vb.len()))
-                    .max(1.0);
+                let f = match groups {
+                    Some(_) => 1.0,
+                    None => inflation(eff.0, va.len())
+                        .max(inflation(eff.1, vb.len()))
+                        .max(1.0),
+                };
                 (min_n as f64 * f).ceil() as usize
             });
             Change {
@@ -699,10 +705,15 @@ mod tests {
             .collect();
         b.tpot_group = (0..600).collect();
         let dependent = change("tpot_p50", &a, &b, 3);
-        assert_eq!(dependent.groups, Some(12));
         let e = dependent.effective.expect("B's requests moved together");
         assert_eq!((e.a.n, e.a.worth, e.b.n), (192, 192, 600));
-        assert!(e.b.worth < 400, "{e:?}");
+        assert!((12..400).contains(&e.b.worth), "{e:?}");
+        // The observations behind the interval: A's 12 batches, fewer than B's worth; an
+        // interval needs 7 of them (p50's rule), whatever B's requests are worth.
+        assert_eq!(
+            (dependent.groups, dependent.interval_from),
+            (Some(12), Some(7))
+        );
         let mut order: Vec<i64> = (0..600).collect();
         rng.shuffle(&mut order);
         let mut scrambled = b.clone();
