@@ -66,45 +66,55 @@ pub(super) fn effective_n(values: &[f64], at: &[i64], q: f64) -> usize {
 /// together: each request on its own).
 pub(super) enum Resample {
     Groups(Vec<Vec<f64>>),
-    Blocks { series: Vec<f64>, len: usize },
+    /// `worth`: the independent requests they are worth at the percentile (their count where
+    /// neighbours do not move together or their instants are unknown).
+    Blocks {
+        series: Vec<f64>,
+        len: usize,
+        worth: usize,
+    },
 }
 
 impl Resample {
     /// A side's resampling for the q-th percentile: its groups where it has them, else its
     /// values in time order (`at`, when given for each) in blocks as long as their dependence
-    /// at that percentile asks (`record::stats::block::percentile_block_length`).
-    pub(super) fn of(values: &[f64], at: &[i64], groups: Option<Vec<Vec<f64>>>, q: f64) -> Self {
+    /// at that percentile asks (`record::stats::block::percentile_block_length`); `worth` is
+    /// what compare found them worth ([`effective_n`]).
+    pub(super) fn of(
+        values: &[f64],
+        at: &[i64],
+        groups: Option<Vec<Vec<f64>>>,
+        q: f64,
+        worth: usize,
+    ) -> Self {
         use crate::record::stats::block;
         match groups {
             Some(g) => Resample::Groups(g),
             None if at.len() == values.len() => {
                 let series = block::in_time_order(values, at);
                 let len = block::percentile_block_length(&series, q);
-                Resample::Blocks { series, len }
+                Resample::Blocks { series, len, worth }
             }
             None => Resample::Blocks {
                 series: values.to_vec(),
                 len: 1,
+                worth,
             },
         }
     }
 
-    /// Independent observations it holds for the q-th percentile: its groups, or what its
-    /// requests are worth.
-    fn observations(&self, q: f64) -> usize {
+    /// Independent observations it holds: its groups, or what its requests are worth.
+    fn observations(&self) -> usize {
         match self {
             Resample::Groups(g) => g.len(),
-            Resample::Blocks { series, len: 1 } => series.len(),
-            Resample::Blocks { series, .. } => {
-                crate::record::stats::block::percentile_effective_n(series, q)
-            }
+            Resample::Blocks { worth, .. } => *worth,
         }
     }
 
     fn draw(&self, rng: &mut SplitMix64, into: &mut Vec<f64>) {
         match self {
             Resample::Groups(g) => crate::record::stats::resample_groups(g, rng, into),
-            Resample::Blocks { series, len } => {
+            Resample::Blocks { series, len, .. } => {
                 crate::record::stats::block::resample_blocks(series, *len, rng, into)
             }
         }
@@ -124,7 +134,7 @@ pub(super) fn grouped_ratio_ci(
     metric: &str,
 ) -> Option<(f64, f64)> {
     let min = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
-    if a.observations(q) < min || b.observations(q) < min {
+    if a.observations() < min || b.observations() < min {
         return None;
     }
     let mut rng = SplitMix64::derive(seed, &format!("{metric}/groups"));

@@ -286,23 +286,16 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let n = va.len().min(vb.len());
             use crate::record::stats::batches;
             let (ka, kb) = (batches(va, ga), batches(vb, gb));
-            // What each side's requests are worth: a side in groups is counted by its groups
-            // (below), one whose requests each had their own instant by its neighbours'
-            // dependence — also beside a side in groups.
-            let worth = |v: &[f64], g: &[i64], k: &Option<Vec<Vec<f64>>>| {
-                if k.is_none() && q >= 0.0 {
-                    effective_n(v, g, q)
-                } else {
-                    v.len()
-                }
+            // What each side's requests are worth at this percentile: those of a side in
+            // groups, by its groups where the other side is not (their unit then differs);
+            // those each at their own instant, by their neighbours' dependence.
+            let mixed = ka.is_some() != kb.is_some();
+            let worth = |v: &[f64], g: &[i64], k: &Option<Vec<Vec<f64>>>| match k {
+                Some(k) if mixed && q >= 0.0 => k.len(),
+                None if q >= 0.0 => effective_n(v, g, q),
+                _ => v.len(),
             };
             let eff = (worth(va, ga, &ka), worth(vb, gb, &kb));
-            // Where either side came in groups: the fewer independent observations of the two
-            // sides — one side's groups, or what the other's requests are worth.
-            let groups = (ka.is_some() || kb.is_some()).then(|| {
-                let count = |k: &Option<Vec<Vec<f64>>>, e: usize| k.as_ref().map_or(e, Vec::len);
-                count(&ka, eff.0).min(count(&kb, eff.1))
-            });
             let effective = (eff.0 < va.len() || eff.1 < vb.len()).then_some(Effective {
                 a: Worth {
                     n: va.len(),
@@ -313,12 +306,28 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                     worth: eff.1,
                 },
             });
+            // The side with the fewest independent observations rules how many an interval
+            // needs, in its own unit: batches, where both came in groups or the side in groups
+            // has the fewer; else requests, those of the side without groups inflated by its
+            // dependence.
+            let group_count = |k: &Option<Vec<Vec<f64>>>| k.as_ref().map(Vec::len);
+            let (ga_n, gb_n) = (group_count(&ka), group_count(&kb));
+            let (grouped, loose) = match (ga_n, gb_n) {
+                (Some(x), Some(y)) => (Some(x.min(y)), None),
+                (Some(x), None) => (Some(x), Some((vb.len(), eff.1))),
+                (None, Some(y)) => (Some(y), Some((va.len(), eff.0))),
+                (None, None) => (None, None),
+            };
+            let groups = match (grouped, loose) {
+                (Some(g), Some((_, w))) if w < g => None,
+                (g, _) => g,
+            };
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
-            } else if groups.is_some() {
+            } else if grouped.is_some() {
                 grouped_ratio_ci(
-                    &Resample::of(va, ga, ka, q),
-                    &Resample::of(vb, gb, kb, q),
+                    &Resample::of(va, ga, ka, q, eff.0),
+                    &Resample::of(vb, gb, kb, q, eff.1),
                     q,
                     seed,
                     metric,
@@ -327,19 +336,19 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 percentile_ratio_ci(va, vb, q, eff)
             };
             // Where requests moved together, an interval needs more of them: as many more as
-            // the side worth the least independent ones asks. Where either side came in
-            // groups, it needs as many independent observations (groups) as the rule asks.
+            // the side worth the least independent ones asks.
             let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
             let inflation = |e: usize, n: usize| n as f64 / e.max(1) as f64;
-            let interval_from = (q >= 0.0).then(|| {
-                let f = match groups {
-                    Some(_) => 1.0,
-                    None => inflation(eff.0, va.len())
-                        .max(inflation(eff.1, vb.len()))
-                        .max(1.0),
-                };
-                (min_n as f64 * f).ceil() as usize
-            });
+            let (n, f) = match (groups, loose) {
+                (Some(_), _) => (n, 1.0),
+                // A side without groups, worth fewer than the other's groups: its requests.
+                (None, Some((len, w))) => (len, inflation(w, len)),
+                (None, None) => (
+                    n,
+                    inflation(eff.0, va.len()).max(inflation(eff.1, vb.len())),
+                ),
+            };
+            let interval_from = (q >= 0.0).then(|| (min_n as f64 * f.max(1.0)).ceil() as usize);
             Change {
                 metric,
                 a: ea,
@@ -706,20 +715,23 @@ mod tests {
         b.tpot_group = (0..600).collect();
         let dependent = change("tpot_p50", &a, &b, 3);
         let e = dependent.effective.expect("B's requests moved together");
-        assert_eq!((e.a.n, e.a.worth, e.b.n), (192, 192, 600));
+        // A's 192 requests are worth its 12 batches.
+        assert_eq!((e.a.n, e.a.worth, e.b.n), (192, 12, 600));
         assert!((12..400).contains(&e.b.worth), "{e:?}");
         // The observations behind the interval: A's 12 batches, fewer than B's worth; an
-        // interval needs 7 of them (p50's rule), whatever B's requests are worth.
+        // interval needs 7 of them (p50's rule).
         assert_eq!(
             (dependent.groups, dependent.interval_from),
             (Some(12), Some(7))
         );
+        assert_eq!(show::cells(&dependent)[5], "192 in 12 batches");
         let mut order: Vec<i64> = (0..600).collect();
         rng.shuffle(&mut order);
         let mut scrambled = b.clone();
         scrambled.tpot_group = order;
         let independent = change("tpot_p50", &a, &scrambled, 3);
-        assert_eq!(independent.effective, None, "{independent:?}");
+        let e = independent.effective.unwrap();
+        assert_eq!((e.a.worth, e.b.worth), (12, 600), "{independent:?}");
         // Same values either way: only B's order, and so its blocks, differ.
         assert_eq!(dependent.b, independent.b);
         let w = |c: &Change| c.ci.map(|(l, h)| h - l).unwrap();
@@ -727,6 +739,29 @@ mod tests {
             w(&dependent) > 1.25 * w(&independent),
             "{dependent:?} {independent:?}"
         );
+        // At p99 B is worth fewer than A's batches and rules: no interval (p99 asks 437
+        // independent observations per side), and what it lacks is said in B's requests, not
+        // in batches.
+        let mut b99 = b.clone();
+        b99.ttft_ms = b.tpot_ms.iter().map(|x| 1.5 * x).collect();
+        b99.ttft_group = b.tpot_group.clone();
+        let mut a99 = a.clone();
+        a99.ttft_ms = (0..600).map(|i| 20.0 + (i % 40) as f64).collect();
+        a99.ttft_group = (0..600).map(|i| i / 2).collect();
+        let p99 = change("ttft_p99", &a99, &b99, 3);
+        let e = p99.effective.unwrap();
+        assert_eq!((e.a.worth, e.b.n), (300, 600));
+        assert!(e.b.worth < 300, "{e:?}");
+        assert_eq!((p99.ci, p99.groups, p99.n), (None, None, Some(600)));
+        let need = (437.0 * 600.0 / e.b.worth as f64).ceil() as usize;
+        assert_eq!(p99.interval_from, Some(need));
+        let g = parse_gate("ttft_p99>+1%").unwrap();
+        match judge(&g, &p99, GateRule::Confident) {
+            Some(Judgement::Inconclusive { unit, need: n, .. }) => {
+                assert_eq!((unit, n), ("requests", Some(need)))
+            }
+            j => panic!("{j:?} {p99:?}"),
+        }
     }
 
     #[test]

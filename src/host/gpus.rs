@@ -136,6 +136,7 @@ pub(crate) fn nvidia_on_pci(root: &std::path::Path) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn nvidia_on_pci_counts_nvidia_gpus_only() {
@@ -155,7 +156,6 @@ mod tests {
         assert_eq!(nvidia_on_pci(root.path()), 2);
         assert_eq!(nvidia_on_pci(&root.path().join("absent")), 0);
     }
-    use super::*;
 
     fn alloc(vars: &[(&str, &str)]) -> Allocation {
         let vars: Vec<(String, String)> = vars
