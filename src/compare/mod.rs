@@ -340,7 +340,9 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
             let inflation = |e: usize, n: usize| n as f64 / e.max(1) as f64;
             let (n, f) = match (groups, loose) {
-                (Some(_), _) => (n, 1.0),
+                // The side in batches: its requests (the n column's `192 in 12 batches`).
+                (Some(_), Some(_)) => (if ga_n.is_some() { va.len() } else { vb.len() }, 1.0),
+                (Some(_), None) => (n, 1.0),
                 // A side without groups, worth fewer than the other's groups: its requests.
                 (None, Some((len, w))) => (len, inflation(w, len)),
                 (None, None) => (
@@ -725,6 +727,12 @@ mod tests {
             (Some(12), Some(7))
         );
         assert_eq!(show::cells(&dependent)[5], "192 in 12 batches");
+        // The requests counted are the batched side's, whichever side has fewer.
+        let mut fewer = b.clone();
+        fewer.tpot_ms.truncate(100);
+        fewer.tpot_group.truncate(100);
+        let c = change("tpot_p50", &fewer, &a, 3);
+        assert_eq!(show::cells(&c)[5], "192 in 12 batches", "{c:?}");
         let mut order: Vec<i64> = (0..600).collect();
         rng.shuffle(&mut order);
         let mut scrambled = b.clone();
