@@ -306,25 +306,32 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                     worth: eff.1,
                 },
             });
+            let inflation = |e: usize, n: usize| n as f64 / e.max(1) as f64;
             // The side with the fewest independent observations rules how many an interval
-            // needs, in its own unit: batches, where both came in groups or the side in groups
-            // has the fewer; else requests, those of the side without groups inflated by its
-            // dependence.
-            let group_count = |k: &Option<Vec<Vec<f64>>>| k.as_ref().map(Vec::len);
-            let (ga_n, gb_n) = (group_count(&ka), group_count(&kb));
-            let (grouped, loose) = match (ga_n, gb_n) {
-                (Some(x), Some(y)) => (Some(x.min(y)), None),
-                (Some(x), None) => (Some(x), Some((vb.len(), eff.1))),
-                (None, Some(y)) => (Some(y), Some((va.len(), eff.0))),
-                (None, None) => (None, None),
+            // needs, in its own unit (the factor on the rule's count): batches, where both
+            // came in groups or the side in groups has the fewer (`192 in 12 batches`, that
+            // side's requests); else requests, those of the side without groups inflated by
+            // its dependence.
+            let beside = |g: usize, batched: usize, loose: usize, w: usize| {
+                if w < g {
+                    (None, loose, inflation(w, loose))
+                } else {
+                    (Some(g), batched, 1.0)
+                }
             };
-            let groups = match (grouped, loose) {
-                (Some(g), Some((_, w))) if w < g => None,
-                (g, _) => g,
+            let (groups, n, f) = match (ka.as_ref().map(Vec::len), kb.as_ref().map(Vec::len)) {
+                (Some(x), Some(y)) => (Some(x.min(y)), n, 1.0),
+                (Some(g), None) => beside(g, va.len(), vb.len(), eff.1),
+                (None, Some(g)) => beside(g, vb.len(), va.len(), eff.0),
+                (None, None) => (
+                    None,
+                    n,
+                    inflation(eff.0, va.len()).max(inflation(eff.1, vb.len())),
+                ),
             };
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
-            } else if grouped.is_some() {
+            } else if ka.is_some() || kb.is_some() {
                 grouped_ratio_ci(
                     &Resample::of(va, ga, ka, q, eff.0),
                     &Resample::of(vb, gb, kb, q, eff.1),
@@ -338,18 +345,6 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             // Where requests moved together, an interval needs more of them: as many more as
             // the side worth the least independent ones asks.
             let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
-            let inflation = |e: usize, n: usize| n as f64 / e.max(1) as f64;
-            let (n, f) = match (groups, loose) {
-                // The side in batches: its requests (the n column's `192 in 12 batches`).
-                (Some(_), Some(_)) => (if ga_n.is_some() { va.len() } else { vb.len() }, 1.0),
-                (Some(_), None) => (n, 1.0),
-                // A side without groups, worth fewer than the other's groups: its requests.
-                (None, Some((len, w))) => (len, inflation(w, len)),
-                (None, None) => (
-                    n,
-                    inflation(eff.0, va.len()).max(inflation(eff.1, vb.len())),
-                ),
-            };
             let interval_from = (q >= 0.0).then(|| (min_n as f64 * f.max(1.0)).ceil() as usize);
             Change {
                 metric,

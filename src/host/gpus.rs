@@ -111,7 +111,10 @@ impl Allocation {
     }
 }
 
-/// NVIDIA display and 3D controllers on the PCI bus under `root` (`/sys/bus/pci/devices` on
+/// Where Linux lists the PCI bus's devices, one folder each.
+pub(crate) const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// NVIDIA display and 3D controllers on the PCI bus under `root` ([`PCI_DEVICES`] on
 /// Linux): vendor `0x10de`, class `0x0300xx` or `0x0302xx`. Read only where NVML cannot be
 /// loaded, so that "no NVML" on a host with GPUs is not said as "no GPU"; 0 where the folder
 /// cannot be read (not Linux, a container without sysfs).

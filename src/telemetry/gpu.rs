@@ -27,7 +27,9 @@ pub(crate) fn nvml() -> Result<Arc<Nvml>, Unavailable> {
     NVML.get_or_init(|| {
         Nvml::init().map(Arc::new).map_err(|e| {
             let why = e.to_string();
-            match crate::host::gpus::nvidia_on_pci(std::path::Path::new("/sys/bus/pci/devices")) {
+            match crate::host::gpus::nvidia_on_pci(std::path::Path::new(
+                crate::host::gpus::PCI_DEVICES,
+            )) {
                 0 => Unavailable::NoNvml(why),
                 count => Unavailable::NvmlMissing { count, why },
             }
@@ -362,8 +364,9 @@ mod tests {
         match nvml() {
             Err(why) => {
                 // The PCI bus says which of the two this host is.
-                let pci =
-                    crate::host::gpus::nvidia_on_pci(std::path::Path::new("/sys/bus/pci/devices"));
+                let pci = crate::host::gpus::nvidia_on_pci(std::path::Path::new(
+                    crate::host::gpus::PCI_DEVICES,
+                ));
                 let head = if pci == 0 {
                     "no NVIDIA GPU (NVML unavailable: ".to_string()
                 } else {
