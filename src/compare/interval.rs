@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::{ratio, resample, ROUNDS};
 use crate::record::rng::SplitMix64;
+use crate::record::stats::block::Dependence;
 use crate::record::stats::{mean_of, pct_of};
 
 /// Each side's requests and what they are worth (see [`Change::effective`]).
@@ -49,15 +50,31 @@ pub(super) fn percentile_ratio_ci(
     (al > 0.0).then(|| (bl / ah - 1.0, bh / al - 1.0))
 }
 
-/// How many independent requests a side's values are worth for the q-th percentile: their
-/// count, unless they have their instants (`at`) and neighbours in time moved together
-/// (`record::stats::block::percentile_effective_n`).
-pub(super) fn effective_n(values: &[f64], at: &[i64], q: f64) -> usize {
-    if at.len() != values.len() {
-        return values.len();
+/// A side's requests, each at its own instant, for the q-th percentile: in time order (where
+/// each has its instant) with what their neighbours' dependence makes them worth and the
+/// block length it asks (`record::stats::block::percentile_dependence`); in their given
+/// order, worth their count in blocks of 1, without instants.
+pub(super) struct Loose {
+    series: Vec<f64>,
+    pub dependence: Dependence,
+}
+
+impl Loose {
+    pub(super) fn of(values: &[f64], at: &[i64], q: f64) -> Self {
+        use crate::record::stats::block;
+        if at.len() != values.len() {
+            return Loose {
+                series: values.to_vec(),
+                dependence: Dependence {
+                    worth: values.len(),
+                    block: 1,
+                },
+            };
+        }
+        let series = block::in_time_order(values, at);
+        let dependence = block::percentile_dependence(&series, q);
+        Loose { series, dependence }
     }
-    use crate::record::stats::block;
-    block::percentile_effective_n(&block::in_time_order(values, at), q)
 }
 
 /// How one side is resampled when either side's requests came in groups: whole groups
@@ -66,57 +83,36 @@ pub(super) fn effective_n(values: &[f64], at: &[i64], q: f64) -> usize {
 /// together: each request on its own).
 pub(super) enum Resample {
     Groups(Vec<Vec<f64>>),
-    /// `worth`: the independent requests they are worth at the percentile (their count where
-    /// neighbours do not move together or their instants are unknown).
-    Blocks {
-        series: Vec<f64>,
-        len: usize,
-        worth: usize,
-    },
+    /// `loose.dependence.worth`: the independent requests they are worth at the percentile
+    /// (their count where neighbours do not move together or their instants are unknown).
+    Blocks(Loose),
 }
 
 impl Resample {
-    /// A side's resampling for the q-th percentile: its groups where it has them, else its
-    /// values in time order (`at`, when given for each) in blocks as long as their dependence
-    /// at that percentile asks (`record::stats::block::percentile_block_length`); `worth` is
-    /// what compare found them worth ([`effective_n`]).
-    pub(super) fn of(
-        values: &[f64],
-        at: &[i64],
-        groups: Option<Vec<Vec<f64>>>,
-        q: f64,
-        worth: usize,
-    ) -> Self {
-        use crate::record::stats::block;
-        match groups {
-            Some(g) => Resample::Groups(g),
-            None if at.len() == values.len() => {
-                let series = block::in_time_order(values, at);
-                let len = block::percentile_block_length(&series, q);
-                Resample::Blocks { series, len, worth }
-            }
-            None => Resample::Blocks {
-                series: values.to_vec(),
-                len: 1,
-                worth,
-            },
-        }
+    /// A side's resampling: its groups where it has them, else its requests in blocks.
+    pub(super) fn of(groups: Option<Vec<Vec<f64>>>, loose: Option<Loose>) -> Option<Self> {
+        groups
+            .map(Resample::Groups)
+            .or_else(|| loose.map(Resample::Blocks))
     }
 
     /// Independent observations it holds: its groups, or what its requests are worth.
     fn observations(&self) -> usize {
         match self {
             Resample::Groups(g) => g.len(),
-            Resample::Blocks { worth, .. } => *worth,
+            Resample::Blocks(l) => l.dependence.worth,
         }
     }
 
     fn draw(&self, rng: &mut SplitMix64, into: &mut Vec<f64>) {
         match self {
             Resample::Groups(g) => crate::record::stats::resample_groups(g, rng, into),
-            Resample::Blocks { series, len, .. } => {
-                crate::record::stats::block::resample_blocks(series, *len, rng, into)
-            }
+            Resample::Blocks(l) => crate::record::stats::block::resample_blocks(
+                &l.series,
+                l.dependence.block,
+                rng,
+                into,
+            ),
         }
     }
 }

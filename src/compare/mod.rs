@@ -290,12 +290,16 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             // groups, by its groups where the other side is not (their unit then differs);
             // those each at their own instant, by their neighbours' dependence.
             let mixed = ka.is_some() != kb.is_some();
-            let worth = |v: &[f64], g: &[i64], k: &Option<Vec<Vec<f64>>>| match k {
-                Some(k) if mixed && q >= 0.0 => k.len(),
-                None if q >= 0.0 => effective_n(v, g, q),
+            let loose = |v: &[f64], g: &[i64], k: &Option<Vec<Vec<f64>>>| {
+                (k.is_none() && q >= 0.0).then(|| Loose::of(v, g, q))
+            };
+            let (la, lb) = (loose(va, ga, &ka), loose(vb, gb, &kb));
+            let worth = |v: &[f64], k: &Option<Vec<Vec<f64>>>, l: &Option<Loose>| match (k, l) {
+                (Some(k), _) if mixed && q >= 0.0 => k.len(),
+                (_, Some(l)) => l.dependence.worth,
                 _ => v.len(),
             };
-            let eff = (worth(va, ga, &ka), worth(vb, gb, &kb));
+            let eff = (worth(va, &ka, &la), worth(vb, &kb, &lb));
             let effective = (eff.0 < va.len() || eff.1 < vb.len()).then_some(Effective {
                 a: Worth {
                     n: va.len(),
@@ -332,13 +336,9 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
             } else if ka.is_some() || kb.is_some() {
-                grouped_ratio_ci(
-                    &Resample::of(va, ga, ka, q, eff.0),
-                    &Resample::of(vb, gb, kb, q, eff.1),
-                    q,
-                    seed,
-                    metric,
-                )
+                Resample::of(ka, la)
+                    .zip(Resample::of(kb, lb))
+                    .and_then(|(ra, rb)| grouped_ratio_ci(&ra, &rb, q, seed, metric))
             } else {
                 percentile_ratio_ci(va, vb, q, eff)
             };

@@ -89,11 +89,16 @@ fn spectrum(series: &[f64]) -> Option<Spectrum> {
 }
 
 /// The circular block bootstrap's block length for `series` (in its time order): 1 where
-/// no lag's autocorrelation is significant; at most min(3√n, n/3).
-pub(crate) fn block_length(series: &[f64]) -> usize {
-    let Some(sp) = spectrum(series) else {
-        return 1;
-    };
+/// no lag's autocorrelation is significant; at most min(3√n, n/3). (The report and compare
+/// take it of a percentile's indicator: [`percentile_dependence`].)
+#[cfg(test)]
+fn block_length(series: &[f64]) -> usize {
+    spectrum(series).map_or(1, |sp| length_of(&sp))
+}
+
+/// The circular block bootstrap's block length from a series' spectrum: 1 where no lag's
+/// autocorrelation is significant; at most min(3√n, n/3).
+fn length_of(sp: &Spectrum) -> usize {
     if sp.flat {
         return 1;
     }
@@ -130,28 +135,48 @@ fn indicator(series: &[f64], q: f64) -> Option<Vec<f64>> {
     )
 }
 
+/// What a percentile of a series in time order rests on when neighbours move together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Dependence {
+    /// The independent values the series is worth for the percentile
+    /// ([`percentile_effective_n`]).
+    pub worth: usize,
+    /// The circular block bootstrap's block length for it ([`percentile_block_length`]).
+    pub block: usize,
+}
+
+/// Both of a percentile's [`Dependence`] figures from one [`indicator`] and its spectrum.
+pub(crate) fn percentile_dependence(series: &[f64], q: f64) -> Dependence {
+    let n = series.len();
+    let Some(ind) = indicator(series, q) else {
+        return Dependence { worth: n, block: 1 };
+    };
+    let sp = spectrum(&ind);
+    let worth = match &sp {
+        Some(sp) if !sp.flat && sp.lrv > sp.r0 => ((n as f64) * sp.r0 / sp.lrv).floor() as usize,
+        _ => n,
+    }
+    .clamp(1, n);
+    Dependence {
+        worth,
+        block: sp.as_ref().map_or(1, length_of),
+    }
+}
+
 /// How many independent values `series` (in its time order) is worth for its q-th percentile
 /// (0–100): n · Var(I) / LRV(I) of its [`indicator`]. n where neighbours do not move together,
 /// where fewer than 2·MIN_TAIL values leave dependence unmeasured, and never more than n (a
 /// negative correlation is not counted as information).
 pub(crate) fn percentile_effective_n(series: &[f64], q: f64) -> usize {
-    let n = series.len();
-    let Some(ind) = indicator(series, q) else {
-        return n;
-    };
-    match spectrum(&ind) {
-        Some(sp) if !sp.flat && sp.lrv > sp.r0 => ((n as f64) * sp.r0 / sp.lrv).floor() as usize,
-        _ => n,
-    }
-    .clamp(1, n)
+    percentile_dependence(series, q).worth
 }
 
 /// The circular block bootstrap's block length for the q-th percentile of `series` (in its
-/// time order): [`block_length`] of its [`indicator`], since a percentile moves with which
+/// time order): the block length of its [`indicator`], since a percentile moves with which
 /// requests fall below it — the raw values' autocorrelation is ruled by a few outliers. 1
 /// with fewer than 2·MIN_TAIL values.
 pub(crate) fn percentile_block_length(series: &[f64], q: f64) -> usize {
-    indicator(series, q).map_or(1, |ind| block_length(&ind))
+    percentile_dependence(series, q).block
 }
 
 /// One circular block-bootstrap resample of `series` into `into`: blocks of `b` consecutive
