@@ -93,6 +93,10 @@ pub(crate) enum Judgement {
         /// McNemar's p, when it is what held the verdict back.
         #[serde(skip_serializing_if = "Option::is_none")]
         mcnemar_p: Option<f64>,
+        /// The one side (`A` or `B`) that lacks `need` (one side in batches beside one
+        /// without: [`Change::lacking`]); absent: each side.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        side: Option<&'static str>,
     },
 }
 
@@ -143,6 +147,7 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
                     need: None,
                     unit,
                     mcnemar_p: Some(p),
+                    side: None,
                 })
             }
             _ => Some(Judgement::Fired { change, ci }),
@@ -162,6 +167,7 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
                 need,
                 unit,
                 mcnemar_p: None,
+                side: c.lacking,
             })
         }
         // Too few requests (or batches) for a percentile's interval: it exists from
@@ -173,6 +179,7 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
             need: c.interval_from,
             unit,
             mcnemar_p: None,
+            side: c.lacking,
         }),
     }
 }
@@ -320,15 +327,17 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
             need,
             unit: what,
             mcnemar_p,
+            side,
         } => {
+            let whose = side.map_or("per side".to_string(), |s| format!("in {s}"));
             let more = match (mcnemar_p, need, n) {
                 (Some(p), ..) => {
                     format!("McNemar's p = {p:.3}: the items that changed answer could be chance")
                 }
                 (None, Some(need), Some(n)) if need > n => {
-                    format!("need ~{} more {what} per side", need - n)
+                    format!("need ~{} more {what} {whose}", need - n)
                 }
-                (None, Some(_), _) => format!("need more {what}"),
+                (None, Some(_), _) => format!("need more {what} {whose}"),
                 (None, None, _) if c.is_none() => {
                     "no interval for this metric from one run (`--gate-rule point` judges the point estimate)".to_string()
                 }
@@ -365,6 +374,7 @@ mod tests {
             interval_from: None,
             groups: None,
             effective: None,
+            lacking: None,
         }
     }
 
