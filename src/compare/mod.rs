@@ -208,7 +208,8 @@ pub(crate) struct Change {
     /// Requests came in groups scheduled at one instant (batches, an offline burst), which
     /// move together: the interval resampled whole groups, and this is the smaller side's
     /// number of them — the observations behind the interval (against a side without
-    /// groups, what that side's requests are worth, where it is fewer).
+    /// groups, where that side's requests are worth fewer than these groups: None, and `n`
+    /// and `interval_from` count that side's requests).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
     /// Requests each at their own instant whose neighbours in time moved together (a closed
@@ -217,8 +218,9 @@ pub(crate) struct Change {
     /// each side's requests are worth their count).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective: Option<Effective>,
-    /// Where one side came in groups and the other did not: the side (`A` or `B`) whose
-    /// observations rule `interval_from` — the one that lacks them. None: each side.
+    /// Where one side came in groups and the other did not and there is no interval: the
+    /// side (`A` or `B`) that lacks the observations `interval_from` asks, where the other
+    /// has them. None: each side (or no interval lacking).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lacking: Option<&'static str>,
 }
@@ -353,6 +355,10 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             // the side worth the least independent ones asks.
             let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
             let interval_from = (q >= 0.0).then(|| (min_n as f64 * f.max(1.0)).ceil() as usize);
+            // One side lacks them alone where the other (its batches, or what its requests
+            // are worth) has as many as the rule asks.
+            let other = |side| if side == "A" { eff.1 } else { eff.0 };
+            let lacking = lacking.filter(|s| ci.is_none() && q >= 0.0 && other(*s) >= min_n);
             Change {
                 metric,
                 a: ea,

@@ -299,31 +299,37 @@ fn beside_a_batched_side_requests_that_moved_together_are_resampled_in_blocks() 
     let need = (437.0 * 600.0 / e.b.worth as f64).ceil() as usize;
     assert_eq!(p99.interval_from, Some(need));
     let g = parse_gate("ttft_p99>+1%").unwrap();
-    match judge(&g, &p99, GateRule::Confident) {
+    let line = |c: &Change| match judge(&g, c, GateRule::Confident) {
         Some(
             j @ Judgement::Inconclusive {
-                unit,
-                need: n,
-                side,
-                ..
+                unit, need, side, ..
             },
         ) => {
-            assert_eq!((unit, n, side), ("requests", Some(need), Some("B")));
+            assert_eq!((unit, need), ("requests", c.interval_from), "{c:?}");
             let v = Verdict {
                 gate: "g",
                 metric: "ttft_p99",
                 run: "r".into(),
                 judgement: j,
             };
-            let more = format!("need ~{} more requests in B", need - 600);
-            assert!(
-                gate::verdict_line(&v).ends_with(&more),
-                "{}",
-                gate::verdict_line(&v)
-            );
+            (side, gate::verdict_line(&v))
         }
-        j => panic!("{j:?} {p99:?}"),
-    }
+        j => panic!("{j:?} {c:?}"),
+    };
+    // A's 300 batches are short of 437 too: both sides lack observations.
+    let (side, text) = line(&p99);
+    assert_eq!(side, None);
+    assert!(text.ends_with(&format!("need ~{} more requests per side", need - 600)));
+    // With 500 batches A has what p99 asks: only B lacks requests, and the line says so.
+    a99.ttft_ms = (0..1000).map(|i| 20.0 + (i % 40) as f64).collect();
+    a99.ttft_group = (0..1000).map(|i| i / 2).collect();
+    let p99 = change("ttft_p99", &a99, &b99, 3);
+    assert_eq!((p99.lacking, p99.interval_from), (Some("B"), Some(need)));
+    let (side, text) = line(&p99);
+    assert_eq!(side, Some("B"));
+    assert!(text.ends_with(&format!("need ~{} more requests in B", need - 600)));
+    // Swapped, the side named follows.
+    assert_eq!(change("ttft_p99", &b99, &a99, 3).lacking, Some("A"));
 }
 
 #[test]
