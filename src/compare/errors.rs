@@ -44,7 +44,7 @@ pub(super) fn change(a: &RunValues, b: &RunValues) -> Change {
         interval_from: None,
         groups: None,
         effective: None,
-        lacking: None,
+        lacking: Vec::new(),
     }
 }
 

@@ -93,10 +93,10 @@ pub(crate) enum Judgement {
         /// McNemar's p, when it is what held the verdict back.
         #[serde(skip_serializing_if = "Option::is_none")]
         mcnemar_p: Option<f64>,
-        /// The one side (`A` or `B`) that lacks `need` (one side in batches beside one
-        /// without: [`Change::lacking`]); absent: each side.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        side: Option<&'static str>,
+        /// Without an interval, what each side lacks ([`Change::lacking`]): said side by
+        /// side instead of `need` per side.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        lacking: Vec<super::Lack>,
     },
 }
 
@@ -147,7 +147,7 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
                     need: None,
                     unit,
                     mcnemar_p: Some(p),
-                    side: None,
+                    lacking: Vec::new(),
                 })
             }
             _ => Some(Judgement::Fired { change, ci }),
@@ -167,7 +167,7 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
                 need,
                 unit,
                 mcnemar_p: None,
-                side: c.lacking,
+                lacking: Vec::new(),
             })
         }
         // Too few requests (or batches) for a percentile's interval: it exists from
@@ -179,7 +179,7 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
             need: c.interval_from,
             unit,
             mcnemar_p: None,
-            side: c.lacking,
+            lacking: c.lacking.clone(),
         }),
     }
 }
@@ -327,17 +327,29 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
             need,
             unit: what,
             mcnemar_p,
-            side,
+            lacking,
         } => {
-            let whose = side.map_or("per side".to_string(), |s| format!("in {s}"));
             let more = match (mcnemar_p, need, n) {
                 (Some(p), ..) => {
                     format!("McNemar's p = {p:.3}: the items that changed answer could be chance")
                 }
-                (None, Some(need), Some(n)) if need > n => {
-                    format!("need ~{} more {what} {whose}", need - n)
+                (None, ..) if !lacking.is_empty() => {
+                    let more = |l: &super::Lack| format!("~{} more {}", l.need - l.have, l.unit);
+                    match lacking.as_slice() {
+                        [a, b] if (a.have, a.need, a.unit) == (b.have, b.need, b.unit) => {
+                            format!("need {} per side", more(a))
+                        }
+                        _ => {
+                            let each: Vec<String> =
+                                lacking.iter().map(|l| format!("{} in {}", more(l), l.side)).collect();
+                            format!("need {}", each.join(" and "))
+                        }
+                    }
                 }
-                (None, Some(_), _) => format!("need more {what} {whose}"),
+                (None, Some(need), Some(n)) if need > n => {
+                    format!("need ~{} more {what} per side", need - n)
+                }
+                (None, Some(_), _) => format!("need more {what}"),
                 (None, None, _) if c.is_none() => {
                     "no interval for this metric from one run (`--gate-rule point` judges the point estimate)".to_string()
                 }
@@ -374,7 +386,7 @@ mod tests {
             interval_from: None,
             groups: None,
             effective: None,
-            lacking: None,
+            lacking: Vec::new(),
         }
     }
 

@@ -22,6 +22,45 @@ pub(crate) struct Worth {
     pub worth: usize,
 }
 
+/// What one side lacks for a percentile's interval: `have` of the `need` observations its
+/// side of the interval asks, in `unit` — batches (a side in batches: as many as the
+/// order-statistic rule asks of requests) or requests (as many as that rule's count asks once
+/// their neighbours' dependence is counted: `need` = ⌈rule · n / worth⌉).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub(crate) struct Lack {
+    pub side: &'static str,
+    pub have: usize,
+    pub need: usize,
+    pub unit: &'static str,
+}
+
+impl Lack {
+    /// A side's lack at a rule of `min` independent observations: `batches` where it came in
+    /// batches, else its `n` requests worth `worth`. None where it has enough.
+    pub(super) fn of(
+        side: &'static str,
+        n: usize,
+        batches: Option<usize>,
+        worth: usize,
+        min: usize,
+    ) -> Option<Lack> {
+        let (have, need, unit) = match batches {
+            Some(g) => (g, min, "batches"),
+            None => (
+                n,
+                (min as f64 * n as f64 / worth.max(1) as f64).ceil() as usize,
+                "requests",
+            ),
+        };
+        (have < need).then_some(Lack {
+            side,
+            have,
+            need,
+            unit,
+        })
+    }
+}
+
 /// Each side's percentile interval has coverage 1 − SIDE_ALPHA (97.5 %), so that the ratio's
 /// interval built from both covers at least 95 %.
 pub(super) const SIDE_ALPHA: f64 = 0.025;

@@ -218,11 +218,12 @@ pub(crate) struct Change {
     /// each side's requests are worth their count).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective: Option<Effective>,
-    /// Where one side came in groups and the other did not and there is no interval: the
-    /// side (`A` or `B`) that lacks the observations `interval_from` asks, where the other
-    /// has them. None: each side (or no interval lacking).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lacking: Option<&'static str>,
+    /// A percentile without an interval: each side that lacks the observations its side of
+    /// the interval asks, and how many it has and needs — runs of unequal length, or one side
+    /// in batches or worth fewer than its count, lack unequally (`interval_from` is one count
+    /// for both). Empty where there is an interval or neither side lacks them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lacking: Vec<Lack>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -322,26 +323,24 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             // came in groups or the side in groups has the fewer (`192 in 12 batches`, that
             // side's requests); else requests, those of the side without groups inflated by
             // its dependence.
-            let beside = |g: usize, batched: usize, loose: usize, w: usize, sides| {
-                let (in_batches, not) = sides;
+            let beside = |g: usize, batched: usize, loose: usize, w: usize| {
                 if w < g {
-                    (None, loose, inflation(w, loose), Some(not))
+                    (None, loose, inflation(w, loose))
                 } else {
-                    (Some(g), batched, 1.0, Some(in_batches))
+                    (Some(g), batched, 1.0)
                 }
             };
-            let (groups, n, f, lacking) =
-                match (ka.as_ref().map(Vec::len), kb.as_ref().map(Vec::len)) {
-                    (Some(x), Some(y)) => (Some(x.min(y)), n, 1.0, None),
-                    (Some(g), None) => beside(g, va.len(), vb.len(), eff.1, ("A", "B")),
-                    (None, Some(g)) => beside(g, vb.len(), va.len(), eff.0, ("B", "A")),
-                    (None, None) => (
-                        None,
-                        n,
-                        inflation(eff.0, va.len()).max(inflation(eff.1, vb.len())),
-                        None,
-                    ),
-                };
+            let (na, nb) = (ka.as_ref().map(Vec::len), kb.as_ref().map(Vec::len));
+            let (groups, n, f) = match (na, nb) {
+                (Some(x), Some(y)) => (Some(x.min(y)), n, 1.0),
+                (Some(g), None) => beside(g, va.len(), vb.len(), eff.1),
+                (None, Some(g)) => beside(g, vb.len(), va.len(), eff.0),
+                (None, None) => (
+                    None,
+                    n,
+                    inflation(eff.0, va.len()).max(inflation(eff.1, vb.len())),
+                ),
+            };
             let ci = if q < 0.0 {
                 mean_ratio_ci(va, vb, seed, metric)
             } else if ka.is_some() || kb.is_some() {
@@ -355,10 +354,15 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
             // the side worth the least independent ones asks.
             let min_n = crate::record::paired::percentile_min_n_at(q, SIDE_ALPHA);
             let interval_from = (q >= 0.0).then(|| (min_n as f64 * f.max(1.0)).ceil() as usize);
-            // One side lacks them alone where the other (its batches, or what its requests
-            // are worth) has as many as the rule asks.
-            let other = |side| if side == "A" { eff.1 } else { eff.0 };
-            let lacking = lacking.filter(|s| ci.is_none() && q >= 0.0 && other(*s) >= min_n);
+            // Without an interval, what each side lacks, in its own unit.
+            let lacking = if ci.is_none() && q >= 0.0 {
+                [("A", va.len(), na, eff.0), ("B", vb.len(), nb, eff.1)]
+                    .into_iter()
+                    .filter_map(|(side, len, g, w)| Lack::of(side, len, g, w, min_n))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             Change {
                 metric,
                 a: ea,
@@ -390,7 +394,7 @@ fn change(metric: &'static str, a: &RunValues, b: &RunValues, seed: u64) -> Chan
                 interval_from: None,
                 groups: None,
                 effective: None,
-                lacking: None,
+                lacking: Vec::new(),
             }
         }
     }
@@ -424,7 +428,7 @@ fn paired_quality(a: &RunValues, b: &RunValues, seed: u64) -> Option<Change> {
         interval_from: None,
         groups: None,
         effective: None,
-        lacking: None,
+        lacking: Vec::new(),
     })
 }
 

@@ -209,7 +209,7 @@ mod tests {
                 },
                 b: Worth { n: 300, worth: 300 },
             }),
-            lacking: None,
+            lacking: Vec::new(),
         };
         assert_eq!(super::cells(&c)[5], "1000/300 (worth 240/300)");
     }

@@ -107,9 +107,44 @@ fn a_slower_ttft_is_a_change_with_an_interval_and_breaks_a_gate() {
             need: Some(437),
             unit: "requests",
             mcnemar_p: None,
-            side: None,
+            lacking: ["A", "B"]
+                .map(|side| Lack {
+                    side,
+                    have: 200,
+                    need: 437,
+                    unit: "requests"
+                })
+                .to_vec(),
         }
     );
+    let v = |judgement| Verdict {
+        gate: "g",
+        metric: "ttft_p99",
+        run: "r".into(),
+        judgement,
+    };
+    let line = gate::verdict_line(&v(b[1].judgement.clone()));
+    assert!(line.ends_with("need ~237 more requests per side"), "{line}");
+    // Runs of unequal length: A's 1000 requests have what p99 asks, B's 200 do not — the
+    // need is B's alone (237 more, not 437 − 200 for both).
+    let mut long = run("x", 1.0);
+    long.ttft_ms = (1..=1000).map(f64::from).collect();
+    let c = change("ttft_p99", &long, &run("x", 10.0), 3);
+    let want = [Lack {
+        side: "B",
+        have: 200,
+        need: 437,
+        unit: "requests",
+    }];
+    assert_eq!((c.ci, c.lacking.as_slice()), (None, &want[..]), "{c:?}");
+    let j = judge(
+        &parse_gate("ttft_p99>+5%").unwrap(),
+        &c,
+        GateRule::Confident,
+    )
+    .unwrap();
+    let line = gate::verdict_line(&v(j));
+    assert!(line.ends_with("need ~237 more requests in B"), "{line}");
     assert!(parse_gate("ttft>5%").is_err());
     assert!(parse_gate("ttft_p99=5%").is_err());
 }
@@ -128,7 +163,7 @@ fn a_change_inside_its_noise_is_inconclusive_and_says_how_many_requests_would_te
         interval_from: None,
         groups: None,
         effective: None,
-        lacking: None,
+        lacking: Vec::new(),
     };
     // The quickstart's case: +5.3 % with an interval of −90 % … +1132 %.
     let noisy = c(0.053, Some((-0.9, 11.32)));
@@ -299,37 +334,49 @@ fn beside_a_batched_side_requests_that_moved_together_are_resampled_in_blocks() 
     let need = (437.0 * 600.0 / e.b.worth as f64).ceil() as usize;
     assert_eq!(p99.interval_from, Some(need));
     let g = parse_gate("ttft_p99>+1%").unwrap();
-    let line = |c: &Change| match judge(&g, c, GateRule::Confident) {
-        Some(
-            j @ Judgement::Inconclusive {
-                unit, need, side, ..
-            },
-        ) => {
-            assert_eq!((unit, need), ("requests", c.interval_from), "{c:?}");
-            let v = Verdict {
-                gate: "g",
-                metric: "ttft_p99",
-                run: "r".into(),
-                judgement: j,
-            };
-            (side, gate::verdict_line(&v))
-        }
-        j => panic!("{j:?} {c:?}"),
+    let line = |c: &Change| {
+        let j = judge(&g, c, GateRule::Confident).unwrap();
+        let Judgement::Inconclusive {
+            unit,
+            need,
+            lacking,
+            ..
+        } = &j
+        else {
+            panic!("{j:?} {c:?}")
+        };
+        assert_eq!((*unit, *need), ("requests", c.interval_from), "{c:?}");
+        let sides: Vec<&str> = lacking.iter().map(|l| l.side).collect();
+        let v = Verdict {
+            gate: "g",
+            metric: "ttft_p99",
+            run: "r".into(),
+            judgement: j.clone(),
+        };
+        (sides, gate::verdict_line(&v))
     };
-    // A's 300 batches are short of 437 too: both sides lack observations.
-    let (side, text) = line(&p99);
-    assert_eq!(side, None);
-    assert!(text.ends_with(&format!("need ~{} more requests per side", need - 600)));
+    // A's 300 batches are short of 437 too: each side lacks, in its own unit.
+    let (sides, text) = line(&p99);
+    assert_eq!(sides, ["A", "B"]);
+    let both = format!(
+        "need ~137 more batches in A and ~{} more requests in B",
+        need - 600
+    );
+    assert!(text.ends_with(&both), "{text}");
     // With 500 batches A has what p99 asks: only B lacks requests, and the line says so.
     a99.ttft_ms = (0..1000).map(|i| 20.0 + (i % 40) as f64).collect();
     a99.ttft_group = (0..1000).map(|i| i / 2).collect();
     let p99 = change("ttft_p99", &a99, &b99, 3);
-    assert_eq!((p99.lacking, p99.interval_from), (Some("B"), Some(need)));
-    let (side, text) = line(&p99);
-    assert_eq!(side, Some("B"));
+    assert_eq!(p99.interval_from, Some(need));
+    let (sides, text) = line(&p99);
+    assert_eq!(sides, ["B"]);
     assert!(text.ends_with(&format!("need ~{} more requests in B", need - 600)));
     // Swapped, the side named follows.
-    assert_eq!(change("ttft_p99", &b99, &a99, 3).lacking, Some("A"));
+    let swapped = change("ttft_p99", &b99, &a99, 3);
+    assert_eq!(
+        swapped.lacking.iter().map(|l| l.side).collect::<Vec<_>>(),
+        ["A"]
+    );
 }
 
 #[test]
