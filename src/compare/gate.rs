@@ -170,13 +170,14 @@ pub(crate) fn judge(g: &Gate, c: &Change, rule: GateRule) -> Option<Judgement> {
                 lacking: Vec::new(),
             })
         }
-        // Too few requests (or batches) for a percentile's interval: it exists from
-        // `interval_from` on.
+        // Too few requests (or batches) for a percentile's interval: what each side lacks,
+        // said side by side (a count per side would be one side's). Where neither lacks any,
+        // A's percentile reaches 0 (no relative interval): no count would tell.
         None => Some(Judgement::Inconclusive {
             change,
             ci: None,
             n,
-            need: c.interval_from,
+            need: None,
             unit,
             mcnemar_p: None,
             lacking: c.lacking.clone(),
@@ -299,6 +300,19 @@ pub(crate) fn judge_all<'a>(
     out
 }
 
+/// A percentile metric (`ttft_p99`…), as against a mean or a rate.
+fn percentile(metric: &str) -> bool {
+    super::stat_of(metric).is_some_and(|(_, q)| q >= 0.0)
+}
+
+/// One of a unit: `1 more batch`.
+fn one(unit: &str) -> &str {
+    unit.strip_suffix("es")
+        .filter(|u| u.ends_with("ch"))
+        .or_else(|| unit.strip_suffix('s'))
+        .unwrap_or(unit)
+}
+
 /// A verdict as one line of text.
 pub(crate) fn verdict_line(v: &Verdict) -> String {
     let ci = |c: Option<(f64, f64)>| {
@@ -334,7 +348,10 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
                     format!("McNemar's p = {p:.3}: the items that changed answer could be chance")
                 }
                 (None, ..) if !lacking.is_empty() => {
-                    let more = |l: &super::Lack| format!("~{} more {}", l.need - l.have, l.unit);
+                    let more = |l: &super::Lack| {
+                        let k = l.need - l.have;
+                        format!("~{k} more {}", if k == 1 { one(l.unit) } else { l.unit })
+                    };
                     match lacking.as_slice() {
                         [a, b] if (a.have, a.need, a.unit) == (b.have, b.need, b.unit) => {
                             format!("need {} per side", more(a))
@@ -350,6 +367,9 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
                     format!("need ~{} more {what} per side", need - n)
                 }
                 (None, Some(_), _) => format!("need more {what}"),
+                (None, None, _) if c.is_none() && percentile(v.metric) => {
+                    "no relative interval: A's percentile reaches 0".to_string()
+                }
                 (None, None, _) if c.is_none() => {
                     "no interval for this metric from one run (`--gate-rule point` judges the point estimate)".to_string()
                 }
@@ -370,6 +390,14 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_of_a_unit_is_singular() {
+        assert_eq!(
+            ["batches", "requests", "items"].map(one),
+            ["batch", "request", "item"]
+        );
+    }
 
     fn change(metric: &'static str, a: Option<f64>, b: Option<f64>) -> Change {
         Change {

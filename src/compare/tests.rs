@@ -104,7 +104,7 @@ fn a_slower_ttft_is_a_change_with_an_interval_and_breaks_a_gate() {
             change: 0.5,
             ci: None,
             n: Some(200),
-            need: Some(437),
+            need: None,
             unit: "requests",
             mcnemar_p: None,
             lacking: ["A", "B"]
@@ -145,6 +145,27 @@ fn a_slower_ttft_is_a_change_with_an_interval_and_breaks_a_gate() {
     .unwrap();
     let line = gate::verdict_line(&v(j));
     assert!(line.ends_with("need ~237 more requests in B"), "{line}");
+    // Enough requests on both sides, and still no relative interval: A's p50 interval
+    // reaches 0 (half its values are 0). No count of requests would tell, and none is said.
+    let mut zeros = run("x", 1.0);
+    zeros.ttft_ms = (0..1000)
+        .map(|i| if i < 490 { 0.0 } else { f64::from(i) })
+        .collect();
+    let mut twice = zeros.clone();
+    twice.ttft_ms.iter_mut().for_each(|x| *x *= 2.0);
+    let c = change("ttft_p50", &zeros, &twice, 3);
+    assert_eq!((c.ci, c.lacking.len()), (None, 0), "{c:?}");
+    let j = judge(
+        &parse_gate("ttft_p50>+5%").unwrap(),
+        &c,
+        GateRule::Confident,
+    )
+    .unwrap();
+    let line = gate::verdict_line(&v(j));
+    assert!(
+        line.ends_with("no relative interval: A's percentile reaches 0"),
+        "{line}"
+    );
     assert!(parse_gate("ttft>5%").is_err());
     assert!(parse_gate("ttft_p99=5%").is_err());
 }
@@ -264,8 +285,21 @@ fn batched_requests_are_resampled_by_batch_and_keep_the_false_alarm_rate() {
     assert_eq!((c.ci, c.groups, c.interval_from), (None, Some(3), Some(7)));
     let g = parse_gate("tpot_p50>+5%").unwrap();
     match judge(&g, &c, GateRule::Confident).unwrap() {
-        Judgement::Inconclusive { n, need, unit, .. } => {
-            assert_eq!((n, need, unit), (Some(3), Some(7), "batches"))
+        Judgement::Inconclusive {
+            n,
+            need,
+            unit,
+            lacking,
+            ..
+        } => {
+            assert_eq!((n, need, unit), (Some(3), None, "batches"));
+            let each = ["A", "B"].map(|side| Lack {
+                side,
+                have: 3,
+                need: 7,
+                unit: "batches",
+            });
+            assert_eq!(lacking, each);
         }
         j => panic!("{j:?}"),
     }
@@ -345,7 +379,7 @@ fn beside_a_batched_side_requests_that_moved_together_are_resampled_in_blocks() 
         else {
             panic!("{j:?} {c:?}")
         };
-        assert_eq!((*unit, *need), ("requests", c.interval_from), "{c:?}");
+        assert_eq!((*unit, *need), ("requests", None), "{c:?}");
         let sides: Vec<&str> = lacking.iter().map(|l| l.side).collect();
         let v = Verdict {
             gate: "g",
