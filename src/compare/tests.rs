@@ -23,6 +23,20 @@ pub(super) fn run(config: &str, scale: f64) -> RunValues {
     }
 }
 
+/// The verdict of the gate `gate` on `c` (past its limit) under the confident rule, and its
+/// line.
+fn verdict(gate: &str, c: &Change) -> (Judgement, String) {
+    let judgement = judge(&parse_gate(gate).unwrap(), c, GateRule::Confident).unwrap();
+    let v = Verdict {
+        gate,
+        metric: c.metric,
+        run: "r".into(),
+        judgement,
+    };
+    let line = gate::verdict_line(&v);
+    (v.judgement, line)
+}
+
 /// Requests at their own instants whose neighbours moved together (AR(1), φ = 0.8) are
 /// worth fewer independent ones: the percentile's interval widens and `effective` says
 /// by how much; the same values in a scrambled order are worth their count.
@@ -117,13 +131,7 @@ fn a_slower_ttft_is_a_change_with_an_interval_and_breaks_a_gate() {
                 .to_vec(),
         }
     );
-    let v = |judgement| Verdict {
-        gate: "g",
-        metric: "ttft_p99",
-        run: "r".into(),
-        judgement,
-    };
-    let line = gate::verdict_line(&v(b[1].judgement.clone()));
+    let line = gate::verdict_line(&b[1]);
     assert!(line.ends_with("need ~237 more requests per side"), "{line}");
     // Runs of unequal length: A's 1000 requests have what p99 asks, B's 200 do not — the
     // need is B's alone (237 more, not 437 − 200 for both).
@@ -137,13 +145,7 @@ fn a_slower_ttft_is_a_change_with_an_interval_and_breaks_a_gate() {
         unit: "requests",
     }];
     assert_eq!((c.ci, c.lacking.as_slice()), (None, &want[..]), "{c:?}");
-    let j = judge(
-        &parse_gate("ttft_p99>+5%").unwrap(),
-        &c,
-        GateRule::Confident,
-    )
-    .unwrap();
-    let line = gate::verdict_line(&v(j));
+    let (_, line) = verdict("ttft_p99>+5%", &c);
     assert!(line.ends_with("need ~237 more requests in B"), "{line}");
     // Enough requests on both sides, and still no relative interval: A's p50 interval
     // reaches 0 (half its values are 0). No count of requests would tell, and none is said.
@@ -155,13 +157,7 @@ fn a_slower_ttft_is_a_change_with_an_interval_and_breaks_a_gate() {
     twice.ttft_ms.iter_mut().for_each(|x| *x *= 2.0);
     let c = change("ttft_p50", &zeros, &twice, 3);
     assert_eq!((c.ci, c.lacking.len()), (None, 0), "{c:?}");
-    let j = judge(
-        &parse_gate("ttft_p50>+5%").unwrap(),
-        &c,
-        GateRule::Confident,
-    )
-    .unwrap();
-    let line = gate::verdict_line(&v(j));
+    let (_, line) = verdict("ttft_p50>+5%", &c);
     assert!(
         line.ends_with("no relative interval: A's percentile reaches 0"),
         "{line}"
@@ -367,9 +363,8 @@ fn beside_a_batched_side_requests_that_moved_together_are_resampled_in_blocks() 
     assert_eq!((p99.ci, p99.groups, p99.n), (None, None, Some(600)));
     let need = (437.0 * 600.0 / e.b.worth as f64).ceil() as usize;
     assert_eq!(p99.interval_from, Some(need));
-    let g = parse_gate("ttft_p99>+1%").unwrap();
     let line = |c: &Change| {
-        let j = judge(&g, c, GateRule::Confident).unwrap();
+        let (j, text) = verdict("ttft_p99>+1%", c);
         let Judgement::Inconclusive {
             unit,
             need,
@@ -381,13 +376,7 @@ fn beside_a_batched_side_requests_that_moved_together_are_resampled_in_blocks() 
         };
         assert_eq!((*unit, *need), ("requests", None), "{c:?}");
         let sides: Vec<&str> = lacking.iter().map(|l| l.side).collect();
-        let v = Verdict {
-            gate: "g",
-            metric: "ttft_p99",
-            run: "r".into(),
-            judgement: j.clone(),
-        };
-        (sides, gate::verdict_line(&v))
+        (sides, text)
     };
     // A's 300 batches are short of 437 too: each side lacks, in its own unit.
     let (sides, text) = line(&p99);
