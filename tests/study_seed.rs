@@ -32,9 +32,14 @@ fn rows(csv_path: &Path) -> Vec<BTreeMap<String, String>> {
 
 /// `seed-tables.py` over CACHE (the gpu-seed sweep's runs) into OUT: its seed-tables.md.
 fn seed_tables(cache: &Path, out: &Path) -> String {
+    seed_tables_of(&[cache], out)
+}
+
+/// `seed-tables.py` over several CACHES, read in that order, into OUT.
+fn seed_tables_of(caches: &[&Path], out: &Path) -> String {
     let run = Command::new(python())
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py"))
-        .arg(cache)
+        .args(caches)
         .args(["--sweep", "gpu-seed", "--out"])
         .arg(out)
         .output()
@@ -205,6 +210,63 @@ print(n)
             .count(),
         1,
         "{machines:?}"
+    );
+}
+
+/// The cold-start rows of a seed-tables.md: the deployment column of each.
+fn cold_rows(md: &str) -> Vec<&str> {
+    md.split("## Cold start")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("| qwen"))
+        .map(|l| l.split('|').nth(1).unwrap().trim())
+        .collect()
+}
+
+/// The nineteenth hold (M4) and the twenty-third (M5) each started SGLang on an H100 of one
+/// host kind, so the two starts have one key: read from a folder each, both are measurements,
+/// one row per machine; unpacked into one folder, the later record replaced the earlier.
+#[test]
+fn one_key_on_two_machines_of_one_kind_is_two_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let m4 = unpack_results("h100-seed", &dir.path().join("m4"));
+    let m5 = unpack_results("h100-seed-2", &dir.path().join("m5"));
+    let starts = |cache: &Path| -> Vec<String> {
+        std::fs::read_dir(cache.join("objects"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|d| d.join("coldstart.json").exists())
+            .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    let shared: Vec<String> = starts(&m4)
+        .into_iter()
+        .filter(|k| starts(&m5).contains(k))
+        .collect();
+    assert_eq!(shared.len(), 1, "{shared:?}");
+    let sglang = "qwen2.5-coder-1.5b:default@sglang";
+    let md = seed_tables_of(&[&m4, &m5], &dir.path().join("out"));
+    assert!(md.contains("from 2 cache(s)"), "{md}");
+    let rows = cold_rows(&md);
+    assert!(
+        rows.contains(&format!("{sglang} on M1").as_str())
+            && rows.contains(&format!("{sglang} on M2").as_str()),
+        "{rows:?}"
+    );
+    // The machines are named here in the order of their first run (M4 of the study is M1,
+    // M5 is M2). Every other start ran on one machine only: five rows in all (vLLM on M1,
+    // llama.cpp and LMDeploy on M2, SGLang on both).
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    let one = unpack_results("h100-seed", &dir.path().join("one"));
+    assert_eq!(unpack_results("h100-seed-2", &dir.path().join("one")), one);
+    let md = seed_tables(&one, &dir.path().join("out-one"));
+    let rows = cold_rows(&md);
+    assert_eq!(
+        rows.iter().filter(|r| r.starts_with(sglang)).count(),
+        1,
+        "{rows:?}"
     );
 }
 

@@ -4,8 +4,12 @@
     python3 docs/study/seed-tables.py CACHE [CACHE…] [--sweep gpu-seed] [--out DIR] [--png]
 
 Each CACHE is a bench360 cache folder (a hold's `cache.tar.xz` unpacked: records/ and
-objects/); several caches are several holds. A node key met in more than one cache (a hold that
-resumed an earlier one's cache holds its runs too) is read once; only finished nodes are read,
+objects/); several caches are several holds, read in the order given. A measurement is a node
+key and the machine it ran on: met in more than one cache on one machine (a hold that resumed
+an earlier one's cache holds its runs too; a damaged run run again), it is read once, the later
+cache's record; on another machine (bench360's keys hold the machine's kind, not the machine,
+so two machines of one kind record a start under one key) it is another. Unpack each hold into
+a folder of its own: one folder keeps one record per key. Only finished nodes are read,
 and only those of the sweep named by --sweep (any, when not given). What is read, per run:
 run.json (its configuration), requests.parquet (every request's timings), telemetry.json (GPU
 energy and utilisation), stats.json and scores.parquet (per-item scores); per cold start:
@@ -114,9 +118,13 @@ def read_json(path):
         return None
 
 
-def runs_of(cache, sweep, seen):
-    """Every finished run of the cache (and its cold starts, by deployment), but those whose
-    key is in `seen` (read from another cache already); adds the keys it reads to `seen`."""
+def runs_of(cache, sweep, seen=None):
+    """Every finished run of the cache and its cold starts, each with the machine it ran on (a
+    cold start: that of the runs it served in this cache; None where it served none here). With
+    `seen`, those whose (key, machine) is in it (read from another cache already) are left out
+    and the others added to it. A key alone does not name a measurement: bench360's keys hold a
+    machine's kind (CPU model, GPU, driver), not the machine, so two machines of one kind record
+    a deployment's start under one key."""
     objects = os.path.join(cache, "objects")
     runs, colds = [], []
     # A run's scores are the object of its score node, which names the run among its inputs.
@@ -128,7 +136,7 @@ def runs_of(cache, sweep, seen):
     for key in sorted(os.listdir(objects)):
         d = os.path.join(objects, key)
         rec = read_json(os.path.join(cache, "records", key + ".json")) or {}
-        if key in seen or rec.get("status") != "finished":
+        if rec.get("status") != "finished":
             continue
         cold = read_json(os.path.join(d, "coldstart.json"))
         if cold is not None:
@@ -139,7 +147,6 @@ def runs_of(cache, sweep, seen):
                           "first_token_s": cold.get("first_token_s"),
                           "gpu_mem_after_load_mb": cold.get("gpu_mem_after_load_mb"),
                           "model_bytes": cold.get("model_bytes")})
-            seen.add(key)
             continue
         run = read_json(os.path.join(d, "run.json"))
         if run is None or not os.path.exists(os.path.join(d, "requests.parquet")):
@@ -154,7 +161,16 @@ def runs_of(cache, sweep, seen):
         row["engine_start"] = engine_start_of(run)
         row["deployment_key"] = (rec.get("inputs") or {}).get("deployment")
         runs.append(row)
-        seen.add(key)
+    # A cold start ran where the runs it served ran (their `deployment` input is its key): their
+    # run.json has the whole machine, GPUs and driver included, where coldstart.json's `host`
+    # (since 2026-12-03) has the host only, and would name the same machine another.
+    served = {r["deployment_key"]: r["machine"] for r in runs if r.get("deployment_key")}
+    for c in colds:
+        c["machine"] = served.get(c["key"])
+    if seen is not None:
+        runs = [r for r in runs if (r["key"], r["machine"]) not in seen]
+        colds = [c for c in colds if (c["key"], c["machine"]) not in seen]
+        seen.update((x["key"], x["machine"]) for x in runs + colds)
     return runs, colds
 
 
@@ -392,11 +408,15 @@ def main():
     ap.add_argument("--out", default="docs/results/seed")
     ap.add_argument("--png", action="store_true", help="also write PNGs (to look at)")
     a = ap.parse_args()
-    runs, colds, seen = [], [], set()
+    # One measurement per (key, machine): a later cache's record of the same one (a damaged run
+    # run again) replaces the earlier, as unpacking it over the earlier would; the same key on
+    # another machine of one kind (a hold that ran a start again elsewhere) is another measurement.
+    by_run, colds = {}, []
     for c in a.caches:
-        r, k = runs_of(c, a.sweep, seen)
-        runs += r
+        r, k = runs_of(c, a.sweep)
+        by_run.update(((x["key"], x["machine"]), x) for x in r)
         colds += k
+    runs = list(by_run.values())
     if not runs:
         sys.exit("no runs found")
     # The synthetic task's runs from before it forced its lengths (`ignore-eos`) stopped at EOS:
@@ -417,12 +437,12 @@ def main():
         machine_name(r["machine"])
     for r in runs:
         r["engine_name"] = r["engine"]
-    # A cold start ran where the runs it served ran (their `deployment` input is its key): their
-    # run.json has the whole machine, GPUs and driver included, where coldstart.json's `host`
-    # (since 2026-12-03) has the host only, and would name the same machine another.
+    # A cold start that served no run of its own cache: the machine of the runs it served in
+    # another (a start whose runs a later hold recorded).
     served = {r["deployment_key"]: r["machine"] for r in runs if r.get("deployment_key")}
     for c in colds:
-        c["machine"] = served.get(c["key"])
+        c["machine"] = c["machine"] or served.get(c["key"])
+    colds = list({(c["key"], c["machine"]): c for c in colds}.values())
     if len(MACHINES) > 1:
         for r in runs:
             r["engine"] = f"{r['engine_name']} on {machine_name(r['machine'])}"
