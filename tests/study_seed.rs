@@ -259,6 +259,25 @@ fn one_key_on_two_machines_of_one_kind_is_two_measurements() {
     // M5 is M2). Every other start ran on one machine only: five rows in all (vLLM on M1,
     // llama.cpp and LMDeploy on M2, SGLang on both).
     assert_eq!(rows.len(), 5, "{rows:?}");
+    // Pooled over the two H100s, SGLang's two starts are one deployment's, with the t-interval
+    // over both; the others have one start and nothing to be ranked against.
+    let pooled = md
+        .split("## Cold start, every machine pooled (NVIDIA H100 80GB HBM3)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no pooled cold starts: {md}"));
+    let row = pooled
+        .lines()
+        .find(|l| l.starts_with(&format!("| {sglang} |")))
+        .unwrap_or_else(|| panic!("{pooled}"));
+    assert!(
+        row.contains("| 2 (M1×1, M2×1) |") && row.contains(" ± "),
+        "{row}"
+    );
+    assert!(
+        pooled.contains("**qwen2.5-coder-1.5b:q4_k_m@llama-cuda (1: M2×1)**")
+            && pooled.contains("; no interval to compare: "),
+        "{pooled}"
+    );
     let one = unpack_results("h100-seed", &dir.path().join("one"));
     assert_eq!(unpack_results("h100-seed-2", &dir.path().join("one")), one);
     let md = seed_tables(&one, &dir.path().join("out-one"));

@@ -22,7 +22,8 @@ its repeats (another `repeat` index: `repeats` in the sweep, each with its own c
 Every figure is given with what it rests on:
 
   * single stream (the seed's Figure 2/3): cold start of each deployment (mean over its cold
-    starts, ± t-interval from 2 on), TTFT p50 and TPOT p50 with the distribution-free 95 %
+    starts, ± t-interval from 2 on; per machine, and with two machines or more of one GPU model
+    pooled over them too), TTFT p50 and TPOT p50 with the distribution-free 95 %
     interval of the median (order statistics) when one run, or mean ± t-interval over repeats;
   * batch (the seed's Table 5): output tokens/s per batch (a batch's completion tokens over the
     time from its common send to its last response), mean ± 95 % t-interval over the batches,
@@ -455,6 +456,7 @@ def main():
           + (f" {len(superseded)} synthetic runs that stopped at EOS are left out: the same"
              " configurations ran again with exact lengths." if superseded else ""), ""]
     md += cold_table(colds)
+    md += pooled_colds(colds, {r["machine"]: r["gpu"] for r in runs})
     md += single_table(groups)
     md += batch_table(groups)
     md += server_table(groups)
@@ -484,6 +486,41 @@ def cold_table(colds):
         mem = mean_ci([c["gpu_mem_after_load_mb"] for c in cs])
         out.append(f"| {name} | {len(cs)} | {fmt_ci(h[0], h[1])} | {fmt_ci(ft[0], ft[1])} | {fmt(mem[0], 0)} |")
     return out + ["", "± is the 95 % t-interval over cold starts (from 2 on).", ""]
+
+
+def pooled_colds(colds, gpu_by_machine):
+    """Each deployment's cold starts on every machine of one GPU model at once (where there are
+    two machines or more): the mean ± the t-interval over the starts, which then holds the
+    machines' spread as well as the starts', and the fastest to healthy by mean with those behind
+    it beyond that spread. Machines of another GPU model are never pooled with these."""
+    out = []
+    gpus = {gpu_by_machine.get(c.get("machine")) for c in colds} - {None}
+    for gpu in sorted(gpus):
+        mine = [c for c in colds if gpu_by_machine.get(c.get("machine")) == gpu]
+        if len({c["machine"] for c in mine}) < 2:
+            continue
+        by = defaultdict(list)
+        for c in mine:
+            by[c["label"].removeprefix("coldstart ").split(" (start")[0]].append(c)
+        out += [f"## Cold start, every machine pooled ({gpu})", "",
+                f"Each deployment's cold starts on every machine of one GPU model ({gpu}), whichever "
+                "machine they ran on: the mean ± the 95 % t-interval over the starts, so the interval "
+                "holds the spread between machines as well as between starts (a host build, a compile "
+                "cache another engine's start left on the machine). Fastest by mean; *inside its "
+                "noise* when the intervals overlap.", "",
+                "| deployment | cold starts | healthy s | first token s |", "|---|---|---|---|"]
+        cands = []
+        for name, cs in sorted(by.items()):
+            per = defaultdict(int)
+            for c in cs:
+                per[machine_name(c["machine"])] += 1
+            where = ", ".join(f"{m}×{n}" for m, n in sorted(per.items()))
+            h = mean_ci([c["healthy_s"] for c in cs])
+            ft = mean_ci([c["first_token_s"] for c in cs])
+            out.append(f"| {name} | {len(cs)} ({where}) | {fmt_ci(h[0], h[1])} | {fmt_ci(ft[0], ft[1])} |")
+            cands.append((f"{name} ({len(cs)}: {where})", *with_hw(h[0], h[1])))
+        out += ["", verdict("healthy after a cold start, every machine", cands, False, "s"), ""]
+    return out
 
 
 def single_table(groups):
