@@ -519,7 +519,13 @@ def pooled_colds(colds, gpu_by_machine):
             ft = mean_ci([c["first_token_s"] for c in cs])
             out.append(f"| {name} | {len(cs)} ({where}) | {fmt_ci(h[0], h[1])} | {fmt_ci(ft[0], ft[1])} |")
             cands.append((f"{name} ({len(cs)}: {where})", *with_hw(h[0], h[1])))
-        out += ["", verdict("healthy after a cold start, every machine", cands, False, "s"), ""]
+        out += ["", verdict("healthy after a cold start, every machine", cands, False, "s")]
+        # Those behind the fastest beyond its noise, among themselves: whether they are apart too.
+        best, ties, unknown = best_and_ties(cands, False)
+        rest = [c for c in cands if c is not best and c not in ties and c not in unknown]
+        if len(rest) > 1:
+            out.append(verdict("the same, among those behind it", rest, False, "s"))
+        out.append("")
     return out
 
 
