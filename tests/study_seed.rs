@@ -241,9 +241,10 @@ fn one_key_on_two_machines_of_one_kind_is_two_measurements() {
             .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
             .collect()
     };
+    let at_m5 = starts(&m5);
     let shared: Vec<String> = starts(&m4)
         .into_iter()
-        .filter(|k| starts(&m5).contains(k))
+        .filter(|k| at_m5.contains(k))
         .collect();
     assert_eq!(shared.len(), 1, "{shared:?}");
     let sglang = "qwen2.5-coder-1.5b:default@sglang";

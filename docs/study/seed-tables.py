@@ -471,10 +471,23 @@ def main():
     print("\n".join(md))
 
 
+def deployment_of(cold):
+    """A cold start's deployment: "coldstart M:Q@E (start 2)" -> "M:Q@E"."""
+    return cold["label"].removeprefix("coldstart ").split(" (start")[0]
+
+
+def machines_where(items):
+    """Where items (runs or cold starts) ran: "M1×1, M2×2"."""
+    per = defaultdict(int)
+    for x in items:
+        per[machine_name(x["machine"])] += 1
+    return ", ".join(f"{m}×{n}" for m, n in sorted(per.items()))
+
+
 def cold_table(colds):
     by = defaultdict(list)
     for c in colds:
-        name = c["label"].removeprefix("coldstart ").split(" (start")[0]
+        name = deployment_of(c)
         if len(MACHINES) > 1:
             name += f" on {machine_name(c['machine'])}" if c.get("machine") else " (machine not recorded)"
         by[name].append(c)
@@ -501,7 +514,7 @@ def pooled_colds(colds, gpu_by_machine):
             continue
         by = defaultdict(list)
         for c in mine:
-            by[c["label"].removeprefix("coldstart ").split(" (start")[0]].append(c)
+            by[deployment_of(c)].append(c)
         out += [f"## Cold start, every machine pooled ({gpu})", "",
                 f"Each deployment's cold starts on every machine of one GPU model ({gpu}), whichever "
                 "machine they ran on: the mean ± the 95 % t-interval over the starts, so the interval "
@@ -511,10 +524,7 @@ def pooled_colds(colds, gpu_by_machine):
                 "| deployment | cold starts | healthy s | first token s |", "|---|---|---|---|"]
         cands = []
         for name, cs in sorted(by.items()):
-            per = defaultdict(int)
-            for c in cs:
-                per[machine_name(c["machine"])] += 1
-            where = ", ".join(f"{m}×{n}" for m, n in sorted(per.items()))
+            where = machines_where(cs)
             h = mean_ci([c["healthy_s"] for c in cs])
             ft = mean_ci([c["first_token_s"] for c in cs])
             out.append(f"| {name} | {len(cs)} ({where}) | {fmt_ci(h[0], h[1])} | {fmt_ci(ft[0], ft[1])} |")
@@ -683,10 +693,7 @@ def pooled_on(gpu, runs):
             continue
         cands = []
         for k, rs in items:
-            per = defaultdict(int)
-            for r in rs:
-                per[machine_name(r["machine"])] += 1
-            where = ", ".join(f"{m}×{n}" for m, n in sorted(per.items()))
+            where = machines_where(rs)
             if scen == "single":
                 vals = [r["tpot_p50"][0] for r in rs]
             else:
