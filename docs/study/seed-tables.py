@@ -402,6 +402,19 @@ def verdict(label, cands, higher, unit):
     return s
 
 
+def verdicts(label, cands, higher, unit):
+    """[`verdict`], then the same question again among those it put behind beyond the noise, and
+    so on while two or more are left: the order of the field, not only its head, each step
+    claimed only where it holds beyond the spread."""
+    out = [verdict(label, cands, higher, unit)]
+    while True:
+        best, ties, unknown = best_and_ties(cands, higher)
+        cands = [c for c in cands if c[1] is not None and c is not best and c not in ties and c not in unknown]
+        if len(cands) < 2:
+            return out
+        out.append(verdict("the same, among those behind it", cands, higher, unit))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("caches", nargs="+")
@@ -520,7 +533,8 @@ def pooled_colds(colds, gpu_by_machine):
                 "machine they ran on: the mean ± the 95 % t-interval over the starts, so the interval "
                 "holds the spread between machines as well as between starts (a host build, a compile "
                 "cache another engine's start left on the machine). Fastest by mean; *inside its "
-                "noise* when the intervals overlap.", "",
+                "noise* when the intervals overlap; where two or more are behind beyond it, the "
+                "next line asks the same among them.", "",
                 "| deployment | cold starts | healthy s | first token s |", "|---|---|---|---|"]
         cands = []
         for name, cs in sorted(by.items()):
@@ -529,13 +543,7 @@ def pooled_colds(colds, gpu_by_machine):
             ft = mean_ci([c["first_token_s"] for c in cs])
             out.append(f"| {name} | {len(cs)} ({where}) | {fmt_ci(h[0], h[1])} | {fmt_ci(ft[0], ft[1])} |")
             cands.append((f"{name} ({len(cs)}: {where})", *with_hw(h[0], h[1])))
-        out += ["", verdict("healthy after a cold start, every machine", cands, False, "s")]
-        # Those behind the fastest beyond its noise, among themselves: whether they are apart too.
-        best, ties, unknown = best_and_ties(cands, False)
-        rest = [c for c in cands if c is not best and c not in ties and c not in unknown]
-        if len(rest) > 1:
-            out.append(verdict("the same, among those behind it", rest, False, "s"))
-        out.append("")
+        out += [""] + verdicts("healthy after a cold start, every machine", cands, False, "s") + [""]
     return out
 
 
@@ -687,7 +695,9 @@ def pooled_on(gpu, runs):
            "figures (TPOT p50; a batch run's mean tokens/s) ± the 95 % t-interval over those runs, so "
            "the interval holds the spread between machines as well as between starts. Best by mean, "
            "*inside its noise* when the intervals overlap; a configuration with one run has no spread "
-           "to compare. Machines of another GPU model are never pooled with these.", ""]
+           "to compare. Where two or more are behind beyond the noise, the next line asks the same "
+           "among them, and so on down the field. Machines of another GPU model are never pooled "
+           "with these.", ""]
     for scen, label, items in questions(groups):
         if scen not in ("single", "batch"):
             continue
@@ -701,7 +711,7 @@ def pooled_on(gpu, runs):
             m, hw, n = mean_ci(vals)
             cands.append((f"{k[0]}/{k[1]} ({n} run{'' if n == 1 else 's'}: {where})", *with_hw(m, hw)))
         higher, unit = (False, "ms") if scen == "single" else (True, "tok/s")
-        out.append(verdict(f"{label}, every machine", cands, higher, unit))
+        out += verdicts(f"{label}, every machine", cands, higher, unit)
     return out + [""]
 
 
