@@ -215,7 +215,8 @@ print(n)
 
 /// `verdicts` (the pooled answers' lines) goes down the field: after the best, the same question
 /// among those behind it beyond the noise, while two or more are left; a configuration inside
-/// a leader's noise is never ranked below it, and one without an interval is never ranked.
+/// a leader's noise is never ranked below it, and one without an interval is never ranked —
+/// where it leads by mean, the next line asks the same among those with an interval.
 #[test]
 fn a_pooled_verdict_ranks_those_behind_among_themselves() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py");
@@ -242,10 +243,12 @@ print("\n".join(m.verdicts("batch", cands, True, "tok/s")))
         lines,
         [
             "- batch: **F** (120.00 tok/s); no interval to compare: A (100.00), B (97.00), C (80.00), D (79.00), E (50.00)",
+            "- the same, among those with a spread: **A** (100.00 [95.00, 105.00] tok/s); inside its noise: B (97.00 [90.00, 104.00]); behind beyond the noise: C (80.00 [78.00, 82.00]), D (79.00 [76.00, 81.00]), E (50.00 [49.00, 51.00])",
+            "- the same, among those behind it: **C** (80.00 [78.00, 82.00] tok/s); inside its noise: D (79.00 [76.00, 81.00]); behind beyond the noise: E (50.00 [49.00, 51.00])",
         ],
         "{out}"
     );
-    // Without the one-run F, the field is ordered in two further steps.
+    // F, one run, ranks no one: the field with a spread is ordered as without it.
     let program = program.replace(r#", ("F", 120.0, None, None)"#, "");
     let o = Command::new(python())
         .args(["-c", &program])

@@ -405,14 +405,22 @@ def verdict(label, cands, higher, unit):
 def verdicts(label, cands, higher, unit):
     """[`verdict`], then the same question again among those it put behind beyond the noise, and
     so on while two or more are left: the order of the field, not only its head, each step
-    claimed only where it holds beyond the spread."""
+    claimed only where it holds beyond the spread. A head without a spread (one run) ranks no
+    one, so the next line asks the same among those with one."""
     out = [verdict(label, cands, higher, unit)]
     while True:
         best, ties, unknown = best_and_ties(cands, higher)
-        cands = [c for c in cands if c[1] is not None and c is not best and c not in ties and c not in unknown]
+        if best is None:
+            return out
+        if best[2] is None:
+            cands = [c for c in cands if c is not best and c[2] is not None]
+            step = "the same, among those with a spread"
+        else:
+            cands = [c for c in cands if c[1] is not None and c is not best and c not in ties and c not in unknown]
+            step = "the same, among those behind it"
         if len(cands) < 2:
             return out
-        out.append(verdict("the same, among those behind it", cands, higher, unit))
+        out.append(verdict(step, cands, higher, unit))
 
 
 def main():
@@ -696,8 +704,8 @@ def pooled_on(gpu, runs):
            "the interval holds the spread between machines as well as between starts. Best by mean, "
            "*inside its noise* when the intervals overlap; a configuration with one run has no spread "
            "to compare. Where two or more are behind beyond the noise, the next line asks the same "
-           "among them, and so on down the field. Machines of another GPU model are never pooled "
-           "with these.", ""]
+           "among them, and so on down the field; where the best by mean has one run, among those "
+           "with a spread. Machines of another GPU model are never pooled with these.", ""]
     for scen, label, items in questions(groups):
         if scen not in ("single", "batch"):
             continue
