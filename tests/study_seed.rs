@@ -219,53 +219,53 @@ print(n)
 /// where it leads by mean, the next line asks the same among those with an interval.
 #[test]
 fn a_pooled_verdict_ranks_those_behind_among_themselves() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py");
     // (name, mean, low, high): A leads; B is inside A's noise; C, D and E are behind A beyond
     // it; among those, C leads with D inside its noise and E behind both; F has one run.
-    let program = r#"
+    let lines = verdict_lines(
+        r#"("A", 100.0, 95.0, 105.0), ("B", 97.0, 90.0, 104.0), ("C", 80.0, 78.0, 82.0),
+           ("D", 79.0, 76.0, 81.0), ("E", 50.0, 49.0, 51.0), ("F", 120.0, None, None)"#,
+    );
+    let field = [
+        "- batch: **A** (100.00 [95.00, 105.00] tok/s); inside its noise: B (97.00 [90.00, 104.00]); behind beyond the noise: C (80.00 [78.00, 82.00]), D (79.00 [76.00, 81.00]), E (50.00 [49.00, 51.00])",
+        "- the same, among those behind it: **C** (80.00 [78.00, 82.00] tok/s); inside its noise: D (79.00 [76.00, 81.00]); behind beyond the noise: E (50.00 [49.00, 51.00])",
+    ];
+    assert_eq!(
+        lines,
+        [
+            "- batch: **F** (120.00 tok/s); no interval to compare: A (100.00), B (97.00), C (80.00), D (79.00), E (50.00)".to_string(),
+            field[0].replace("- batch:", "- the same, among those with a spread:"),
+            field[1].to_string(),
+        ]
+    );
+    // F, one run, ranks no one: the field with a spread is ordered as without it.
+    let lines = verdict_lines(
+        r#"("A", 100.0, 95.0, 105.0), ("B", 97.0, 90.0, 104.0), ("C", 80.0, 78.0, 82.0),
+           ("D", 79.0, 76.0, 81.0), ("E", 50.0, 49.0, 51.0)"#,
+    );
+    assert_eq!(lines, field);
+}
+
+/// seed-tables.py's `verdicts("batch", [CANDS], higher is better, "tok/s")`: its lines.
+fn verdict_lines(cands: &str) -> Vec<String> {
+    let program = format!(
+        r#"
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("seed_tables", sys.argv[1])
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
-cands = [("A", 100.0, 95.0, 105.0), ("B", 97.0, 90.0, 104.0), ("C", 80.0, 78.0, 82.0),
-         ("D", 79.0, 76.0, 81.0), ("E", 50.0, 49.0, 51.0), ("F", 120.0, None, None)]
-print("\n".join(m.verdicts("batch", cands, True, "tok/s")))
-"#;
-    let o = Command::new(python())
-        .args(["-c", program])
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(
-        lines,
-        [
-            "- batch: **F** (120.00 tok/s); no interval to compare: A (100.00), B (97.00), C (80.00), D (79.00), E (50.00)",
-            "- the same, among those with a spread: **A** (100.00 [95.00, 105.00] tok/s); inside its noise: B (97.00 [90.00, 104.00]); behind beyond the noise: C (80.00 [78.00, 82.00]), D (79.00 [76.00, 81.00]), E (50.00 [49.00, 51.00])",
-            "- the same, among those behind it: **C** (80.00 [78.00, 82.00] tok/s); inside its noise: D (79.00 [76.00, 81.00]); behind beyond the noise: E (50.00 [49.00, 51.00])",
-        ],
-        "{out}"
+print("\n".join(m.verdicts("batch", [{cands}], True, "tok/s")))
+"#
     );
-    // F, one run, ranks no one: the field with a spread is ordered as without it.
-    let program = program.replace(r#", ("F", 120.0, None, None)"#, "");
     let o = Command::new(python())
         .args(["-c", &program])
-        .arg(&script)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(
-        lines,
-        [
-            "- batch: **A** (100.00 [95.00, 105.00] tok/s); inside its noise: B (97.00 [90.00, 104.00]); behind beyond the noise: C (80.00 [78.00, 82.00]), D (79.00 [76.00, 81.00]), E (50.00 [49.00, 51.00])",
-            "- the same, among those behind it: **C** (80.00 [78.00, 82.00] tok/s); inside its noise: D (79.00 [76.00, 81.00]); behind beyond the noise: E (50.00 [49.00, 51.00])",
-        ],
-        "{out}"
-    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 /// The cold-start rows of a seed-tables.md: the deployment column of each.
