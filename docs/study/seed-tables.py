@@ -367,14 +367,15 @@ def pooled(rows, field):
     return f"{fmt_ci(m, hw, 2)} (n={n})"
 
 
-def best_and_ties(cands, higher):
+def split_field(cands, higher):
     """cands: (name, mean, low, high), the interval None where there is none. The best by mean;
-    those whose interval overlaps the best's; those without an interval (no claim either way)."""
+    those whose interval overlaps the best's; those behind it beyond the noise; those without
+    an interval (no claim either way) — each in the order given."""
     cands = [c for c in cands if c[1] is not None]
     if not cands:
-        return None, [], []
+        return None, [], [], []
     best = max(cands, key=lambda c: c[1]) if higher else min(cands, key=lambda c: c[1])
-    ties, unknown = [], []
+    ties, behind, unknown = [], [], []
     for c in cands:
         if c is best:
             continue
@@ -382,21 +383,27 @@ def best_and_ties(cands, higher):
             unknown.append(c)
         elif best[2] <= c[3] and c[2] <= best[3]:
             ties.append(c)
-    return best, ties, unknown
+        else:
+            behind.append(c)
+    return best, ties, behind, unknown
 
 
 def verdict(label, cands, higher, unit):
-    best, ties, unknown = best_and_ties(cands, higher)
+    return say(label, split_field(cands, higher), higher, unit)
+
+
+def say(label, field, higher, unit):
+    """The verdict line of a [`split_field`]."""
+    best, ties, behind, unknown = field
     if best is None:
         return f"- {label}: no data"
     iv = lambda c: "" if c[2] is None else f" [{c[2]:.2f}, {c[3]:.2f}]"
-    others = [c for c in cands if c is not best and c not in ties and c not in unknown and c[1] is not None]
-    others.sort(key=lambda c: c[1], reverse=higher)  # nearest the best first
+    behind = sorted(behind, key=lambda c: c[1], reverse=higher)  # nearest the best first
     s = f"- {label}: **{best[0]}** ({best[1]:.2f}{iv(best)} {unit})"
     if ties:
         s += "; inside its noise: " + ", ".join(f"{c[0]} ({c[1]:.2f}{iv(c)})" for c in ties)
-    if others:
-        s += "; behind beyond the noise: " + ", ".join(f"{c[0]} ({c[1]:.2f}{iv(c)})" for c in others)
+    if behind:
+        s += "; behind beyond the noise: " + ", ".join(f"{c[0]} ({c[1]:.2f}{iv(c)})" for c in behind)
     if unknown:
         s += "; no interval to compare: " + ", ".join(f"{c[0]} ({c[1]:.2f})" for c in unknown)
     return s
@@ -407,20 +414,19 @@ def verdicts(label, cands, higher, unit):
     so on while two or more are left: the order of the field, not only its head, each step
     claimed only where it holds beyond the spread. A head without a spread (one run) ranks no
     one, so the next line asks the same among those with one."""
-    out = [verdict(label, cands, higher, unit)]
+    out = []
     while True:
-        best, ties, unknown = best_and_ties(cands, higher)
+        field = split_field(cands, higher)
+        out.append(say(label, field, higher, unit))
+        best, _, behind, unknown = field
         if best is None:
             return out
         if best[2] is None:
-            cands = [c for c in cands if c is not best and c[2] is not None]
-            step = "the same, among those with a spread"
+            cands, label = [c for c in unknown if c[2] is not None], "the same, among those with a spread"
         else:
-            cands = [c for c in cands if c[1] is not None and c is not best and c not in ties and c not in unknown]
-            step = "the same, among those behind it"
+            cands, label = behind, "the same, among those behind it"
         if len(cands) < 2:
             return out
-        out.append(verdict(step, cands, higher, unit))
 
 
 def main():
