@@ -377,3 +377,50 @@ fn a_scrape_holds_sglangs_stream_up_more_than_vllms() {
     assert!(sglang_least > 3.0 * vllm_most, "{out}");
     assert!(vllm_most < 2.0, "{out}");
 }
+
+/// The twenty-fifth hold scored the twenty-fourth's llama.cpp runs (carried to the device in
+/// its cache): read from a folder each, a score whose run is in an earlier folder gives that
+/// run its quality — the mean over items of the per-request scores the hold's
+/// `outputs.parquet` publishes — and without the later folder the run has none.
+#[test]
+fn a_score_in_a_later_folder_gives_the_run_of_its_key_its_quality() {
+    let dir = tempfile::tempdir().unwrap();
+    let m6 = unpack_results("h100-seed-3", &dir.path().join("m6"));
+    let m5 = unpack_results("h100-seed-4", &dir.path().join("m5"));
+    let label = "run qwen2.5-coder-1.5b:q4_k_m@llama-cuda mmlu single #2";
+    let quality = |out: &Path| -> String {
+        rows(&out.join("seed-runs.csv"))
+            .into_iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no row {label}"))["quality"]
+            .clone()
+    };
+    seed_tables(&m6, &dir.path().join("alone"));
+    assert_eq!(quality(&dir.path().join("alone")), "");
+    seed_tables_of(&[&m6, &m5], &dir.path().join("both"));
+    let joined: f64 = quality(&dir.path().join("both")).parse().unwrap();
+    let outputs =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/h100-seed-4/outputs.parquet");
+    let mean = Command::new(python())
+        .arg("-c")
+        .arg(
+            "import sys, statistics, collections, pyarrow.parquet as pq\n\
+             t = pq.read_table(sys.argv[1]).to_pylist()\n\
+             items = collections.defaultdict(list)\n\
+             for r in t:\n    \
+                 if r['label'] == sys.argv[2] and r['score'] is not None:\n        \
+                     items[r['sample_id']].append(r['score'])\n\
+             print(statistics.fmean(statistics.fmean(v) for v in items.values()), len(items))",
+        )
+        .arg(&outputs)
+        .arg(label.trim_start_matches("run "))
+        .output()
+        .unwrap();
+    assert!(mean.status.success(), "{}", text(&mean));
+    let out = String::from_utf8_lossy(&mean.stdout).to_string();
+    let mut words = out.split_whitespace();
+    let expected: f64 = words.next().unwrap().parse().unwrap();
+    let items: usize = words.next().unwrap().parse().unwrap();
+    assert!(items > 100, "{out}");
+    assert!((joined - expected).abs() < 1e-9, "{joined} vs {out}");
+}

@@ -76,7 +76,7 @@ def main():
 
     seen, runs, colds, failures = set(), [], [], {}
     for c in a.caches:
-        r, cs = st.runs_of(c, a.sweep, seen)
+        r, cs, _ = st.runs_of(c, a.sweep, seen)
         runs += r
         colds += cs
         for label, lines in failed_starts(c, a.sweep).items():

@@ -121,7 +121,9 @@ def read_json(path):
 
 def runs_of(cache, sweep, seen=None):
     """Every finished run of the cache and its cold starts, each with the machine it ran on (a
-    cold start: that of the runs it served in this cache; None where it served none here). With
+    cold start: that of the runs it served in this cache; None where it served none here), and
+    the scores of runs this cache does not hold ({run key: score object}: a hold that scored
+    runs an earlier hold's cache brought to the device). With
     `seen`, those whose (key, machine) is in it (read from another cache already) are left out
     and the others added to it. A key alone does not name a measurement: bench360's keys hold a
     machine's kind (CPU model, GPU, driver), not the machine, so two machines of one kind record
@@ -172,7 +174,8 @@ def runs_of(cache, sweep, seen=None):
         runs = [r for r in runs if (r["key"], r["machine"]) not in seen]
         colds = [c for c in colds if (c["key"], c["machine"]) not in seen]
         seen.update((x["key"], x["machine"]) for x in runs + colds)
-    return runs, colds
+    held = set(os.listdir(objects))
+    return runs, colds, {k: v for k, v in scored.items() if k and k not in held}
 
 
 def engine_start_of(run):
@@ -439,11 +442,17 @@ def main():
     # One measurement per (key, machine): a later cache's record of the same one (a damaged run
     # run again) replaces the earlier, as unpacking it over the earlier would; the same key on
     # another machine of one kind (a hold that ran a start again elsewhere) is another measurement.
-    by_run, colds = {}, []
+    # A score whose run is not in its own cache scored the run of that key the device had then:
+    # the latest of the caches read before it (carried there with SEED_CACHE).
+    by_run, colds, latest = {}, [], {}
     for c in a.caches:
-        r, k = runs_of(c, a.sweep)
+        r, k, orphans = runs_of(c, a.sweep)
         by_run.update(((x["key"], x["machine"]), x) for x in r)
+        latest.update((x["key"], x) for x in r)
         colds += k
+        for run_key, score_dir in orphans.items():
+            if run_key in latest and latest[run_key]["quality"] is None:
+                latest[run_key]["quality"] = quality(score_dir)
     runs = list(by_run.values())
     if not runs:
         sys.exit("no runs found")
