@@ -136,7 +136,8 @@ def runs_of(cache, sweep, seen=None):
         rec = read_json(os.path.join(cache, "records", name)) or {}
         if rec.get("kind") == "score" and rec.get("status") == "finished":
             scored[(rec.get("inputs") or {}).get("run")] = os.path.join(objects, rec["key"])
-    for key in sorted(os.listdir(objects)):
+    keys = sorted(os.listdir(objects))
+    for key in keys:
         d = os.path.join(objects, key)
         rec = read_json(os.path.join(cache, "records", key + ".json")) or {}
         if rec.get("status") != "finished":
@@ -174,7 +175,7 @@ def runs_of(cache, sweep, seen=None):
         runs = [r for r in runs if (r["key"], r["machine"]) not in seen]
         colds = [c for c in colds if (c["key"], c["machine"]) not in seen]
         seen.update((x["key"], x["machine"]) for x in runs + colds)
-    held = set(os.listdir(objects))
+    held = set(keys)
     return runs, colds, {k: v for k, v in scored.items() if k and k not in held}
 
 
