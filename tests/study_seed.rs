@@ -5,6 +5,8 @@
 //! ranking, the pooled ranking's interval is the Student t-interval over every machine's runs,
 //! a configuration with one run is not ranked against, each run names the engine start it
 //! stood on (run.json's `engine_start`), and machines of two GPU models are never pooled.
+//! `docs/study/outputs-parquet.py` is re-run too, on two H100 holds, one of which scored
+//! the other's runs.
 
 mod common;
 
@@ -423,4 +425,75 @@ fn a_score_in_a_later_folder_gives_the_run_of_its_key_its_quality() {
     let items: usize = words.next().unwrap().parse().unwrap();
     assert!(items > 100, "{out}");
     assert!((joined - expected).abs() < 1e-9, "{joined} vs {out}");
+}
+
+/// `outputs-parquet.py --earlier`: the twenty-fifth hold's file is what that hold ran or
+/// scored — its own runs and the twenty-fourth's llama.cpp runs it scored, with their scores —
+/// and none of the twenty-fourth's runs scored there (LMDeploy's); without the earlier cache
+/// the runs it scored are not found at all. Equal, row for row, to the committed file.
+#[test]
+fn a_holds_outputs_are_what_it_ran_or_scored_with_the_earlier_caches_read_beside() {
+    let dir = tempfile::tempdir().unwrap();
+    let m6 = unpack_results("h100-seed-3", &dir.path().join("m6"));
+    let m5 = unpack_results("h100-seed-4", &dir.path().join("m5"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/outputs-parquet.py");
+    let committed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/h100-seed-4/outputs.parquet");
+    let summary = |earlier: bool| -> Vec<String> {
+        let out = dir.path().join(format!("out-{earlier}.parquet"));
+        let mut cmd = Command::new(python());
+        cmd.arg(&script)
+            .arg(&m5)
+            .arg(&out)
+            .args(["--skip-task", "synth"]);
+        if earlier {
+            cmd.arg("--earlier").arg(&m6);
+        }
+        let run = cmd.output().unwrap();
+        assert!(run.status.success(), "{}", text(&run));
+        let read = Command::new(python())
+            .arg("-c")
+            .arg(
+                "import sys, pyarrow.parquet as pq\n\
+                 t = pq.read_table(sys.argv[1])\n\
+                 rows = t.to_pylist()\n\
+                 print('equal' if t.equals(pq.read_table(sys.argv[2])) else 'differs')\n\
+                 for l in sorted({r['label'] for r in rows}):\n    \
+                     s = [r['score'] for r in rows if r['label'] == l]\n    \
+                     print(l, '|', len(s), sum(x is not None for x in s))",
+            )
+            .arg(&out)
+            .arg(&committed)
+            .output()
+            .unwrap();
+        assert!(read.status.success(), "{}", text(&read));
+        String::from_utf8_lossy(&read.stdout)
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    let scored_here = "qwen2.5-coder-1.5b:q4_k_m@llama-cuda mmlu single #2 |";
+    let with = summary(true);
+    assert_eq!(with[0], "equal", "{with:#?}");
+    let llama = with.iter().find(|l| l.starts_with(scored_here));
+    let counts: Vec<usize> = llama
+        .unwrap_or_else(|| panic!("no {scored_here} in {with:#?}"))
+        .rsplit('|')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(counts[0] > 100 && counts[0] == counts[1], "{counts:?}");
+    assert!(!with.iter().any(|l| l.contains("@lmdeploy")), "{with:#?}");
+    let without = summary(false);
+    assert_eq!(without[0], "differs", "{without:#?}");
+    assert!(
+        !without.iter().any(|l| l.starts_with(scored_here)),
+        "{without:#?}"
+    );
+    assert!(
+        without.iter().any(|l| l.contains("@sglang mmlu single #2")),
+        "{without:#?}"
+    );
 }

@@ -2,14 +2,17 @@
 """Every scored request of a bench360 cache in one Parquet file (issue #26, item 7):
 
     $BENCH360_PYTHON docs/study/outputs-parquet.py CACHE OUT.parquet [--sweep NAME] [--scored-only]
-        [--skip-task NAME…]
+        [--skip-task NAME…] [--earlier EARLIER_CACHE…]
 
 One row per request of every finished run (of sweep NAME, if given): the run's label, task,
 scenario, request_id, sample_id, ok, the output text (outputs.jsonl) and, from the run's newest
 finished score, reference, extracted, score, correct and parsed (null where the run has no
 score: synthetic prompts have no reference, and a run whose score node has not run yet has
 none). With --scored-only, only runs with a scored quality; --skip-task leaves out the runs of
-those tasks (e.g. `synth`, whose outputs answer no question). Enough to re-score every quality number without the
+those tasks (e.g. `synth`, whose outputs answer no question). With --earlier, the records and
+objects of earlier holds' caches are read beside CACHE, and the file holds what CACHE ran or
+scored: a run of CACHE, or a run of an earlier cache that CACHE scored (a hold that carried an
+earlier hold's cache and scored its runs). Enough to re-score every quality number without the
 device: the outputs are the engine's, the references are the dataset's.
 """
 import argparse
@@ -28,35 +31,41 @@ def main():
     ap.add_argument("--sweep")
     ap.add_argument("--scored-only", action="store_true")
     ap.add_argument("--skip-task", nargs="*", default=[])
+    ap.add_argument("--earlier", nargs="*", default=[], metavar="EARLIER_CACHE")
     a = ap.parse_args()
 
-    runs, scores = {}, {}
-    rdir = os.path.join(a.cache, "records")
-    for name in sorted(os.listdir(rdir)):
-        if not name.endswith(".json"):
-            continue
-        with open(os.path.join(rdir, name)) as f:
-            r = json.load(f)
-        if r.get("status") != "finished" or (a.sweep and r.get("sweep") != a.sweep):
-            continue
-        if r.get("kind") == "run":
-            runs[r["key"]] = r
-        elif r.get("kind") == "score":
-            run = (r.get("inputs") or {}).get("run")
-            if run and (run not in scores or r.get("started_at", "") > scores[run].get("started_at", "")):
-                scores[run] = r
+    # Each record with the cache it was read from; CACHE's own copy wins over an earlier one.
+    runs, scores, home = {}, {}, {}
+    for cache in reversed([a.cache] + a.earlier):
+        rdir = os.path.join(cache, "records")
+        if not os.path.isdir(rdir):
+            sys.exit(f"{cache}: no records/ directory there (not a bench360 cache)")
+        for name in sorted(os.listdir(rdir)):
+            if not name.endswith(".json"):
+                continue
+            with open(os.path.join(rdir, name)) as f:
+                r = json.load(f)
+            if r.get("status") != "finished" or (a.sweep and r.get("sweep") != a.sweep):
+                continue
+            home[r["key"]] = cache
+            if r.get("kind") == "run":
+                runs[r["key"]] = r
+            elif r.get("kind") == "score":
+                run = (r.get("inputs") or {}).get("run")
+                if run and (run not in scores or r.get("started_at", "") > scores[run].get("started_at", "")):
+                    scores[run] = r
 
     cols = {k: [] for k in ("label", "task", "scenario", "run_key", "request_id", "sample_id", "ok",
                             "output", "reference", "extracted", "score", "correct", "parsed")}
     n_runs = 0
     for key, run in sorted(runs.items(), key=lambda kv: kv[1]["label"]):
-        path = os.path.join(a.cache, "objects", key, "outputs.jsonl")
-        if not os.path.exists(path):
+        path = os.path.join(home[key], "objects", key, "outputs.jsonl")
+        sc = scores.get(key)
+        if not os.path.exists(path) or (home[key] != a.cache and (sc is None or home[sc["key"]] != a.cache)):
             continue
         by_req = {}
-        sc = scores.get(key)
-        if sc and os.path.exists(os.path.join(a.cache, "objects", sc["key"], "scores.parquet")):
-            for s in pq.read_table(os.path.join(a.cache, "objects", sc["key"], "scores.parquet")).to_pylist():
+        if sc and os.path.exists(os.path.join(home[sc["key"]], "objects", sc["key"], "scores.parquet")):
+            for s in pq.read_table(os.path.join(home[sc["key"]], "objects", sc["key"], "scores.parquet")).to_pylist():
                 by_req[s["request_id"]] = s
         if a.scored_only and not any(s.get("score") is not None for s in by_req.values()):
             continue
