@@ -6,7 +6,7 @@
 //! a configuration with one run is not ranked against, each run names the engine start it
 //! stood on (run.json's `engine_start`), and machines of two GPU models are never pooled.
 //! `docs/study/outputs-parquet.py` is re-run too, on two H100 holds, one of which scored
-//! the other's runs.
+//! the other's runs, and `docs/study/energy-check.py` against two holds' committed files.
 
 mod common;
 
@@ -496,4 +496,56 @@ fn a_holds_outputs_are_what_it_ran_or_scored_with_the_earlier_caches_read_beside
         without.iter().any(|l| l.contains("@sglang mmlu single #2")),
         "{without:#?}"
     );
+}
+
+/// `energy-check.py` re-run on two committed H100 holds gives their committed files byte for
+/// byte — without `--sampling` as the twenty-fifth hold's was written, with it as the
+/// twenty-sixth's — and the one window outside 5 % (LMDeploy's B = 16) is the one whose
+/// difference exceeds two standard errors of ∫power; the script exits 1 for it.
+#[test]
+fn the_energy_check_reproduces_its_files_and_measures_the_one_miss_in_sampling_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = root.join("docs/study/energy-check.py");
+    let check = |hold: &str, sampling: bool| -> (i32, String) {
+        let cache = unpack_results(hold, &dir.path().join(hold));
+        let mut cmd = Command::new(python());
+        cmd.arg(&script).arg(&cache);
+        if sampling {
+            cmd.arg("--sampling");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let committed = std::fs::read_to_string(
+            root.join("docs/results")
+                .join(hold)
+                .join("energy-check.txt"),
+        )
+        .unwrap();
+        assert_eq!(stdout, committed, "{hold}: {}", text(&out));
+        (out.status.code().unwrap(), stdout)
+    };
+    let (code, _) = check("h100-seed-4", false);
+    assert_eq!(code, 0);
+    let (code, table) = check("h100-seed-5", true);
+    assert_eq!(code, 1, "one window is outside 5 %");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| l.starts_with("| qwen"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 24);
+    for r in &rows {
+        // Columns: run, GPUs, window, counter, ∫power, ratio, Δ %, ≤ 5 %, …, Δ / SE.
+        let in_se: f64 = r[r.len() - 2].parse().unwrap();
+        let miss = r[8] == "NO";
+        assert_eq!(miss, in_se.abs() > 2.0, "{r:?}");
+        if miss {
+            assert!(
+                r[1].contains("@lmdeploy synth batch[batch-size=16]"),
+                "{r:?}"
+            );
+        }
+    }
+    assert_eq!(rows.iter().filter(|r| r[8] == "NO").count(), 1);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue #16 cross-check (a): the NVML energy counter against the integral of sampled power.
 
-    python3 docs/study/energy-check.py CACHE_DIR [--keys KEY...] [--summary summary.csv]
+    python3 docs/study/energy-check.py CACHE_DIR [--keys KEY...] [--summary summary.csv] [--sampling]
 
 For every finished run (records/*.json of kind "run"; or only the node keys given, or those
 of a summary.csv), recomputes from the raw files, independently of bench360's Rust code:
@@ -17,13 +17,20 @@ and prints both, their ratio, whether they agree within 5 %, and bench360's own 
 telemetry.json (energy_j, power_integral_j) next to them. Also the idle baseline (the
 telemetry before the first request) both ways. An engine on several GPUs (tensor-parallel):
 each GPU's series is checked on its own and the GPUs are summed (the JSON keeps each).
-Needs pyarrow.
+With --sampling, two more columns say how precise ∫power itself is: the power samples in the
+window, their standard deviation, and the standard error of ∫power as a mean of independent
+samples (window × sd / √n, the GPUs' errors added in quadrature), as ± 2 SE in % and as the
+difference Δ in units of that SE. The counter is the GPU's own running integral; ∫power
+samples an instant reading every 100 ms, so a load whose power swings within a tick (a batch
+engine's bursts) makes ∫power the less certain of the two. Needs pyarrow.
 """
 import argparse
 import csv
 import glob
 import json
+import math
 import os
+import statistics
 import sys
 
 import pyarrow.parquet as pq
@@ -55,7 +62,11 @@ def trapezoid_j(ts, w, a, b):
 def check_device(et, ev, pt, pv, w0, w1):
     """Counter and ∫power over [w0, w1] and over the idle span before w0, for one GPU."""
     start = max(et[0], pt[0])
-    return {"counter_j": counter_j(et, ev, w0, w1), "integral_j": trapezoid_j(pt, pv, w0, w1),
+    inside = [v for t, v in zip(pt, pv) if w0 <= t <= w1]
+    n = len(inside)
+    sd = statistics.stdev(inside) if n > 1 else None
+    return {"samples_in_window": n, "power_sd_w": sd,
+            "integral_se_j": None if sd is None else (w1 - w0) / 1e9 * sd / math.sqrt(n),"counter_j": counter_j(et, ev, w0, w1), "integral_j": trapezoid_j(pt, pv, w0, w1),
             "idle_counter_j": counter_j(et, ev, start, w0),
             "idle_integral_j": trapezoid_j(pt, pv, start, w0), "start": start,
             "energy_samples": len(et), "power_samples": len(pt)}
@@ -102,6 +113,10 @@ def check(cache, key, label):
         "idle_s": (w0 - start) / 1e9,
         "idle_counter_j": add([v["idle_counter_j"] for v in per.values()]),
         "idle_integral_j": add([v["idle_integral_j"] for v in per.values()]),
+        "samples_in_window": sum(v["samples_in_window"] for v in per.values()),
+        "power_sd_w": [v["power_sd_w"] for v in per.values()],
+        "integral_se_j": (math.sqrt(sum(v["integral_se_j"] ** 2 for v in per.values()))
+                          if all(v["integral_se_j"] is not None for v in per.values()) else None),
     }
 
 
@@ -111,6 +126,8 @@ def main():
     ap.add_argument("--keys", nargs="*")
     ap.add_argument("--summary", help="take the node keys (and labels) of this summary.csv")
     ap.add_argument("--json", help="also write the rows as JSON")
+    ap.add_argument("--sampling", action="store_true",
+                    help="add the sampling precision of ∫power (samples, sd, ± 2 SE, Δ in SE)")
     a = ap.parse_args()
     recs = {}
     for f in glob.glob(os.path.join(a.cache, "records", "*.json")):
@@ -131,14 +148,21 @@ def main():
         keys = [k for k in keys if k in recs]
     rows = [check(a.cache, k, recs.get(k, k)) for k in keys]
     f = lambda v, n=1: "—" if v is None else f"{v:.{n}f}"
-    print("| run | GPUs | window s | counter J | ∫power J | counter/∫power | Δ % | ≤ 5 % | bench360 counter J | bench360 ∫power J | idle counter J / ∫power J |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    extra = " power samples, sd W | ∫power ± 2 SE % | Δ / SE |" if a.sampling else ""
+    print("| run | GPUs | window s | counter J | ∫power J | counter/∫power | Δ % | ≤ 5 % | bench360 counter J | bench360 ∫power J | idle counter J / ∫power J |" + extra)
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if a.sampling else ""))
     for r in rows:
         ok = r["diff_pct"] is not None and abs(r["diff_pct"]) <= 5
+        cols = ""
+        if a.sampling:
+            se, i, c = r["integral_se_j"], r["integral_j"], r["counter_j"]
+            sds = ", ".join(f(x) for x in r["power_sd_w"])
+            cols = (f" {r['samples_in_window']}, {sds} | {f(200 * se / i if se and i else None, 1)} | "
+                    f"{f((c - i) / se if se and c and i else None, 1)} |")
         print(f"| {r['label']} | {' + '.join(r['devices'])} | {f(r['window_s'], 2)} | {f(r['counter_j'])} | {f(r['integral_j'])} | "
               f"{f(r['ratio'], 4)} | {f(r['diff_pct'], 2)} | {'yes' if ok else 'NO'} | "
               f"{f(r['bench_counter_j'])} | {f(r['bench_integral_j'])} | "
-              f"{f(r['idle_counter_j'])} / {f(r['idle_integral_j'])} ({f(r['idle_s'], 1)} s) |")
+              f"{f(r['idle_counter_j'])} / {f(r['idle_integral_j'])} ({f(r['idle_s'], 1)} s) |" + cols)
     bad = [r for r in rows if r["diff_pct"] is None or abs(r["diff_pct"]) > 5]
     print(f"\n{len(rows)} runs: {len(rows) - len(bad)} within 5 %, {len(bad)} outside or not comparable.")
     if skipped:
