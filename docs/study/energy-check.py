@@ -66,7 +66,8 @@ def check_device(et, ev, pt, pv, w0, w1):
     n = len(inside)
     sd = statistics.stdev(inside) if n > 1 else None
     return {"samples_in_window": n, "power_sd_w": sd,
-            "integral_se_j": None if sd is None else (w1 - w0) / 1e9 * sd / math.sqrt(n),"counter_j": counter_j(et, ev, w0, w1), "integral_j": trapezoid_j(pt, pv, w0, w1),
+            "integral_se_j": None if sd is None else (w1 - w0) / 1e9 * sd / math.sqrt(n),
+            "counter_j": counter_j(et, ev, w0, w1), "integral_j": trapezoid_j(pt, pv, w0, w1),
             "idle_counter_j": counter_j(et, ev, start, w0),
             "idle_integral_j": trapezoid_j(pt, pv, start, w0), "start": start,
             "energy_samples": len(et), "power_samples": len(pt)}
