@@ -258,9 +258,18 @@ spec.loader.exec_module(m)
 print("\n".join(m.verdicts("batch", [{cands}], True, "tok/s")))
 "#
     );
+    python_lines(
+        &program,
+        &[&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py")],
+    )
+}
+
+/// `python -c PROGRAM ARGS…`, which must succeed: its stdout's lines.
+fn python_lines(program: &str, args: &[&Path]) -> Vec<String> {
     let o = Command::new(python())
-        .args(["-c", &program])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/seed-tables.py"))
+        .arg("-c")
+        .arg(program)
+        .args(args)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -451,26 +460,16 @@ fn a_holds_outputs_are_what_it_ran_or_scored_with_the_earlier_caches_read_beside
         }
         let run = cmd.output().unwrap();
         assert!(run.status.success(), "{}", text(&run));
-        let read = Command::new(python())
-            .arg("-c")
-            .arg(
-                "import sys, pyarrow.parquet as pq\n\
-                 t = pq.read_table(sys.argv[1])\n\
-                 rows = t.to_pylist()\n\
-                 print('equal' if t.equals(pq.read_table(sys.argv[2])) else 'differs')\n\
-                 for l in sorted({r['label'] for r in rows}):\n    \
-                     s = [r['score'] for r in rows if r['label'] == l]\n    \
-                     print(l, '|', len(s), sum(x is not None for x in s))",
-            )
-            .arg(&out)
-            .arg(&committed)
-            .output()
-            .unwrap();
-        assert!(read.status.success(), "{}", text(&read));
-        String::from_utf8_lossy(&read.stdout)
-            .lines()
-            .map(String::from)
-            .collect()
+        python_lines(
+            "import sys, pyarrow.parquet as pq\n\
+             t = pq.read_table(sys.argv[1])\n\
+             rows = t.to_pylist()\n\
+             print('equal' if t.equals(pq.read_table(sys.argv[2])) else 'differs')\n\
+             for l in sorted({r['label'] for r in rows}):\n    \
+                 s = [r['score'] for r in rows if r['label'] == l]\n    \
+                 print(l, '|', len(s), sum(x is not None for x in s))",
+            &[&out, &committed],
+        )
     };
     let scored_here = "qwen2.5-coder-1.5b:q4_k_m@llama-cuda mmlu single #2 |";
     let with = summary(true);
