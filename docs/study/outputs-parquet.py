@@ -64,8 +64,9 @@ def main():
         if not os.path.exists(path) or (home[key] != a.cache and (sc is None or home[sc["key"]] != a.cache)):
             continue
         by_req = {}
-        if sc and os.path.exists(os.path.join(home[sc["key"]], "objects", sc["key"], "scores.parquet")):
-            for s in pq.read_table(os.path.join(home[sc["key"]], "objects", sc["key"], "scores.parquet")).to_pylist():
+        scores_path = sc and os.path.join(home[sc["key"]], "objects", sc["key"], "scores.parquet")
+        if scores_path and os.path.exists(scores_path):
+            for s in pq.read_table(scores_path).to_pylist():
                 by_req[s["request_id"]] = s
         if a.scored_only and not any(s.get("score") is not None for s in by_req.values()):
             continue
