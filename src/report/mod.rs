@@ -432,6 +432,14 @@ fn energy_section(rows: &[Row]) -> String {
     for n in notes {
         let _ = writeln!(out, "- {n}");
     }
+    // Where a device's energy counter and its ∫power part by more than sampling explains.
+    for (r, t) in &with {
+        for d in &t.devices {
+            if let Some(n) = d.counter_note(t.window_s) {
+                let _ = writeln!(out, "- {}, {n}", r.data.label);
+            }
+        }
+    }
     let mut costs: BTreeMap<&str, (f64, u64)> = BTreeMap::new();
     for (_, t) in &with {
         for c in &t.sampler_costs {

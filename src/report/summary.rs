@@ -355,6 +355,22 @@ fn per_correct(row: &mut Row, data: &RunData, cost: Option<&Cost>, seed: u64) {
     row.cost_per_1k_correct_ci = ci.map(|(a, b)| (a * 1000.0, b * 1000.0));
 }
 
+/// The counted devices' ∫power and its difference from their energy counters, (∫power −
+/// counter) / counter, when every counted device's energy came from its counter.
+fn counter_integral(t: &crate::telemetry::Summary) -> Option<(f64, f64)> {
+    let counted: Vec<_> = t
+        .devices
+        .iter()
+        .filter(|d| (t.energy_source == "gpu") == (d.source == "gpu"))
+        .collect();
+    let pi: f64 = counted
+        .iter()
+        .map(|d| d.power_integral_j)
+        .sum::<Option<f64>>()?;
+    let counter: f64 = counted.iter().map(|d| d.energy_j).sum();
+    (!counted.is_empty() && counter > 0.0).then(|| (pi, (pi - counter) / counter))
+}
+
 /// summary.parquet / summary.csv rows: configuration columns and every aggregate.
 ///
 /// Long on purpose: one line per column, in the file's column order — the schema of
@@ -534,6 +550,14 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 ("unparsed_rate", f(d.metrics.get("unparsed_rate").copied())),
                 ("energy_source", str_(t.map(|t| t.energy_source.clone()))),
                 ("energy_j", f(t.and_then(|t| t.energy_j))),
+                (
+                    "power_integral_j",
+                    f(t.and_then(counter_integral).map(|c| c.0)),
+                ),
+                (
+                    "power_integral_vs_counter",
+                    f(t.and_then(counter_integral).map(|c| c.1)),
+                ),
                 (
                     "energy_above_idle_j",
                     f(t.and_then(|t| t.energy_above_idle_j)),

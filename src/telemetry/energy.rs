@@ -126,6 +126,25 @@ pub(crate) fn mean_peak(ts: &[i64], vs: &[f64], start: i64, end: i64) -> Option<
     Some((mean, inside.iter().copied().fold(f64::MIN, f64::max)))
 }
 
+/// How many values fall in [start, end] and their sample standard deviation (n − 1): the
+/// spread that bounds how precisely instant power readings integrate over the window.
+/// None below two values.
+pub(crate) fn spread(ts: &[i64], vs: &[f64], start: i64, end: i64) -> Option<(u64, f64)> {
+    let inside: Vec<f64> = ts
+        .iter()
+        .zip(vs)
+        .filter(|(t, _)| **t >= start && **t <= end)
+        .map(|(_, v)| *v)
+        .collect();
+    let n = inside.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = inside.iter().sum::<f64>() / n as f64;
+    let var = inside.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some((n as u64, var.sqrt()))
+}
+
 /// Sentences in generated text: split at runs of `.`, `!` or `?` followed by whitespace or
 /// the end, and at line breaks; non-empty trimmed pieces count.
 pub(crate) fn sentences(text: &str) -> usize {

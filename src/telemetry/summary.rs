@@ -19,6 +19,78 @@ pub(crate) struct DeviceEnergy {
     /// When energy came from the counter: the same window integrated from power samples, as
     /// a cross-check of the two sources.
     pub power_integral_j: Option<f64>,
+    /// The power samples inside the window and their standard deviation (W): how precise
+    /// `power_integral_j` is (`DeviceEnergy::counter_check`). Absent in summaries recorded
+    /// before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_samples: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_sd_w: Option<f64>,
+}
+
+/// The energy counter against ∫power over one device's window (`DeviceEnergy::counter_check`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct CounterCheck {
+    /// (∫power − counter) / counter.
+    pub delta: f64,
+    /// One standard error of ∫power as a fraction of the counter's energy, from the power
+    /// samples' spread (window × sd / √n); None when the spread was not recorded.
+    pub se: Option<f64>,
+}
+
+impl CounterCheck {
+    /// Below this the two sources agree whatever the sampling says (the study's H100 and H200
+    /// runs mostly part by less).
+    pub const AGREE: f64 = 0.02;
+
+    /// Whether the two part by more than `AGREE` and by more than two standard errors of
+    /// ∫power: more than instant sampling of the power explains.
+    pub fn disagrees(&self) -> bool {
+        self.delta.abs() > Self::AGREE && self.se.is_none_or(|se| self.delta.abs() > 2.0 * se)
+    }
+}
+
+impl DeviceEnergy {
+    /// ∫power against the counter, when energy came from the counter and both are known.
+    pub fn counter_check(&self, window_s: f64) -> Option<CounterCheck> {
+        let pi = self.power_integral_j?;
+        if self.method != "counter" || self.energy_j <= 0.0 {
+            return None;
+        }
+        let se = match (self.power_samples, self.power_sd_w) {
+            (Some(n), Some(sd)) if n > 1 => Some(window_s * sd / (n as f64).sqrt() / self.energy_j),
+            _ => None,
+        };
+        Some(CounterCheck {
+            delta: (pi - self.energy_j) / self.energy_j,
+            se,
+        })
+    }
+
+    /// A sentence for the report when the counter and ∫power disagree (`CounterCheck`).
+    pub fn counter_note(&self, window_s: f64) -> Option<String> {
+        let c = self
+            .counter_check(window_s)
+            .filter(CounterCheck::disagrees)?;
+        let pi = self.power_integral_j?;
+        let why = match (c.se, self.power_samples, self.power_sd_w) {
+            (Some(se), Some(n), Some(sd)) => format!(
+                "{:.1} standard errors of ∫power (sd {sd:.0} W over {n} samples: ± {:.1} % at two)",
+                c.delta.abs() / se,
+                200.0 * se
+            ),
+            _ => "its sampling spread was not recorded".to_string(),
+        };
+        Some(format!(
+            "{}: the energy counter read {:.1} J over the window and ∫power {pi:.1} J \
+             ({:+.2} %, {why}); energy is the counter's — power that swings within a sampling \
+             tick makes ∫power the less certain of the two, a counter that stalls makes it the \
+             more",
+            self.device,
+            self.energy_j,
+            100.0 * c.delta
+        ))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -131,8 +203,11 @@ pub(super) fn device_energy(
     let power_integral_j = (method == "counter")
         .then(|| energy::power_integral(&pt, &pv, w.0, w.1, max_gap).map(|i| i.joules))
         .flatten();
+    let spread = energy::spread(&pt, &pv, w.0, w.1);
     Some(DeviceEnergy {
         power_integral_j,
+        power_samples: spread.map(|s| s.0),
+        power_sd_w: spread.map(|s| s.1),
         source: source.as_str().into(),
         device: device.into(),
         method: method.into(),
@@ -333,6 +408,107 @@ mod tests {
     use super::*;
 
     const MS: i64 = 1_000_000;
+
+    /// gpu0 over 10 s at 100 ms ticks: power alternating `lo`/`hi` W, and an energy counter
+    /// that counts `counter_share` of the energy the power readings integrate to.
+    fn swinging(lo: f64, hi: f64, counter_share: f64) -> DeviceEnergy {
+        let mut samples = Vec::new();
+        let mut mj = 0.0;
+        let mut last_w = lo;
+        for i in 0..=100 {
+            let w = if i % 2 == 0 { lo } else { hi };
+            if i > 0 {
+                // The trapezoid over the last tick (0.1 s), in mJ, scaled.
+                mj += (last_w + w) / 2.0 * 100.0 * counter_share;
+            }
+            last_w = w;
+            for (power_w, energy_mj) in [(Some(w), None), (None, Some(mj))] {
+                samples.push(Sample {
+                    t_ns: i * 100 * MS,
+                    source: Source::Gpu,
+                    device: "gpu0".into(),
+                    power_w,
+                    energy_mj,
+                    ..Default::default()
+                });
+            }
+        }
+        device_energy(
+            &samples,
+            Source::Gpu,
+            "gpu0",
+            None,
+            None,
+            (0, 10_000 * MS),
+            300 * MS,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_counter_and_power_integral_are_compared_within_the_sampling_precision() {
+        // 200/300 W: ∫power 2500 J, samples sd ≈ 50 W over 101 (± 2.0 % at one standard
+        // error of the 2250 J counter); a counter 10 % below ∫power is 5 errors out.
+        let d = swinging(200.0, 300.0, 0.9);
+        assert_eq!((d.method.as_str(), d.power_samples), ("counter", Some(101)));
+        assert!((d.power_integral_j.unwrap() - 2500.0).abs() < 1e-6, "{d:?}");
+        assert!((d.energy_j - 2250.0).abs() < 1e-6, "{d:?}");
+        assert!((d.power_sd_w.unwrap() - 50.25).abs() < 0.01, "{d:?}");
+        let c = d.counter_check(10.0).unwrap();
+        assert!((c.delta - 1.0 / 9.0).abs() < 1e-9, "{c:?}");
+        assert!((c.se.unwrap() - 10.0 * 50.25 / 101f64.sqrt() / 2250.0).abs() < 1e-4);
+        assert!(c.disagrees());
+        let note = d.counter_note(10.0).unwrap();
+        assert!(
+            note.starts_with("gpu0: the energy counter read 2250.0 J over the window and ∫power 2500.0 J (+11.11 %, 5.0 standard errors of ∫power (sd 50 W over 101 samples: ± 4.4 % at two)); energy is the counter's"),
+            "{note}"
+        );
+        // Within 2 %: agreement, whatever the sampling.
+        let close = swinging(200.0, 300.0, 0.99);
+        assert!(!close.counter_check(10.0).unwrap().disagrees());
+        assert_eq!(close.counter_note(10.0), None);
+        // 0/500 W swings: sd ≈ 251 W, ± 22 % at two errors of the 2375 J counter; 5 % is
+        // inside what the sampling explains.
+        let wide = swinging(0.0, 500.0, 0.95);
+        let c = wide.counter_check(10.0).unwrap();
+        assert!(c.delta > 0.05 && !c.disagrees(), "{c:?}");
+        // A summary recorded before the spread was kept: any difference over 2 % is said.
+        let legacy = DeviceEnergy {
+            power_samples: None,
+            power_sd_w: None,
+            ..d.clone()
+        };
+        assert!(legacy
+            .counter_note(10.0)
+            .unwrap()
+            .contains("(+11.11 %, its sampling spread was not recorded)"));
+        // Recorded: LMDeploy's batch of 16 on an H100 (docs/results/h100-seed-5), whose power
+        // swung within a tick; sd 92.1 W over 300 samples as energy-check.py --sampling reads
+        // them from its samples.
+        let recorded: DeviceEnergy = serde_json::from_str(
+            r#"{"source": "gpu", "device": "gpu0", "method": "counter", "energy_j": 8148.752951586157, "coverage": 1.0, "idle_w": 121.52369924288259, "energy_above_idle_j": 4502.609644260774, "mean_w": 256.90023666666673, "peak_w": 643.334, "power_integral_j": 7700.862650971444}"#,
+        )
+        .unwrap();
+        assert!(recorded
+            .counter_note(30.003557578)
+            .unwrap()
+            .contains("∫power 7700.9 J (-5.50 %, its sampling spread was not recorded)"));
+        let sampled = DeviceEnergy {
+            power_samples: Some(300),
+            power_sd_w: Some(92.1),
+            ..recorded
+        };
+        assert!(sampled.counter_note(30.003557578).unwrap().contains(
+            "(-5.50 %, 2.8 standard errors of ∫power (sd 92 W over 300 samples: ± 3.9 % at two))"
+        ));
+        // ∫power only (no counter): nothing to compare.
+        let integral_only = DeviceEnergy {
+            method: "power-integral".into(),
+            power_integral_j: None,
+            ..d
+        };
+        assert_eq!(integral_only.counter_check(10.0), None);
+    }
 
     #[test]
     fn other_processes_on_the_gpus_are_counted_over_the_window_only() {
