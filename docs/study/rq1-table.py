@@ -74,11 +74,17 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
 
-    seen, runs, colds, failures = set(), [], [], {}
+    seen, runs, colds, failures, latest = set(), [], [], {}, {}
     for c in a.caches:
-        r, cs, _ = st.runs_of(c, a.sweep, seen)
+        r, cs, orphans = st.runs_of(c, a.sweep, seen)
         runs += r
         colds += cs
+        # A score whose run is not in its own cache scored the run of that key the device had
+        # then: the latest of the caches read before it (as seed-tables.py reads them).
+        latest.update((x["key"], x) for x in r)
+        for run_key, score_dir in orphans.items():
+            if run_key in latest and latest[run_key]["quality"] is None:
+                latest[run_key]["quality"] = st.quality(score_dir)
         for label, lines in failed_starts(c, a.sweep).items():
             failures.setdefault(label, []).extend(lines)
 
