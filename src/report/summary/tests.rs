@@ -184,3 +184,54 @@ fn each_latency_is_weighed_by_its_own_requests_in_time_order() {
     assert_eq!(crate::report::text::thin(&s.e2e_ms, 99.0), "");
     assert_eq!(s.tpot_ms.worth, [None; 4]);
 }
+
+#[test]
+fn power_integral_columns_sum_the_counted_devices_and_compare_them_with_their_counters() {
+    let dev = |source: &str, device: &str, energy_j: f64, pi: Option<f64>| {
+        crate::telemetry::DeviceEnergy {
+            source: source.into(),
+            device: device.into(),
+            method: if pi.is_some() {
+                "counter"
+            } else {
+                "power-integral"
+            }
+            .into(),
+            energy_j,
+            coverage: 1.0,
+            idle_w: None,
+            energy_above_idle_j: None,
+            mean_w: None,
+            peak_w: None,
+            power_integral_j: pi,
+            power_samples: None,
+            power_sd_w: None,
+        }
+    };
+    // Two GPUs (counted) and a CPU package (not counted while GPUs are).
+    let mut t = crate::telemetry::Summary {
+        energy_source: "gpu".into(),
+        devices: vec![
+            dev("gpu", "gpu0", 1000.0, Some(1010.0)),
+            dev("gpu", "gpu1", 3000.0, Some(2950.0)),
+            dev("rapl", "package-0", 500.0, Some(900.0)),
+        ],
+        ..Default::default()
+    };
+    let (pi, delta) = counter_integral(&t).unwrap();
+    assert!((pi - 3960.0).abs() < 1e-9);
+    assert!((delta - (-40.0 / 4000.0)).abs() < 1e-12);
+    // Without GPUs the CPU packages are the counted devices.
+    t.energy_source = "cpu-rapl".into();
+    t.devices.retain(|d| d.source == "rapl");
+    let (pi, delta) = counter_integral(&t).unwrap();
+    assert!((pi - 900.0).abs() < 1e-9 && (delta - 0.8).abs() < 1e-12);
+    // A counted device whose energy is ∫power itself (no counter): nothing to compare.
+    t.devices.push(dev("rapl", "package-1", 200.0, None));
+    assert_eq!(counter_integral(&t), None);
+    // Nothing measured.
+    assert_eq!(
+        counter_integral(&crate::telemetry::Summary::default()),
+        None
+    );
+}
