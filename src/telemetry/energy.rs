@@ -111,14 +111,18 @@ pub(crate) fn power_integral(
     })
 }
 
-/// Mean and peak of the values whose time falls in [start, end].
-pub(crate) fn mean_peak(ts: &[i64], vs: &[f64], start: i64, end: i64) -> Option<(f64, f64)> {
-    let inside: Vec<f64> = ts
-        .iter()
+/// The values whose time falls in [start, end].
+fn inside(ts: &[i64], vs: &[f64], start: i64, end: i64) -> Vec<f64> {
+    ts.iter()
         .zip(vs)
         .filter(|(t, _)| **t >= start && **t <= end)
         .map(|(_, v)| *v)
-        .collect();
+        .collect()
+}
+
+/// Mean and peak of the values whose time falls in [start, end].
+pub(crate) fn mean_peak(ts: &[i64], vs: &[f64], start: i64, end: i64) -> Option<(f64, f64)> {
+    let inside = inside(ts, vs, start, end);
     if inside.is_empty() {
         return None;
     }
@@ -130,12 +134,7 @@ pub(crate) fn mean_peak(ts: &[i64], vs: &[f64], start: i64, end: i64) -> Option<
 /// spread that bounds how precisely instant power readings integrate over the window.
 /// None below two values.
 pub(crate) fn spread(ts: &[i64], vs: &[f64], start: i64, end: i64) -> Option<(u64, f64)> {
-    let inside: Vec<f64> = ts
-        .iter()
-        .zip(vs)
-        .filter(|(t, _)| **t >= start && **t <= end)
-        .map(|(_, v)| *v)
-        .collect();
+    let inside = inside(ts, vs, start, end);
     let n = inside.len();
     if n < 2 {
         return None;
