@@ -411,16 +411,15 @@ fn run_row(r: &Row, cost: Option<&Cost>) -> RunRow {
         flags.push(format!("shared GPU: {n:.0} other process(es) on it"));
     }
     // Its J/token rests on an energy counter that ∫power disagrees with beyond sampling.
-    for (dev, c) in d.telemetry.iter().flat_map(|t| {
-        t.devices
-            .iter()
-            .filter_map(|x| Some((&x.device, x.counter_check(t.window_s)?)))
-    }) {
-        if c.disagrees() {
-            flags.push(format!(
-                "energy: {dev}'s counter and ∫power {:+.1} % apart (report.md's telemetry notes)",
-                100.0 * c.delta
-            ));
+    if let Some(t) = &d.telemetry {
+        for x in &t.devices {
+            if let Some(c) = x.counter_check(t.window_s).filter(|c| c.disagrees()) {
+                flags.push(format!(
+                    "energy: {}'s counter and ∫power {:+.1} % apart (report.md's telemetry notes)",
+                    x.device,
+                    100.0 * c.delta
+                ));
+            }
         }
     }
     let stop = r.stop_note();

@@ -367,11 +367,7 @@ fn energy_section(rows: &[Row]) -> String {
         .iter()
         .map(|(r, t)| {
             // Power of the devices that `energy from` counts (GPUs, or CPU packages without GPU).
-            let counted: Vec<&crate::telemetry::DeviceEnergy> = t
-                .devices
-                .iter()
-                .filter(|d| (t.energy_source == "gpu") == (d.source == "gpu"))
-                .collect();
+            let counted: Vec<&crate::telemetry::DeviceEnergy> = t.counted_devices().collect();
             let total = |f: fn(&crate::telemetry::DeviceEnergy) -> Option<f64>| -> Option<f64> {
                 if counted.is_empty() {
                     None

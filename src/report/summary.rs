@@ -358,11 +358,7 @@ fn per_correct(row: &mut Row, data: &RunData, cost: Option<&Cost>, seed: u64) {
 /// The counted devices' ∫power and its difference from their energy counters, (∫power −
 /// counter) / counter, when every counted device's energy came from its counter.
 fn counter_integral(t: &crate::telemetry::Summary) -> Option<(f64, f64)> {
-    let counted: Vec<_> = t
-        .devices
-        .iter()
-        .filter(|d| (t.energy_source == "gpu") == (d.source == "gpu"))
-        .collect();
+    let counted: Vec<_> = t.counted_devices().collect();
     let pi: f64 = counted
         .iter()
         .map(|d| d.power_integral_j)
@@ -382,6 +378,7 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
             let c = d.columns.clone();
             let s = d.stats.as_ref();
             let t = d.telemetry.as_ref();
+            let pi = t.and_then(counter_integral);
             let cs = d.coldstart.as_ref();
             let str_ = |v: Option<String>| Cell::Str(v);
             // A configuration column (empty for a run the plan did not describe).
@@ -550,14 +547,8 @@ pub(crate) fn table(rows: &[Row]) -> Vec<Vec<(&'static str, Cell)>> {
                 ("unparsed_rate", f(d.metrics.get("unparsed_rate").copied())),
                 ("energy_source", str_(t.map(|t| t.energy_source.clone()))),
                 ("energy_j", f(t.and_then(|t| t.energy_j))),
-                (
-                    "power_integral_j",
-                    f(t.and_then(counter_integral).map(|c| c.0)),
-                ),
-                (
-                    "power_integral_vs_counter",
-                    f(t.and_then(counter_integral).map(|c| c.1)),
-                ),
+                ("power_integral_j", f(pi.map(|c| c.0))),
+                ("power_integral_vs_counter", f(pi.map(|c| c.1))),
                 (
                     "energy_above_idle_j",
                     f(t.and_then(|t| t.energy_above_idle_j)),

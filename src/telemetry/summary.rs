@@ -57,6 +57,16 @@ impl CounterCheck {
     }
 }
 
+impl Summary {
+    /// The devices `energy_j` counts: the GPUs (`energy_source` `gpu`), else the CPU packages.
+    pub fn counted_devices(&self) -> impl Iterator<Item = &DeviceEnergy> {
+        let gpu = self.energy_source == "gpu";
+        self.devices
+            .iter()
+            .filter(move |d| gpu == (d.source == "gpu"))
+    }
+}
+
 impl DeviceEnergy {
     /// ∫power against the counter, when energy came from the counter and both are known.
     pub fn counter_check(&self, window_s: f64) -> Option<CounterCheck> {
